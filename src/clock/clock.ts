@@ -1,0 +1,121 @@
+/**
+ * Time, injected. Every deadline, cooldown, bucket refill and timer in breakwater reads this
+ * interface instead of `Date.now()`/`setTimeout`, so tests drive simulated time and never sleep.
+ *
+ * The shape of `setTimeout`/`clearTimeout` matches XState v5's `clock` option of `createActor`,
+ * so the same clock can be handed to the actors.
+ *
+ * @example
+ * ```ts
+ * const clock = createManualClock(0);
+ * clock.setTimeout(() => console.log('fired'), 1_000);
+ * clock.advance(1_000); // prints "fired"
+ * ```
+ */
+export interface Clock {
+  /** Milliseconds since the epoch (or since the manual clock's origin). */
+  now(): number;
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+/** The real clock: `Date.now()` and the host timers. Timers are `unref`'d so they never hold a process open. */
+export const systemClock: Clock = Object.freeze({
+  now: () => Date.now(),
+  setTimeout: (fn: () => void, ms: number) => {
+    const t = setTimeout(fn, Math.max(0, ms));
+    t.unref?.();
+    return t;
+  },
+  clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
+});
+
+/** A clock that moves only when told to. */
+export interface ManualClock extends Clock {
+  /** Move time forward by `ms`, firing every timer that falls due, in order. */
+  advance(ms: number): void;
+  /** Move time forward to the next pending timer (if any) and fire it. Returns false if none was pending. */
+  runNext(): boolean;
+  /** Number of timers not yet fired. */
+  pending(): number;
+}
+
+interface ManualTimer {
+  id: number;
+  at: number;
+  fn: () => void;
+}
+
+/**
+ * Creates a {@link ManualClock} starting at `origin` (default 0).
+ *
+ * @example
+ * ```ts
+ * const clock = createManualClock(Date.parse('2026-08-17T07:00:00+09:00'));
+ * const supervisor = createSupervisor({ ...config, clock });
+ * clock.advance(30_000); // a 30 s cooldown elapses instantly
+ * ```
+ */
+export function createManualClock(origin = 0): ManualClock {
+  let now = origin;
+  let nextId = 1;
+  const timers = new Map<number, ManualTimer>();
+
+  const dueTimer = (limit: number): ManualTimer | undefined => {
+    let best: ManualTimer | undefined;
+    for (const t of timers.values()) {
+      if (t.at <= limit && (!best || t.at < best.at || (t.at === best.at && t.id < best.id))) best = t;
+    }
+    return best;
+  };
+
+  return {
+    now: () => now,
+    setTimeout(fn, ms) {
+      const id = nextId++;
+      timers.set(id, { id, at: now + Math.max(0, ms), fn });
+      return id;
+    },
+    clearTimeout(handle) {
+      timers.delete(handle as number);
+    },
+    advance(ms) {
+      const target = now + Math.max(0, ms);
+      for (let t = dueTimer(target); t; t = dueTimer(target)) {
+        timers.delete(t.id);
+        now = Math.max(now, t.at);
+        t.fn();
+      }
+      now = target;
+    },
+    runNext() {
+      const t = dueTimer(Number.POSITIVE_INFINITY);
+      if (!t) return false;
+      timers.delete(t.id);
+      now = Math.max(now, t.at);
+      t.fn();
+      return true;
+    },
+    pending: () => timers.size,
+  };
+}
+
+/**
+ * Resolves after `ms` on the given clock, or rejects with the signal's reason when it aborts first.
+ * This is for code that waits *outside* an actor (the round runner, the emulator's latency);
+ * actors keep deadlines in context instead.
+ */
+export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const onAbort = () => {
+      clock.clearTimeout(handle);
+      reject(signal?.reason);
+    };
+    const handle = clock.setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

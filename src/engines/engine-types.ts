@@ -1,0 +1,139 @@
+/**
+ * The unified engine adapter's value types: one normalized request and one normalized result
+ * that every provider (Anthropic, OpenAI, Gemini, OpenAI-compatible servers) maps to and from.
+ */
+
+/** Which wire protocol an endpoint speaks. */
+export type ProviderKind = 'anthropic' | 'openai' | 'gemini' | 'openai-compatible';
+
+/**
+ * For `openai-compatible` endpoints: which server is behind the base URL. It only changes how
+ * faults are read (Gemini's compat path wraps errors in an array; Ollama says "server busy").
+ */
+export type CompatFlavor = 'generic' | 'vllm' | 'ollama' | 'gemini-compat';
+
+/** A JSON Schema object describing a tool's parameters. */
+export type JsonSchema = { readonly [key: string]: unknown };
+
+/** A tool the model may call. */
+export interface ToolDefinition {
+  readonly name: string;
+  readonly description?: string;
+  /** JSON Schema of the arguments object (`{ type: 'object', properties, required }`). */
+  readonly parameters: JsonSchema;
+}
+
+/** A tool call the model asked for, with its arguments already parsed from JSON. */
+export interface ToolCall {
+  /** Provider's call id (Gemini has none on the wire: the adapter makes a stable one). */
+  readonly id: string;
+  readonly name: string;
+  readonly arguments: Readonly<Record<string, unknown>>;
+}
+
+/**
+ * One message of a conversation, provider-neutral.
+ * - `user` / `assistant`: plain text turns.
+ * - `tool_call`: the assistant asked for a tool (consecutive tool calls after an assistant
+ *   message belong to that same assistant turn on the wire).
+ * - `tool_result`: what the tool returned for the call with `toolCallId`.
+ */
+export type ChatMessage =
+  | { readonly role: 'user'; readonly content: string }
+  | { readonly role: 'assistant'; readonly content: string }
+  | { readonly role: 'tool_call'; readonly call: ToolCall }
+  | {
+      readonly role: 'tool_result';
+      readonly toolCallId: string;
+      readonly toolName: string;
+      readonly content: string;
+      readonly isError?: boolean;
+    };
+
+/** A normalized request to one engine. */
+export interface EngineRequest {
+  /** System prompt (Anthropic `system`, OpenAI system message, Gemini `systemInstruction`). */
+  readonly system?: string;
+  readonly messages: readonly ChatMessage[];
+  readonly tools?: readonly ToolDefinition[];
+  /** Upper bound on output tokens. */
+  readonly maxTokens: number;
+  /** Sampling temperature; provider default when absent. */
+  readonly temperature?: number;
+  /** Cancels the call; a cancelled call fails with fault kind `cancelled`. */
+  readonly signal?: AbortSignal;
+  /**
+   * Identifies this logical call across retries and crashes. Sent upstream as the
+   * `Idempotency-Key` header; the durable store memoizes results under it.
+   */
+  readonly idempotencyKey: string;
+}
+
+/** Why the model stopped. */
+export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'refusal' | 'other';
+
+/** One rate-limit dimension as the provider reported it. Absent fields were not reported. */
+export interface RateLimitWindow {
+  readonly limit?: number;
+  readonly remaining?: number;
+  /** Epoch ms at which this dimension is fully replenished. */
+  readonly resetAt?: number;
+}
+
+/** What the response headers said about the endpoint's quota. */
+export interface RateLimitState {
+  readonly requests?: RateLimitWindow;
+  readonly tokens?: RateLimitWindow;
+  /** Anthropic's input-tokens-per-minute dimension. */
+  readonly inputTokens?: RateLimitWindow;
+  /** Anthropic's output-tokens-per-minute dimension. */
+  readonly outputTokens?: RateLimitWindow;
+  /** From `retry-after-ms` / `retry-after`, when present. */
+  readonly retryAfterMs?: number;
+}
+
+/** Token usage of one call. */
+export interface Usage {
+  readonly inputTokens: number;
+  readonly outputTokens: number;
+}
+
+/**
+ * Identity of an endpoint: provider + key + model. The key appears only as a fingerprint
+ * (a short hash), never in plaintext, so descriptors are safe to log and persist.
+ */
+export interface EndpointDescriptor {
+  /** The configured name, unique in a runtime (e.g. `primary-openai`). */
+  readonly id: string;
+  readonly provider: ProviderKind;
+  readonly flavor?: CompatFlavor;
+  readonly model: string;
+  /** First 8 hex chars of sha256(key); `none` when the endpoint needs no key. */
+  readonly keyFingerprint: string;
+  readonly baseURL?: string;
+}
+
+/** The normalized result of a successful call. */
+export interface EngineResult {
+  readonly text: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly stopReason: StopReason;
+  readonly usage: Usage;
+  /** The endpoint that answered. */
+  readonly endpoint: EndpointDescriptor;
+  /** The model name the provider reported (may be more specific than the configured one). */
+  readonly model: string;
+  readonly requestId?: string;
+  readonly rateLimit: RateLimitState;
+  /** Wall time of the call, on the adapter's clock. */
+  readonly latencyMs: number;
+}
+
+/**
+ * One provider behind the unified interface. `call` resolves with a normalized result or rejects
+ * with an `EngineFaultError` carrying a classified `Fault` — never with a raw SDK error.
+ */
+export interface Engine {
+  readonly endpoint: EndpointDescriptor;
+  call(request: EngineRequest): Promise<EngineResult>;
+}

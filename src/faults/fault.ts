@@ -1,0 +1,94 @@
+import type { ProviderKind } from '../engines/engine-types.ts';
+
+/**
+ * Every failure from every provider becomes one of these kinds.
+ * - `rate_limited`: 429 that goes away by itself (honour `retryAfterMs`).
+ * - `credit_exhausted`: the key's credit/quota/spend cap is gone; needs a human (or BYOK). Never retried like a 429.
+ * - `overloaded`: provider-wide transient overload (529, 503, "server busy").
+ * - `server_error`: 500/502/504 and friends.
+ * - `network`: connection refused/reset/DNS.
+ * - `timeout`: no headers before the deadline, or the body stalled past the idle timer.
+ * - `auth`: bad or unauthorized key.
+ * - `bad_request`: the request itself is wrong; no engine swap fixes it.
+ * - `cancelled`: the caller aborted.
+ */
+export type FaultKind =
+  | 'rate_limited'
+  | 'credit_exhausted'
+  | 'overloaded'
+  | 'server_error'
+  | 'network'
+  | 'timeout'
+  | 'auth'
+  | 'bad_request'
+  | 'cancelled';
+
+/** All fault kinds, in the classifier's evaluation order. */
+export const FAULT_KINDS: readonly FaultKind[] = Object.freeze([
+  'credit_exhausted',
+  'rate_limited',
+  'overloaded',
+  'server_error',
+  'network',
+  'timeout',
+  'auth',
+  'bad_request',
+  'cancelled',
+]);
+
+/** A classified failure. Plain data: safe to put in snapshots, logs and the database. */
+export interface Fault {
+  readonly kind: FaultKind;
+  readonly provider: ProviderKind;
+  /** HTTP status, when there was a response. */
+  readonly status?: number;
+  /** When the provider said to come back, in ms from the moment of classification. */
+  readonly retryAfterMs?: number;
+  readonly requestId?: string;
+  /** The provider's own error code/type (e.g. `insufficient_quota`, `overloaded_error`, `RESOURCE_EXHAUSTED`). */
+  readonly code?: string;
+  /** Human-readable, with every secret scrubbed. */
+  readonly message: string;
+  /** The endpoint id the call went to, when known. */
+  readonly endpointId?: string;
+}
+
+/** Kinds that may succeed if the same endpoint is tried again later. */
+export function isTransientFault(kind: FaultKind): boolean {
+  return (
+    kind === 'rate_limited' ||
+    kind === 'overloaded' ||
+    kind === 'server_error' ||
+    kind === 'network' ||
+    kind === 'timeout'
+  );
+}
+
+/** Kinds that another engine may fix (everything but a bad request or a cancellation). */
+export function isSwappableFault(kind: FaultKind): boolean {
+  return kind !== 'bad_request' && kind !== 'cancelled';
+}
+
+/**
+ * The error an {@link Engine} rejects with. It carries the classified {@link Fault}.
+ *
+ * @example
+ * ```ts
+ * try { await engine.call(req); }
+ * catch (e) { if (isEngineFaultError(e) && e.fault.kind === 'rate_limited') wait(e.fault.retryAfterMs); }
+ * ```
+ */
+export class EngineFaultError extends Error {
+  readonly code = 'ENGINE_FAULT' as const;
+  readonly fault: Fault;
+  constructor(fault: Fault) {
+    super(`${fault.kind}${fault.status ? ` (${fault.status})` : ''}: ${fault.message}`);
+    this.name = 'EngineFaultError';
+    this.fault = fault;
+  }
+}
+
+/** Type guard for {@link EngineFaultError}. */
+export function isEngineFaultError(e: unknown): e is EngineFaultError {
+  return e instanceof EngineFaultError || (typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'ENGINE_FAULT');
+}
