@@ -1,0 +1,182 @@
+import Anthropic from '@anthropic-ai/sdk';
+import type { Clock } from '../clock/clock.ts';
+import { effectiveBaseURL, type ParsedEndpointConfig, resolveApiKey } from './endpoint-config.ts';
+import {
+  type EngineContext,
+  idempotencyHeaders,
+  type ProviderOutcome,
+  runEngineCall,
+} from './engine-call.ts';
+import type {
+  ChatMessage,
+  EndpointDescriptor,
+  Engine,
+  EngineRequest,
+  StopReason,
+  ToolCall,
+} from './engine-types.ts';
+import { sdkTimeoutMs } from './sdk-timeout.ts';
+import { timedFetch } from './timed-fetch.ts';
+
+type Block = Anthropic.ContentBlockParam;
+type Turn = { role: 'user' | 'assistant'; content: Block[] };
+
+/**
+ * Maps neutral messages to Anthropic turns: consecutive same-side messages merge into one turn, so
+ * an assistant text and the tool calls after it are one assistant turn of text + `tool_use` blocks,
+ * and tool results are `tool_result` blocks of one user turn.
+ */
+export function toAnthropicMessages(messages: readonly ChatMessage[]): Anthropic.MessageParam[] {
+  const turns: Turn[] = [];
+  const push = (role: Turn['role'], block: Block) => {
+    const last = turns[turns.length - 1];
+    if (last && last.role === role) last.content.push(block);
+    else turns.push({ role, content: [block] });
+  };
+  for (const m of messages) {
+    switch (m.role) {
+      case 'user':
+        push('user', { type: 'text', text: m.content });
+        break;
+      case 'assistant':
+        // An empty text block is refused by the API; the turn may still carry tool_use blocks.
+        if (m.content) push('assistant', { type: 'text', text: m.content });
+        else if (turns[turns.length - 1]?.role !== 'assistant')
+          turns.push({ role: 'assistant', content: [] });
+        break;
+      case 'tool_call':
+        push('assistant', {
+          type: 'tool_use',
+          id: m.call.id,
+          name: m.call.name,
+          input: m.call.arguments as Record<string, unknown>,
+        });
+        break;
+      case 'tool_result':
+        push('user', {
+          type: 'tool_result',
+          tool_use_id: m.toolCallId,
+          content: m.content,
+          ...(m.isError ? { is_error: true } : {}),
+        });
+        break;
+    }
+  }
+  return turns
+    .filter((t) => t.content.length > 0)
+    .map((t) => {
+      const only = t.content[0];
+      // A lone text block goes as a plain string, the most widely accepted shape.
+      if (t.content.length === 1 && only?.type === 'text') return { role: t.role, content: only.text };
+      return { role: t.role, content: t.content };
+    });
+}
+
+/** Builds the Messages API body of a neutral request. */
+export function toAnthropicBody(
+  model: string,
+  request: EngineRequest,
+): Anthropic.MessageCreateParamsNonStreaming {
+  return {
+    model,
+    max_tokens: request.maxTokens,
+    messages: toAnthropicMessages(request.messages),
+    ...(request.system ? { system: request.system } : {}),
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.tools?.length
+      ? {
+          tools: request.tools.map((t) => ({
+            name: t.name,
+            ...(t.description ? { description: t.description } : {}),
+            input_schema: t.parameters as Anthropic.Tool.InputSchema,
+          })),
+        }
+      : {}),
+  };
+}
+
+function mapStopReason(reason: string | null | undefined): StopReason {
+  switch (reason) {
+    case 'end_turn':
+    case 'stop_sequence':
+      return 'end_turn';
+    case 'tool_use':
+      return 'tool_use';
+    case 'max_tokens':
+    case 'model_context_window_exceeded':
+      return 'max_tokens';
+    case 'refusal':
+      return 'refusal';
+    default:
+      return 'other';
+  }
+}
+
+/** Reads text, tool calls, stop reason and usage from a Messages API response. */
+export function fromAnthropicMessage(message: Anthropic.Message): ProviderOutcome {
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  for (const block of message.content) {
+    if (block.type === 'text') text += block.text;
+    else if (block.type === 'tool_use') {
+      const input = block.input;
+      toolCalls.push({
+        id: block.id,
+        name: block.name,
+        arguments: input && typeof input === 'object' ? (input as Record<string, unknown>) : {},
+      });
+    }
+  }
+  const u = message.usage;
+  return {
+    text,
+    toolCalls,
+    stopReason: mapStopReason(message.stop_reason),
+    usage: {
+      // Cached prompt tokens are still input tokens of this call.
+      inputTokens:
+        (u?.input_tokens ?? 0) + (u?.cache_creation_input_tokens ?? 0) + (u?.cache_read_input_tokens ?? 0),
+      outputTokens: u?.output_tokens ?? 0,
+    },
+    model: message.model,
+  };
+}
+
+/**
+ * An {@link Engine} over the Anthropic Messages API (`@anthropic-ai/sdk`). One client per engine,
+ * SDK retries off (breakwater owns retries), deadlines from {@link timedFetch}.
+ *
+ * @example
+ * ```ts
+ * const engine = createAnthropicEngine(parseEndpointConfig({ id: 'a', provider: 'anthropic',
+ *   model: 'claude-sonnet-4-5', apiKeyEnv: 'ANTHROPIC_API_KEY' }), describeEndpoint(cfg), systemClock);
+ * ```
+ */
+export function createAnthropicEngine(
+  config: ParsedEndpointConfig,
+  endpoint: EndpointDescriptor,
+  clock: Clock,
+): Engine {
+  const client = new Anthropic({
+    apiKey: resolveApiKey(config) ?? null,
+    baseURL: effectiveBaseURL(config) ?? null,
+    maxRetries: 0,
+    // Our own deadlines govern; the SDK's timer must never fire first (and an explicit timeout
+    // also stops the SDK from refusing large non-streaming max_tokens client-side).
+    timeout: sdkTimeoutMs(config),
+    fetch: timedFetch,
+    openTelemetry: false,
+  });
+  const ctx: EngineContext = { config, endpoint, clock };
+  return Object.freeze({
+    endpoint,
+    call: (request: EngineRequest) =>
+      runEngineCall(ctx, request, async () => {
+        const message = await client.messages.create(toAnthropicBody(config.model, request), {
+          headers: idempotencyHeaders(request),
+          ...(request.signal ? { signal: request.signal } : {}),
+        });
+        return fromAnthropicMessage(message);
+      }),
+  });
+}

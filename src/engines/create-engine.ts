@@ -1,0 +1,64 @@
+import { type Clock, systemClock } from '../clock/clock.ts';
+import { ConfigError } from '../errors/config-error.ts';
+import { registerSecret } from '../redact/secret-scrubber.ts';
+import { createAnthropicEngine } from './anthropic-engine.ts';
+import {
+  describeEndpoint,
+  type EndpointConfig,
+  parseEndpointConfig,
+  resolveApiKey,
+} from './endpoint-config.ts';
+import type { Engine } from './engine-types.ts';
+import { createGeminiEngine } from './gemini-engine.ts';
+import { createOpenAIEngine } from './openai-engine.ts';
+
+/** Options of {@link createEngine}. */
+export interface CreateEngineOptions {
+  /** Time source of the call deadlines and latencies. Default: `systemClock`. */
+  readonly clock?: Clock;
+}
+
+/**
+ * Creates the {@link Engine} of one endpoint: Anthropic (`@anthropic-ai/sdk`), OpenAI and every
+ * OpenAI-compatible server (`openai`, via `baseURL`), or Gemini native (`@google/genai`). The config
+ * is validated first (a bad one throws a `ConfigError` naming the field); the key is read once
+ * (`apiKey` or the `apiKeyEnv` variable) and registered with the secret scrubber.
+ *
+ * Every call has a header deadline and a body idle deadline, sends its `idempotencyKey` as
+ * `Idempotency-Key`, makes exactly one HTTP attempt, and rejects only with an `EngineFaultError`.
+ *
+ * @example
+ * ```ts
+ * const engine = createEngine({ id: 'primary', provider: 'openai', model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY' });
+ * const result = await engine.call({
+ *   messages: [{ role: 'user', content: 'Hello' }],
+ *   maxTokens: 256,
+ *   idempotencyKey: 'run-1/round-3/agent-2',
+ * });
+ * console.log(result.text, result.usage, result.rateLimit);
+ * ```
+ */
+export function createEngine(config: EndpointConfig, options: CreateEngineOptions = {}): Engine {
+  const source = `endpoint "${String((config as { id?: unknown })?.id ?? '?')}"`;
+  const parsed = parseEndpointConfig(config, source);
+  const key = resolveApiKey(parsed);
+  if (parsed.apiKeyEnv && !key) {
+    throw new ConfigError({
+      source,
+      path: 'apiKeyEnv',
+      message: `environment variable ${parsed.apiKeyEnv} is not set; export it or give apiKey`,
+    });
+  }
+  if (key) registerSecret(key);
+  const endpoint = describeEndpoint(parsed);
+  const clock = options.clock ?? systemClock;
+  switch (parsed.provider) {
+    case 'anthropic':
+      return createAnthropicEngine(parsed, endpoint, clock);
+    case 'gemini':
+      return createGeminiEngine(parsed, endpoint, clock);
+    case 'openai':
+    case 'openai-compatible':
+      return createOpenAIEngine(parsed, endpoint, clock);
+  }
+}

@@ -1,0 +1,110 @@
+import type { Clock } from '../clock/clock.ts';
+import { classifyError } from '../faults/classify-error.ts';
+import { EngineFaultError } from '../faults/fault.ts';
+import { readRateLimitState } from '../ratelimit/rate-limit-headers.ts';
+import type { ParsedEndpointConfig } from './endpoint-config.ts';
+import type {
+  EndpointDescriptor,
+  EngineRequest,
+  EngineResult,
+  StopReason,
+  ToolCall,
+  Usage,
+} from './engine-types.ts';
+import { beginTimedCall, endTimedCall, runTimedCall } from './timed-fetch.ts';
+
+/** What a provider-specific engine extracts from its SDK's response. */
+export interface ProviderOutcome {
+  readonly text: string;
+  readonly toolCalls: readonly ToolCall[];
+  readonly stopReason: StopReason;
+  readonly usage: Usage;
+  readonly model: string;
+  /** A request id found in the body (Gemini `responseId`); headers are read here otherwise. */
+  readonly requestId?: string;
+}
+
+/** What every provider engine shares: its validated config, identity and clock. */
+export interface EngineContext {
+  readonly config: ParsedEndpointConfig;
+  readonly endpoint: EndpointDescriptor;
+  readonly clock: Clock;
+}
+
+/** The header every call carries so the provider (and the emulator) can deduplicate retries. */
+export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
+
+/**
+ * Runs one provider call under the adapter's deadlines and turns its outcome into an
+ * {@link EngineResult}, or any failure into an {@link EngineFaultError}.
+ */
+export async function runEngineCall(
+  ctx: EngineContext,
+  request: EngineRequest,
+  send: () => Promise<ProviderOutcome>,
+): Promise<EngineResult> {
+  const { clock, config, endpoint } = ctx;
+  const startedAt = clock.now();
+  const call = beginTimedCall(clock, config.headersTimeoutMs, config.idleTimeoutMs, request.signal);
+  try {
+    const outcome = await runTimedCall(call, send);
+    const now = clock.now();
+    const headers = call.headers ?? new Headers();
+    const requestId = headers.get('request-id') ?? headers.get('x-request-id') ?? outcome.requestId;
+    const result: EngineResult = {
+      text: outcome.text,
+      toolCalls: Object.freeze(outcome.toolCalls.map((c) => Object.freeze(c))),
+      stopReason:
+        outcome.toolCalls.length > 0 && outcome.stopReason === 'end_turn' ? 'tool_use' : outcome.stopReason,
+      usage: Object.freeze(outcome.usage),
+      endpoint,
+      model: outcome.model,
+      ...(requestId ? { requestId } : {}),
+      rateLimit: Object.freeze(readRateLimitState(config.provider, headers, now)),
+      latencyMs: now - startedAt,
+    };
+    return Object.freeze(result);
+  } catch (err) {
+    throw new EngineFaultError(
+      classifyError(err, {
+        provider: config.provider,
+        ...(endpoint.flavor ? { flavor: endpoint.flavor } : {}),
+        endpointId: config.id,
+        now: clock.now(),
+        ...(call.timedOut ? { timedOut: call.timedOut } : {}),
+        callerAborted: request.signal?.aborted === true,
+        ...(call.headers ? { headers: call.headers } : {}),
+        ...(call.bodyText !== undefined ? { bodyText: call.bodyText } : {}),
+      }),
+    );
+  } finally {
+    endTimedCall(call);
+  }
+}
+
+/** Headers that carry the idempotency key on one call. */
+export function idempotencyHeaders(request: EngineRequest): Record<string, string> {
+  return { [IDEMPOTENCY_HEADER]: request.idempotencyKey };
+}
+
+/**
+ * Parses tool-call arguments sent as a JSON string (OpenAI). Malformed or non-object JSON is kept
+ * as `{ _raw }` so a bad model output never crashes the call; an empty string means no arguments.
+ */
+export function parseToolArguments(raw: string | undefined | null): Readonly<Record<string, unknown>> {
+  if (raw === undefined || raw === null || raw.trim() === '') return {};
+  try {
+    const value: unknown = JSON.parse(raw);
+    if (value && typeof value === 'object' && !Array.isArray(value)) return value as Record<string, unknown>;
+  } catch {
+    // fall through
+  }
+  return { _raw: raw };
+}
+
+/** The inverse of {@link parseToolArguments}: a `{ _raw }` call is sent back exactly as it came. */
+export function serializeToolArguments(args: Readonly<Record<string, unknown>>): string {
+  const keys = Object.keys(args);
+  if (keys.length === 1 && keys[0] === '_raw' && typeof args._raw === 'string') return args._raw;
+  return JSON.stringify(args);
+}

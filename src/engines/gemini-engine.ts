@@ -1,0 +1,173 @@
+import {
+  type Content,
+  type FunctionDeclaration,
+  type GenerateContentParameters,
+  type GenerateContentResponse,
+  GoogleGenAI,
+  type Part,
+} from '@google/genai';
+import type { Clock } from '../clock/clock.ts';
+import { effectiveBaseURL, type ParsedEndpointConfig, resolveApiKey } from './endpoint-config.ts';
+import {
+  type EngineContext,
+  idempotencyHeaders,
+  type ProviderOutcome,
+  runEngineCall,
+} from './engine-call.ts';
+import type {
+  ChatMessage,
+  EndpointDescriptor,
+  Engine,
+  EngineRequest,
+  StopReason,
+  ToolCall,
+} from './engine-types.ts';
+import { timedFetch } from './timed-fetch.ts';
+
+/**
+ * Maps neutral messages to Gemini contents. Consecutive same-side messages merge into one turn:
+ * an assistant text and its tool calls are one `model` turn of text + `functionCall` parts, tool
+ * results are `functionResponse` parts of one `user` turn. Gemini has no call ids on the wire, so
+ * results are matched back by tool name.
+ */
+export function toGeminiContents(messages: readonly ChatMessage[]): Content[] {
+  const turns: Content[] = [];
+  const push = (role: 'user' | 'model', part: Part) => {
+    const last = turns[turns.length - 1];
+    if (last && last.role === role) last.parts!.push(part);
+    else turns.push({ role, parts: [part] });
+  };
+  for (const m of messages) {
+    switch (m.role) {
+      case 'user':
+        push('user', { text: m.content });
+        break;
+      case 'assistant':
+        if (m.content) push('model', { text: m.content });
+        else if (turns[turns.length - 1]?.role !== 'model') turns.push({ role: 'model', parts: [] });
+        break;
+      case 'tool_call':
+        push('model', { functionCall: { name: m.call.name, args: { ...m.call.arguments } } });
+        break;
+      case 'tool_result':
+        push('user', {
+          functionResponse: {
+            name: m.toolName,
+            // Gemini's convention: `output` for a result, `error` for a failure.
+            response: m.isError ? { error: m.content } : { output: m.content },
+          },
+        });
+        break;
+    }
+  }
+  return turns.filter((t) => (t.parts?.length ?? 0) > 0);
+}
+
+/** Builds the generateContent parameters (body + per-call config) of a neutral request. */
+export function toGeminiParams(model: string, request: EngineRequest): GenerateContentParameters {
+  const functionDeclarations: FunctionDeclaration[] | undefined = request.tools?.map((t) => ({
+    name: t.name,
+    ...(t.description ? { description: t.description } : {}),
+    parametersJsonSchema: t.parameters,
+  }));
+  return {
+    model,
+    contents: toGeminiContents(request.messages),
+    config: {
+      ...(request.system ? { systemInstruction: { parts: [{ text: request.system }] } } : {}),
+      ...(functionDeclarations?.length ? { tools: [{ functionDeclarations }] } : {}),
+      maxOutputTokens: request.maxTokens,
+      ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+      // One logical call = one HTTP request: breakwater owns retries and continuation hops.
+      automaticContinuation: false,
+      httpOptions: { headers: idempotencyHeaders(request) },
+      ...(request.signal ? { abortSignal: request.signal } : {}),
+    },
+  };
+}
+
+const REFUSALS = new Set([
+  'SAFETY',
+  'RECITATION',
+  'BLOCKLIST',
+  'PROHIBITED_CONTENT',
+  'SPII',
+  'IMAGE_SAFETY',
+  'IMAGE_PROHIBITED_CONTENT',
+]);
+
+function mapFinishReason(reason: string | undefined, hasCalls: boolean): StopReason {
+  if (reason === 'MAX_TOKENS') return 'max_tokens';
+  if (reason && REFUSALS.has(reason)) return 'refusal';
+  if (hasCalls) return 'tool_use';
+  if (reason === 'STOP' || reason === undefined) return 'end_turn';
+  return 'other';
+}
+
+/**
+ * Reads text, tool calls, stop reason and usage from a generateContent response. Function calls
+ * get the stable id `${name}-${index}` (index within that turn).
+ */
+export function fromGeminiResponse(
+  response: GenerateContentResponse,
+  fallbackModel: string,
+): ProviderOutcome {
+  const candidate = response.candidates?.[0];
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  for (const part of candidate?.content?.parts ?? []) {
+    if (part.functionCall) {
+      const name = part.functionCall.name ?? '';
+      toolCalls.push({ id: `${name}-${toolCalls.length}`, name, arguments: part.functionCall.args ?? {} });
+    } else if (typeof part.text === 'string' && !part.thought) {
+      text += part.text;
+    }
+  }
+  const blocked = !candidate && response.promptFeedback?.blockReason !== undefined;
+  const u = response.usageMetadata;
+  return {
+    text,
+    toolCalls,
+    stopReason: blocked ? 'refusal' : mapFinishReason(candidate?.finishReason, toolCalls.length > 0),
+    usage: {
+      inputTokens: u?.promptTokenCount ?? 0,
+      // Thinking tokens are billed as output.
+      outputTokens: (u?.candidatesTokenCount ?? 0) + (u?.thoughtsTokenCount ?? 0),
+    },
+    model: response.modelVersion || fallbackModel,
+    ...(response.responseId ? { requestId: response.responseId } : {}),
+  };
+}
+
+/**
+ * An {@link Engine} over Gemini's native generateContent (`@google/genai`). One client per engine,
+ * no `retryOptions` (the SDK then never retries), deadlines from {@link timedFetch}.
+ *
+ * @example
+ * ```ts
+ * const cfg = parseEndpointConfig({ id: 'g', provider: 'gemini', model: 'gemini-2.5-flash', apiKeyEnv: 'GEMINI_API_KEY' });
+ * const engine = createGeminiEngine(cfg, describeEndpoint(cfg), systemClock);
+ * ```
+ */
+export function createGeminiEngine(
+  config: ParsedEndpointConfig,
+  endpoint: EndpointDescriptor,
+  clock: Clock,
+): Engine {
+  const baseUrl = effectiveBaseURL(config);
+  const client = new GoogleGenAI({
+    // Explicit, so GOOGLE_GENAI_USE_VERTEXAI in the environment cannot switch the backend.
+    vertexai: false,
+    apiKey: resolveApiKey(config) ?? '',
+    httpOptions: { ...(baseUrl ? { baseUrl } : {}), fetch: timedFetch },
+  });
+  const ctx: EngineContext = { config, endpoint, clock };
+  return Object.freeze({
+    endpoint,
+    call: (request: EngineRequest) =>
+      runEngineCall(ctx, request, async () => {
+        const response = await client.models.generateContent(toGeminiParams(config.model, request));
+        return fromGeminiResponse(response, config.model);
+      }),
+  });
+}

@@ -1,0 +1,182 @@
+import OpenAI from 'openai';
+import type {
+  ChatCompletion,
+  ChatCompletionAssistantMessageParam,
+  ChatCompletionCreateParamsNonStreaming,
+  ChatCompletionMessageParam,
+} from 'openai/resources/chat/completions';
+import type { Clock } from '../clock/clock.ts';
+import { effectiveBaseURL, type ParsedEndpointConfig, resolveApiKey } from './endpoint-config.ts';
+import {
+  type EngineContext,
+  idempotencyHeaders,
+  parseToolArguments,
+  type ProviderOutcome,
+  runEngineCall,
+  serializeToolArguments,
+} from './engine-call.ts';
+import type {
+  ChatMessage,
+  EndpointDescriptor,
+  Engine,
+  EngineRequest,
+  StopReason,
+  ToolCall,
+} from './engine-types.ts';
+import { sdkTimeoutMs } from './sdk-timeout.ts';
+import { timedFetch } from './timed-fetch.ts';
+
+/**
+ * Maps neutral messages to Chat Completions messages: tool calls join the assistant message right
+ * before them (`tool_calls`), each tool result is its own `role: tool` message.
+ */
+export function toOpenAIMessages(
+  system: string | undefined,
+  messages: readonly ChatMessage[],
+): ChatCompletionMessageParam[] {
+  const out: ChatCompletionMessageParam[] = [];
+  if (system) out.push({ role: 'system', content: system });
+  let open: ChatCompletionAssistantMessageParam | undefined;
+  for (const m of messages) {
+    if (m.role === 'tool_call') {
+      if (!open) {
+        open = { role: 'assistant', content: null };
+        out.push(open);
+      }
+      if (!open.tool_calls) open.tool_calls = [];
+      open.tool_calls.push({
+        id: m.call.id,
+        type: 'function',
+        function: { name: m.call.name, arguments: serializeToolArguments(m.call.arguments) },
+      });
+      continue;
+    }
+    open = undefined;
+    if (m.role === 'assistant') {
+      open = { role: 'assistant', content: m.content };
+      out.push(open);
+    } else if (m.role === 'user') {
+      out.push({ role: 'user', content: m.content });
+    } else {
+      out.push({ role: 'tool', tool_call_id: m.toolCallId, content: m.content });
+    }
+  }
+  return out;
+}
+
+/**
+ * Builds the Chat Completions body. OpenAI itself gets `max_completion_tokens` (its reasoning models
+ * refuse `max_tokens`); compatible servers get `max_tokens`, which all of them understand.
+ */
+export function toOpenAIBody(
+  model: string,
+  request: EngineRequest,
+  compatible: boolean,
+): ChatCompletionCreateParamsNonStreaming {
+  return {
+    model,
+    messages: toOpenAIMessages(request.system, request.messages),
+    ...(compatible ? { max_tokens: request.maxTokens } : { max_completion_tokens: request.maxTokens }),
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.tools?.length
+      ? {
+          tools: request.tools.map((t) => ({
+            type: 'function' as const,
+            function: {
+              name: t.name,
+              ...(t.description ? { description: t.description } : {}),
+              parameters: t.parameters as Record<string, unknown>,
+            },
+          })),
+        }
+      : {}),
+  };
+}
+
+function mapFinishReason(reason: string | null | undefined, refused: boolean): StopReason {
+  if (refused) return 'refusal';
+  switch (reason) {
+    case 'stop':
+      return 'end_turn';
+    case 'tool_calls':
+    case 'function_call':
+      return 'tool_use';
+    case 'length':
+      return 'max_tokens';
+    case 'content_filter':
+      return 'refusal';
+    default:
+      return 'other';
+  }
+}
+
+/** Reads text, parsed tool calls, stop reason and usage from a chat completion. */
+export function fromChatCompletion(completion: ChatCompletion, fallbackModel: string): ProviderOutcome {
+  const choice = completion.choices?.[0];
+  const message = choice?.message;
+  const toolCalls: ToolCall[] = [];
+  for (const tc of message?.tool_calls ?? []) {
+    if (tc.type !== 'function') continue;
+    toolCalls.push({
+      id: tc.id,
+      name: tc.function.name,
+      arguments: parseToolArguments(tc.function.arguments),
+    });
+  }
+  const refusal = typeof message?.refusal === 'string' && message.refusal.length > 0;
+  return {
+    text: message?.content ?? (refusal ? (message?.refusal ?? '') : ''),
+    toolCalls,
+    stopReason: mapFinishReason(choice?.finish_reason, refusal),
+    usage: {
+      inputTokens: completion.usage?.prompt_tokens ?? 0,
+      outputTokens: completion.usage?.completion_tokens ?? 0,
+    },
+    model: completion.model || fallbackModel,
+  };
+}
+
+/**
+ * An {@link Engine} over OpenAI Chat Completions (`openai`), also for every OpenAI-compatible
+ * server (vLLM, Ollama, Gemini's compat path) through `baseURL`. One client per engine, SDK
+ * retries off, deadlines from {@link timedFetch}.
+ *
+ * @example
+ * ```ts
+ * const cfg = parseEndpointConfig({ id: 'local', provider: 'openai-compatible', flavor: 'ollama', model: 'llama3.1' });
+ * const engine = createOpenAIEngine(cfg, describeEndpoint(cfg), systemClock);
+ * ```
+ */
+export function createOpenAIEngine(
+  config: ParsedEndpointConfig,
+  endpoint: EndpointDescriptor,
+  clock: Clock,
+): Engine {
+  const compatible = config.provider === 'openai-compatible';
+  const client = new OpenAI({
+    // Local servers need no key, but the SDK refuses to start without one.
+    apiKey: resolveApiKey(config) ?? 'no-key',
+    baseURL: effectiveBaseURL(config) ?? null,
+    // Never let OPENAI_ORG_ID / OPENAI_PROJECT_ID from the environment leak into requests.
+    organization: null,
+    project: null,
+    maxRetries: 0,
+    timeout: sdkTimeoutMs(config),
+    fetch: timedFetch,
+  });
+  const ctx: EngineContext = { config, endpoint, clock };
+  return Object.freeze({
+    endpoint,
+    call: (request: EngineRequest) =>
+      runEngineCall(ctx, request, async () => {
+        const completion = await client.chat.completions.create(
+          toOpenAIBody(config.model, request, compatible),
+          {
+            headers: idempotencyHeaders(request),
+            ...(request.signal ? { signal: request.signal } : {}),
+          },
+        );
+        return fromChatCompletion(completion, config.model);
+      }),
+  });
+}

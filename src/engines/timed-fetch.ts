@@ -1,0 +1,213 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import type { Clock } from '../clock/clock.ts';
+
+/**
+ * Per-call deadlines and response capture for every SDK, in one place.
+ *
+ * The SDKs' own timeouts stop at the response headers: a body that stalls after a 200 hangs until
+ * undici's 300 s body timeout. So each engine hands {@link timedFetch} to its SDK as the `fetch`
+ * option, and runs each call inside {@link runTimedCall}; the SDK's internal awaits keep the
+ * `AsyncLocalStorage` store, so the fetch finds its call's deadlines without any SDK hook.
+ */
+
+/** Why the adapter cut a call itself. */
+export type TimedOutPhase = 'headers' | 'idle';
+
+/** The live state of one call: its deadlines in, what the wire said out. */
+export interface TimedCall {
+  readonly clock: Clock;
+  readonly headersTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  /** The caller's signal; aborting it aborts the request and the body read. */
+  readonly signal: AbortSignal | undefined;
+  /** Set when one of our deadlines fired. */
+  timedOut: TimedOutPhase | undefined;
+  status: number | undefined;
+  headers: Headers | undefined;
+  /** Body text of a non-2xx response (error bodies are small; success bodies are not copied). */
+  bodyText: string | undefined;
+  /** Cleanups still owed (timers, listeners); run by {@link endTimedCall}. */
+  cleanup: (() => void) | undefined;
+}
+
+/**
+ * Creates the state of one call. Pass it to {@link runTimedCall} and, when the call settled,
+ * to {@link endTimedCall}.
+ */
+export function beginTimedCall(
+  clock: Clock,
+  headersTimeoutMs: number,
+  idleTimeoutMs: number,
+  signal: AbortSignal | undefined,
+): TimedCall {
+  return {
+    clock,
+    headersTimeoutMs,
+    idleTimeoutMs,
+    signal,
+    timedOut: undefined,
+    status: undefined,
+    headers: undefined,
+    bodyText: undefined,
+    cleanup: undefined,
+  };
+}
+
+/** Clears every timer and listener the call still holds. Idempotent. */
+export function endTimedCall(call: TimedCall): void {
+  const c = call.cleanup;
+  call.cleanup = undefined;
+  c?.();
+}
+
+const storage = new AsyncLocalStorage<TimedCall>();
+
+/**
+ * Runs `fn` (one SDK call) so that every fetch it makes is governed by `call`.
+ *
+ * @example
+ * ```ts
+ * const call = beginTimedCall(systemClock, 5_000, 2_000, signal);
+ * try { return await runTimedCall(call, () => client.messages.create(body)); }
+ * finally { endTimedCall(call); }
+ * ```
+ */
+export function runTimedCall<T>(call: TimedCall, fn: () => Promise<T>): Promise<T> {
+  return storage.run(call, fn);
+}
+
+/** The error a request or body read fails with when one of our deadlines fired. */
+export class DeadlineError extends Error {
+  readonly code = 'ENGINE_DEADLINE' as const;
+  readonly phase: TimedOutPhase;
+  constructor(phase: TimedOutPhase, ms: number) {
+    super(
+      phase === 'headers'
+        ? `no response headers within ${ms} ms (timed out)`
+        : `response body idle for ${ms} ms (timed out)`,
+    );
+    // SDKs recognise an abort by name; our deadline is an abort from their point of view.
+    this.name = 'AbortError';
+    this.phase = phase;
+  }
+}
+
+/**
+ * A `fetch` for the SDKs' `fetch` option. Outside {@link runTimedCall} it is plain `fetch`.
+ * Inside, it arms the header deadline, links the caller's and the SDK's signals, records the
+ * status and headers, copies error bodies as text, and wraps a success body in a stream whose
+ * reads re-arm the idle deadline.
+ */
+export const timedFetch: typeof fetch = async (input, init) => {
+  const call = storage.getStore();
+  if (!call) return fetch(input, init);
+
+  const { clock } = call;
+  const controller = new AbortController();
+  const sdkSignal = init?.signal ?? undefined;
+  const callerSignal = call.signal;
+  const abort = () => controller.abort();
+  sdkSignal?.addEventListener('abort', abort, { once: true });
+  if (callerSignal && callerSignal !== sdkSignal)
+    callerSignal.addEventListener('abort', abort, { once: true });
+  if (sdkSignal?.aborted || callerSignal?.aborted) controller.abort();
+
+  let timer: unknown;
+  let idleTimer: unknown;
+  let lastActivity = 0;
+  let bodyController: ReadableStreamDefaultController<Uint8Array> | undefined;
+  const release = () => {
+    clock.clearTimeout(timer);
+    if (idleTimer !== undefined) clock.clearTimeout(idleTimer);
+    sdkSignal?.removeEventListener('abort', abort);
+    callerSignal?.removeEventListener('abort', abort);
+  };
+  const previous = call.cleanup;
+  call.cleanup = previous
+    ? () => {
+        previous();
+        release();
+      }
+    : release;
+
+  timer = clock.setTimeout(() => {
+    call.timedOut = 'headers';
+    controller.abort(new DeadlineError('headers', call.headersTimeoutMs));
+  }, call.headersTimeoutMs);
+
+  let response: Response;
+  try {
+    response = await fetch(input, { ...init, signal: controller.signal });
+  } catch (err) {
+    release();
+    if (call.timedOut) throw new DeadlineError(call.timedOut, call.headersTimeoutMs);
+    throw err;
+  } finally {
+    clock.clearTimeout(timer);
+  }
+  call.status = response.status;
+  call.headers = response.headers;
+  if (!response.body) {
+    release();
+    return response;
+  }
+
+  // One timer per call, not per chunk: a chunk only stamps the time, and the timer re-arms itself
+  // for the remainder when it finds the body was active. That keeps per-chunk work to one clock read.
+  const idleMs = call.idleTimeoutMs;
+  const onIdle = () => {
+    const quiet = clock.now() - lastActivity;
+    if (quiet < idleMs) {
+      idleTimer = clock.setTimeout(onIdle, idleMs - quiet);
+      return;
+    }
+    idleTimer = undefined;
+    call.timedOut = 'idle';
+    const err = new DeadlineError('idle', idleMs);
+    try {
+      bodyController?.error(err);
+    } catch {
+      // the stream already closed
+    }
+    controller.abort(err);
+  };
+  lastActivity = clock.now();
+  idleTimer = clock.setTimeout(onIdle, idleMs);
+
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        bodyController = c;
+      },
+      async pull(c) {
+        try {
+          const { done, value } = await reader.read();
+          if (done) {
+            release();
+            c.close();
+            return;
+          }
+          lastActivity = clock.now();
+          c.enqueue(value);
+        } catch (err) {
+          release();
+          c.error(call.timedOut === 'idle' ? new DeadlineError('idle', idleMs) : err);
+        }
+      },
+      cancel(reason) {
+        release();
+        return reader.cancel(reason);
+      },
+    },
+    { highWaterMark: 0 },
+  );
+
+  const init2 = { status: response.status, statusText: response.statusText, headers: response.headers };
+  if (response.ok) return new Response(body, init2);
+  // Error bodies are small and the classifier needs them raw (Gemini-compat's array body is lost
+  // by the OpenAI SDK), so read them here under the idle deadline and hand the SDK a copy.
+  const text = await new Response(body).text();
+  call.bodyText = text;
+  return new Response(text, init2);
+};
