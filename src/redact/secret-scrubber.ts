@@ -66,3 +66,19 @@ export function scrubValue<T>(value: T): T {
   }
   return value;
 }
+
+/**
+ * True when `text` contains a secret registered with {@link registerSecret}. Key shapes are not
+ * considered, so a caller can refuse an identifier that carries a real secret instead of masking it
+ * (masking an identifier could make two different ids collide).
+ *
+ * @example
+ * ```ts
+ * registerSecret('byok-9f8e7d6c5b4a');
+ * containsRegisteredSecret('run-byok-9f8e7d6c5b4a'); // true
+ * ```
+ */
+export function containsRegisteredSecret(text: string): boolean {
+  for (const secret of registered) if (text.includes(secret)) return true;
+  return false;
+}
