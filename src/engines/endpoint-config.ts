@@ -155,11 +155,14 @@ export function parseEndpointConfig(input: unknown, source = 'EndpointConfig'): 
   const parsed = endpointConfigSchema.safeParse(input);
   if (parsed.success) return parsed.data as ParsedEndpointConfig;
   const issue = parsed.error.issues[0];
-  throw new ConfigError({
-    source,
-    path: issue ? issue.path.map(String).join('.') : '',
-    message: scrubSecrets(issue?.message ?? 'invalid endpoint config'),
-  });
+  const path = issue ? issue.path.map(String) : [];
+  let message = issue?.message ?? 'invalid endpoint config';
+  if (issue?.code === 'unrecognized_keys') {
+    // Name the unknown field itself: it is most often a typo of a real option.
+    path.push(String(issue.keys[0]));
+    message = 'is not an endpoint option; remove it or fix its spelling';
+  }
+  throw new ConfigError({ source, path: path.join('.'), message: scrubSecrets(message) });
 }
 
 const DEFAULT_BASE_URLS: Readonly<Record<string, string>> = Object.freeze({

@@ -1,0 +1,123 @@
+import type http from 'node:http';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createManualClock } from '../../src/clock/clock.ts';
+import {
+  beginTimedCall,
+  DeadlineError,
+  endTimedCall,
+  runTimedCall,
+  timedFetch,
+} from '../../src/engines/timed-fetch.ts';
+import { type RawFixtureServer, startRawFixture } from './raw-fixture-server.ts';
+
+// The deadlines run on the injected clock: these tests move a manual clock instead of waiting.
+describe('timedFetch', () => {
+  let fx: RawFixtureServer;
+  beforeAll(async () => {
+    fx = await startRawFixture();
+    fx.reply(() => ({ manual: true }));
+  });
+  afterAll(() => fx.close());
+
+  const post = () => timedFetch(`${fx.url}/x`, { method: 'POST', body: '{}' });
+
+  it('fails with a headers DeadlineError when no headers arrive before the deadline', async () => {
+    const clock = createManualClock(1_000);
+    const call = beginTimedCall(clock, 5_000, 2_000, undefined);
+    const pending = runTimedCall(call, post);
+    const res = await fx.nextManual();
+    clock.advance(4_999);
+    expect(call.timedOut).toBeUndefined();
+    clock.advance(1);
+    await expect(pending).rejects.toBeInstanceOf(DeadlineError);
+    await expect(pending).rejects.toMatchObject({ phase: 'headers', name: 'AbortError' });
+    expect(call.timedOut).toBe('headers');
+    endTimedCall(call);
+    res.destroy();
+  });
+
+  it('re-arms the idle deadline on every body chunk, so a slow but moving body completes', async () => {
+    const clock = createManualClock(0);
+    const call = beginTimedCall(clock, 5_000, 1_000, undefined);
+    const pending = runTimedCall(call, post);
+    const res = await fx.nextManual();
+    res.writeHead(200, { 'content-type': 'application/json', 'x-marker': 'yes' });
+    res.write('{"a":');
+    const response = await pending;
+    expect(call.status).toBe(200);
+    expect(call.headers?.get('x-marker')).toBe('yes');
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value);
+    // Four gaps of 900 ms: 3.6 s in total, far past one idle period, yet never 1 s of silence.
+    for (const piece of ['1', ',"b"', ':2', '}']) {
+      clock.advance(900);
+      res.write(piece);
+      text += decoder.decode((await reader.read()).value);
+    }
+    res.end();
+    expect((await reader.read()).done).toBe(true);
+    expect(JSON.parse(text)).toEqual({ a: 1, b: 2 });
+    expect(call.timedOut).toBeUndefined();
+    endTimedCall(call);
+    expect(clock.pending()).toBe(0);
+  });
+
+  it('fails the body read with an idle DeadlineError when the body stalls after headers', async () => {
+    const clock = createManualClock(0);
+    const call = beginTimedCall(clock, 5_000, 1_000, undefined);
+    const pending = runTimedCall(call, post);
+    const res = await fx.nextManual();
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"partial":');
+    const response = await pending;
+    const reader = response.body!.getReader();
+    await reader.read();
+    clock.advance(999);
+    expect(call.timedOut).toBeUndefined();
+    const next = reader.read();
+    clock.advance(1);
+    await expect(next).rejects.toMatchObject({ phase: 'idle' });
+    expect(call.timedOut).toBe('idle');
+    endTimedCall(call);
+    res.destroy();
+  });
+
+  it('captures status, headers and the raw body text of an error response, and still hands it to the reader', async () => {
+    const clock = createManualClock(0);
+    const call = beginTimedCall(clock, 5_000, 1_000, undefined);
+    const pending = runTimedCall(call, post);
+    const res: http.ServerResponse = await fx.nextManual();
+    const raw =
+      '[{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED"}}]';
+    res.writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' });
+    res.end(raw);
+    const response = await pending;
+    expect(response.status).toBe(429);
+    expect(await response.text()).toBe(raw);
+    expect(call.bodyText).toBe(raw);
+    expect(call.headers?.get('retry-after')).toBe('7');
+    endTimedCall(call);
+  });
+
+  it("aborts the request when the caller's signal fires, without marking a deadline", async () => {
+    const clock = createManualClock(0);
+    const caller = new AbortController();
+    const call = beginTimedCall(clock, 5_000, 1_000, caller.signal);
+    const pending = runTimedCall(call, post);
+    const res = await fx.nextManual();
+    caller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    expect(call.timedOut).toBeUndefined();
+    endTimedCall(call);
+    expect(clock.pending()).toBe(0);
+    res.destroy();
+  });
+
+  it('is plain fetch outside a timed call', async () => {
+    fx.reply(() => ({ status: 200, body: { ok: true } }));
+    const response = await timedFetch(`${fx.url}/plain`, { method: 'POST', body: '{}' });
+    expect(await response.json()).toEqual({ ok: true });
+    fx.reply(() => ({ manual: true }));
+  });
+});
