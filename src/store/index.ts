@@ -1,0 +1,60 @@
+/**
+ * breakwater's durable store: PostgreSQL JSONB through kysely, on PGlite (embedded default) or a
+ * PostgreSQL server, with the same migrations and the same queries.
+ */
+export {
+  DEFAULT_DATA_DIR,
+  IN_MEMORY,
+  openDatabase,
+  type BreakwaterDatabase,
+  type DatabaseBackend,
+  type OpenDatabaseOptions,
+} from './open-database.ts';
+export {
+  MIGRATION_LOCK_TABLE,
+  MIGRATION_TABLE,
+  migrateToLatest,
+  type MigrateOptions,
+} from './migrate-to-latest.ts';
+export { MIGRATION_NAMES, breakwaterMigrationProvider } from './migration-provider.ts';
+export { createRunStore, type RunStore, type RunStoreOptions } from './run-store.ts';
+export { agentSnapshotDataSchema } from './agent-snapshot-schema.ts';
+export {
+  RoundCommitConflictError,
+  isRoundCommitConflictError,
+  type RoundCommitConflictReason,
+} from './round-commit-conflict-error.ts';
+export {
+  SnapshotRestoreError,
+  isSnapshotRestoreError,
+  type SnapshotRestoreReason,
+} from './snapshot-restore-error.ts';
+export {
+  MigrationError,
+  RunExistsError,
+  RunNotFoundError,
+  StoreInputError,
+  isMigrationError,
+  isRunExistsError,
+  isRunNotFoundError,
+  isStoreInputError,
+} from './store-errors.ts';
+export type { RunStatus, StoreSchema, TurnOutcome } from './store-schema.ts';
+export type {
+  AgentSnapshotData,
+  AgentSnapshotRecord,
+  CommitRoundInput,
+  CreateRunInput,
+  EventInput,
+  EventRecord,
+  ListRunsOptions,
+  LoadSnapshotsOptions,
+  ReadEventsOptions,
+  RememberCallInput,
+  RoundRecord,
+  RunRecord,
+  SnapshotInput,
+  StoreCallOptions,
+  TurnInput,
+  TurnRecord,
+} from './store-types.ts';

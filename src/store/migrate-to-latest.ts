@@ -1,0 +1,43 @@
+import { type Kysely, Migrator } from 'kysely';
+import { breakwaterMigrationProvider } from './migration-provider.ts';
+import { MigrationError } from './store-errors.ts';
+
+/** kysely's bookkeeping tables, named for breakwater so they never clash with another app's. */
+export const MIGRATION_TABLE = 'breakwater_migration';
+/** The lock table kysely uses to serialize concurrent migrators. */
+export const MIGRATION_LOCK_TABLE = 'breakwater_migration_lock';
+
+/** Options of {@link migrateToLatest}. */
+export interface MigrateOptions {
+  /** Checked before migrating; a migration already running finishes (it is one transaction). */
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Brings the schema to the latest migration in `migrations/`. Safe to call on every start and from
+ * several processes at once: kysely takes an advisory lock and each migration runs in its own
+ * transaction, so a second call is a no-op.
+ *
+ * @returns the names of the migrations this call applied (empty when already up to date)
+ * @throws {MigrationError} naming the migration that failed
+ *
+ * @example
+ * ```ts
+ * const applied = await migrateToLatest(db); // ['0001-initial'] on a fresh database, [] after
+ * ```
+ */
+export async function migrateToLatest(db: Kysely<unknown>, options: MigrateOptions = {}): Promise<string[]> {
+  options.signal?.throwIfAborted();
+  const migrator = new Migrator({
+    db,
+    provider: breakwaterMigrationProvider,
+    migrationTableName: MIGRATION_TABLE,
+    migrationLockTableName: MIGRATION_LOCK_TABLE,
+  });
+  const { error, results = [] } = await migrator.migrateToLatest();
+  if (error !== undefined) {
+    const failed = results.find((r) => r.status === 'Error');
+    throw new MigrationError(failed?.migrationName, error);
+  }
+  return results.filter((r) => r.status === 'Success').map((r) => r.migrationName);
+}

@@ -1,0 +1,131 @@
+import { mkdir } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import { PGliteDialect } from 'kysely-pglite-dialect';
+import pg from 'pg';
+import { migrateToLatest } from './migrate-to-latest.ts';
+import type { StoreSchema } from './store-schema.ts';
+
+/** Which engine is behind a {@link BreakwaterDatabase}. */
+export type DatabaseBackend = 'pglite' | 'postgres';
+
+/** The `dataDir` value that keeps PGlite in memory (nothing survives `close()`); meant for tests. */
+export const IN_MEMORY = ':memory:';
+
+/** The PGlite data directory when neither `dataDir` nor `BREAKWATER_DATA_DIR` is given (under the cwd). */
+export const DEFAULT_DATA_DIR = '.breakwater';
+
+/** Options of {@link openDatabase}. */
+export interface OpenDatabaseOptions {
+  /**
+   * A PostgreSQL connection string (`postgres://user@host:5432/db`). When given, a `pg` pool is used.
+   * Default: none — then `dataDir` if given, else env `DATABASE_URL`, else PGlite.
+   */
+  readonly url?: string;
+  /**
+   * PGlite's data directory, relative to the cwd, or `':memory:'`. Default: env `BREAKWATER_DATA_DIR`,
+   * else `.breakwater/`. An explicit `dataDir` wins over env `DATABASE_URL` (so tests can ask for
+   * PGlite on a machine where `DATABASE_URL` is set).
+   */
+  readonly dataDir?: string;
+  /** Maximum connections of the `pg` pool. Default 10. Ignored for PGlite (one connection). */
+  readonly poolSize?: number;
+  /** Aborts the open (checked before connecting and before migrating). */
+  readonly signal?: AbortSignal;
+}
+
+/** An open, migrated database. */
+export interface BreakwaterDatabase {
+  /** The kysely instance over the store's tables. */
+  readonly db: Kysely<StoreSchema>;
+  readonly backend: DatabaseBackend;
+  /** Where the data lives: the PGlite directory, `:memory:`, or the server URL without its password. */
+  readonly location: string;
+  /** Migrations this open applied (empty when the schema was already current). */
+  readonly migrated: readonly string[];
+  /** Closes the pool or the PGlite instance. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+type Target = { backend: 'postgres'; url: string } | { backend: 'pglite'; dataDir: string };
+
+function chooseTarget(options: OpenDatabaseOptions): Target {
+  const nonEmpty = (s: string | undefined) => (s !== undefined && s.trim() !== '' ? s.trim() : undefined);
+  const url = nonEmpty(options.url);
+  if (url) return { backend: 'postgres', url };
+  const dataDir = nonEmpty(options.dataDir);
+  if (dataDir) return { backend: 'pglite', dataDir };
+  const envUrl = nonEmpty(process.env.DATABASE_URL);
+  if (envUrl) return { backend: 'postgres', url: envUrl };
+  return { backend: 'pglite', dataDir: nonEmpty(process.env.BREAKWATER_DATA_DIR) ?? DEFAULT_DATA_DIR };
+}
+
+function withoutPassword(url: string): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.password) parsed.password = '';
+    return parsed.toString();
+  } catch {
+    return 'postgres://(unparseable url)';
+  }
+}
+
+async function connect(
+  target: Target,
+  options: OpenDatabaseOptions,
+): Promise<{ db: Kysely<StoreSchema>; location: string }> {
+  if (target.backend === 'postgres') {
+    const pool = new pg.Pool({ connectionString: target.url, max: options.poolSize ?? 10 });
+    // An idle client that loses its server emits 'error' on the pool; without a listener that
+    // crashes the process. The pool drops the client, and the next query reports the problem.
+    pool.on('error', () => {});
+    return {
+      db: new Kysely<StoreSchema>({ dialect: new PostgresDialect({ pool }) }),
+      location: withoutPassword(target.url),
+    };
+  }
+  if (target.dataDir === IN_MEMORY) {
+    const pglite = await PGlite.create();
+    return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: IN_MEMORY };
+  }
+  const dir = resolve(process.cwd(), target.dataDir);
+  await mkdir(dir, { recursive: true });
+  const pglite = await PGlite.create(dir);
+  return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: dir };
+}
+
+/**
+ * Opens breakwater's durable store and migrates it to the latest schema.
+ *
+ * Backend choice, first match wins: `options.url` → PostgreSQL; `options.dataDir` → PGlite there;
+ * env `DATABASE_URL` → PostgreSQL; else PGlite in env `BREAKWATER_DATA_DIR` or `.breakwater/`.
+ * Both backends run the same migrations and the same queries. PGlite takes a few seconds to start:
+ * open once and share the instance. One PGlite directory must be opened by one process at a time.
+ *
+ * @example
+ * ```ts
+ * const database = await openDatabase({ dataDir: ':memory:' });
+ * const store = createRunStore(database);
+ * // …
+ * await database.close();
+ * ```
+ */
+export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<BreakwaterDatabase> {
+  options.signal?.throwIfAborted();
+  const target = chooseTarget(options);
+  const { db, location } = await connect(target, options);
+  let closed: Promise<void> | undefined;
+  const close = () => {
+    closed ??= db.destroy();
+    return closed;
+  };
+  try {
+    options.signal?.throwIfAborted();
+    const migrated = await migrateToLatest(db as Kysely<unknown>, { signal: options.signal });
+    return Object.freeze({ db, backend: target.backend, location, migrated: Object.freeze(migrated), close });
+  } catch (e) {
+    await close().catch(() => {});
+    throw e;
+  }
+}

@@ -1,0 +1,60 @@
+/** Why a snapshot cannot be restored. */
+export type SnapshotRestoreReason =
+  /** The stored JSON does not have the shape of an agent snapshot. */
+  | 'corrupt'
+  /** The snapshot was written by another version of the agent machine. */
+  | 'machine_version_mismatch';
+
+/**
+ * `loadLatestSnapshots` refused an agent's latest snapshot. Nothing was changed in the database;
+ * the run can be resumed once the cause is fixed (run the matching breakwater version) or restarted.
+ *
+ * @example
+ * ```ts
+ * try { await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION }); }
+ * catch (e) {
+ *   if (isSnapshotRestoreError(e)) console.error(`${e.runId}/${e.agent}: ${e.reason}`);
+ *   throw e;
+ * }
+ * ```
+ */
+export class SnapshotRestoreError extends Error {
+  readonly code = 'SNAPSHOT_INVALID' as const;
+  readonly runId: string;
+  readonly agent: string;
+  /** The round the refused snapshot was committed in. */
+  readonly round: number;
+  readonly reason: SnapshotRestoreReason;
+  /** For `machine_version_mismatch`: the version stored with the snapshot. */
+  readonly storedVersion?: string;
+  /** For `machine_version_mismatch`: the version the caller runs. */
+  readonly expectedVersion?: string;
+  constructor(opts: {
+    runId: string;
+    agent: string;
+    round: number;
+    reason: SnapshotRestoreReason;
+    detail?: string;
+    storedVersion?: string;
+    expectedVersion?: string;
+  }) {
+    const where = `run "${opts.runId}", agent "${opts.agent}", round ${opts.round}`;
+    const message =
+      opts.reason === 'machine_version_mismatch'
+        ? `cannot restore snapshot of ${where}: it was written by agent machine version "${opts.storedVersion}" but this runtime is "${opts.expectedVersion}"; resume it with the breakwater version that wrote it, or start a new run`
+        : `cannot restore snapshot of ${where}: the stored data is corrupt (${opts.detail ?? 'wrong shape'}); the run cannot resume from it: start a new run, or repair the agent_snapshots row`;
+    super(message);
+    this.name = 'SnapshotRestoreError';
+    this.runId = opts.runId;
+    this.agent = opts.agent;
+    this.round = opts.round;
+    this.reason = opts.reason;
+    if (opts.storedVersion !== undefined) this.storedVersion = opts.storedVersion;
+    if (opts.expectedVersion !== undefined) this.expectedVersion = opts.expectedVersion;
+  }
+}
+
+/** Type guard for {@link SnapshotRestoreError}. */
+export function isSnapshotRestoreError(e: unknown): e is SnapshotRestoreError {
+  return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'SNAPSHOT_INVALID';
+}
