@@ -1,0 +1,293 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type pino from 'pino';
+import { type Clock, systemClock } from '../clock/clock.ts';
+import { handleCall, routeCall, sendNotFound } from './call-handler.ts';
+import { ControlInputError, type EmulatorControl, handleControl } from './control-routes.ts';
+import { EmulatorCore } from './emulator-core.ts';
+import { loadEmulatorProfile, resolveProfile, validateFaultRule } from './emulator-profile.ts';
+import {
+  EMULATOR_FLAVORS,
+  type EmulatorFlavor,
+  type EmulatorProfile,
+  type EmulatorStats,
+  type FaultRule,
+} from './emulator-types.ts';
+
+/** Options of {@link startEmulator}. */
+export interface EmulatorOptions {
+  /** A profile object, or the path of a `.json`/`.yaml`/`.yml` file. Default: the empty profile. */
+  profile?: EmulatorProfile | string;
+  /** Control port; 0 (default) = ephemeral. When non-zero, flavors listen on port+1 … port+6 in {@link EMULATOR_FLAVORS} order. */
+  port?: number;
+  /** Where ALL emulator time comes from. Default {@link systemClock}. */
+  clock?: Clock;
+  /** Overrides `profile.seed`. */
+  seed?: number;
+  /** Debug log of every call (keys appear only as alias/fingerprint). Default: none. */
+  logger?: pino.Logger;
+}
+
+/** A running emulator. */
+export interface Emulator {
+  /** `http://127.0.0.1:PORT` of the control listener. */
+  readonly controlURL: string;
+  /** Exactly what to pass as that SDK's `baseURL` (Gemini: `httpOptions.baseUrl`). */
+  baseURL(flavor: EmulatorFlavor): string;
+  stats(): EmulatorStats;
+  /** Validated like the profile (throws ConfigError); returns the rule id. */
+  addFault(rule: FaultRule): string;
+  removeFault(id: string): void;
+  clearFaults(): void;
+  /** Sets a key's credit in tokens (alias, plaintext key or fingerprint); `null` = unlimited. */
+  setCredit(keyOrAlias: string, tokens: number | null): void;
+  /** Emulated ms per real ms from now on. */
+  setTimeScale(scale: number): void;
+  /** Clears stats, quota windows and fault counters. */
+  reset(): void;
+  /** Closes every listener and destroys held sockets (hangs, stalls). */
+  close(): Promise<void>;
+}
+
+const HOST = '127.0.0.1';
+
+function listen(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const onError = (e: Error) => reject(e);
+    server.once('error', onError);
+    server.listen(port, HOST, () => {
+      server.off('error', onError);
+      resolve((server.address() as AddressInfo).port);
+    });
+  });
+}
+
+function closeServer(server: Server): Promise<void> {
+  return new Promise((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+  });
+}
+
+class RunningEmulator implements Emulator, EmulatorControl {
+  readonly #core: EmulatorCore;
+  readonly #control: Server;
+  readonly #ports = new Map<EmulatorFlavor, number>();
+  readonly #servers = new Map<EmulatorFlavor, Server>();
+  /** Flavor listeners closed by a connection_refused rule. */
+  readonly #refused = new Set<EmulatorFlavor>();
+  readonly #retired = new Set<Server>();
+  #timer: unknown;
+  #closed = false;
+  controlURL = '';
+
+  constructor(core: EmulatorCore) {
+    this.#core = core;
+    this.#control = createServer((req, res) => this.#onControl(req, res));
+  }
+
+  async start(port: number): Promise<void> {
+    const controlPort = await listen(this.#control, port);
+    this.controlURL = `http://${HOST}:${controlPort}`;
+    for (const [i, flavor] of EMULATOR_FLAVORS.entries()) {
+      const server = this.#makeServer(flavor);
+      this.#ports.set(flavor, await listen(server, port === 0 ? 0 : port + 1 + i));
+      this.#servers.set(flavor, server);
+    }
+    this.#syncRefusals();
+  }
+
+  #makeServer(flavor: EmulatorFlavor): Server {
+    const server = createServer((req, res) => this.#onFlavor(flavor, req, res));
+    server.keepAliveTimeout = 5_000;
+    return server;
+  }
+
+  #onControl(req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname.startsWith('/_emulator'))
+      void handleControl(this, req.method ?? 'GET', url.pathname, req, res);
+    else {
+      res.writeHead(404, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ error: 'the control port serves /_emulator/* only' }));
+    }
+  }
+
+  #onFlavor(flavor: EmulatorFlavor, req: IncomingMessage, res: ServerResponse): void {
+    const url = new URL(req.url ?? '/', 'http://x');
+    if (url.pathname.startsWith('/_emulator')) {
+      void handleControl(this, req.method ?? 'GET', url.pathname, req, res);
+      return;
+    }
+    if (this.#refused.has(flavor)) {
+      // A keep-alive connection opened before the listener closed: refuse it the only way left.
+      const { seq, inFlight } = this.#core.stats.begin();
+      req.socket.destroy();
+      const now = this.#core.clock.now();
+      this.#core.stats.end({
+        seq,
+        flavor,
+        key: 'none',
+        model: 'unknown',
+        status: 'refused',
+        fault: 'connection_refused',
+        startedAt: now,
+        endedAt: now,
+        inFlightAtStart: inFlight,
+        inputTokens: 0,
+        outputTokens: 0,
+        stream: false,
+      });
+      return;
+    }
+    const route = routeCall(flavor, req.method ?? 'GET', url.pathname);
+    if (!route) {
+      req.resume();
+      sendNotFound(this.#core, flavor, res, req.method ?? 'GET', url.pathname);
+      return;
+    }
+    handleCall(this.#core, flavor, route, req, res, url).catch((e) => {
+      this.#core.logger?.error({ err: e }, 'emulator call failed');
+      if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' });
+      res.end();
+    });
+  }
+
+  /** Opens/closes flavor listeners to match the connection_refused rules now, and arms the next boundary. */
+  #syncRefusals(): void {
+    if (this.#closed) return;
+    const core = this.#core;
+    const now = core.time.now();
+    const want = core.faults.refusedFlavors(now);
+    for (const flavor of EMULATOR_FLAVORS) {
+      const refuse = want.has(flavor) || want.has('all');
+      if (refuse && !this.#refused.has(flavor)) {
+        this.#refused.add(flavor);
+        const server = this.#servers.get(flavor)!;
+        this.#retired.add(server);
+        server.close(() => this.#retired.delete(server));
+        server.closeIdleConnections();
+      } else if (!refuse && this.#refused.has(flavor)) {
+        this.#refused.delete(flavor);
+        const server = this.#makeServer(flavor);
+        this.#servers.set(flavor, server);
+        listen(server, this.#ports.get(flavor)!).catch((e) =>
+          core.logger?.error({ err: e, flavor }, 'emulator could not reopen a listener'),
+        );
+      }
+    }
+    if (this.#timer !== undefined) core.clock.clearTimeout(this.#timer);
+    this.#timer = undefined;
+    const next = core.faults.nextRefusalBoundary(now);
+    if (next !== undefined) {
+      this.#timer = core.clock.setTimeout(
+        () => {
+          this.#timer = undefined;
+          this.#syncRefusals();
+        },
+        Math.max(0, core.time.toReal(next - now)),
+      );
+    }
+  }
+
+  baseURL(flavor: EmulatorFlavor): string {
+    const port = this.#ports.get(flavor);
+    if (port === undefined)
+      throw new ControlInputError('flavor', `must be one of ${EMULATOR_FLAVORS.join(', ')}`);
+    const root = `http://${HOST}:${port}`;
+    if (flavor === 'openai' || flavor === 'vllm' || flavor === 'ollama') return `${root}/v1`;
+    if (flavor === 'gemini-compat') return `${root}/v1beta/openai`;
+    return root;
+  }
+
+  stats(): EmulatorStats {
+    return this.#core.stats.snapshot();
+  }
+
+  addFault(rule: FaultRule): string {
+    const id = this.#core.faults.add(validateFaultRule(rule));
+    this.#syncRefusals();
+    return id;
+  }
+
+  removeFault(id: string): void {
+    this.#core.faults.remove(id);
+    this.#syncRefusals();
+  }
+
+  clearFaults(): void {
+    this.#core.faults.clear();
+    this.#syncRefusals();
+  }
+
+  listFaults(): FaultRule[] {
+    return this.#core.faults.list();
+  }
+
+  setCredit(keyOrAlias: string, tokens: number | null): void {
+    if (typeof keyOrAlias !== 'string' || !keyOrAlias)
+      throw new ControlInputError('key', 'must be a non-empty string');
+    if (tokens !== null && (typeof tokens !== 'number' || !Number.isFinite(tokens))) {
+      throw new ControlInputError('tokens', 'must be a number, or null for unlimited');
+    }
+    this.#core.credit.set(this.#core.resolveIdentity(keyOrAlias), tokens);
+  }
+
+  setTimeScale(scale: number): void {
+    if (typeof scale !== 'number' || !(scale > 0) || !Number.isFinite(scale)) {
+      throw new ControlInputError('scale', 'must be a positive number');
+    }
+    this.#core.time.setScale(scale);
+    this.#syncRefusals();
+  }
+
+  reset(): void {
+    this.#core.stats.reset();
+    this.#core.quotas.clear();
+    this.#core.faults.resetCounters();
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#timer !== undefined) this.#core.clock.clearTimeout(this.#timer);
+    this.#core.dispose();
+    const servers = [
+      this.#control,
+      ...this.#retired,
+      ...[...this.#servers.entries()].filter(([f]) => !this.#refused.has(f)).map(([, s]) => s),
+    ];
+    for (const s of this.#retired) s.closeAllConnections();
+    await Promise.all(
+      servers.map((s) => (s.listening ? closeServer(s) : (s.closeAllConnections(), Promise.resolve()))),
+    );
+  }
+}
+
+/**
+ * Starts the provider emulator: one control listener and one listener per flavor, all on 127.0.0.1.
+ *
+ * @example
+ * ```ts
+ * const emu = await startEmulator({ profile: { keys: [{ alias: 'primary', key: 'sk-primary-0001' }] } });
+ * const client = new Anthropic({ apiKey: 'sk-primary-0001', baseURL: emu.baseURL('anthropic'), maxRetries: 0 });
+ * await client.messages.create({ model: 'claude-sonnet-4-6', max_tokens: 64, messages: [{ role: 'user', content: 'hi' }] });
+ * await emu.close();
+ * ```
+ */
+export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const profile = loadEmulatorProfile(options.profile ?? {});
+  const core = new EmulatorCore(
+    resolveProfile(profile, options.seed),
+    options.clock ?? systemClock,
+    options.logger,
+  );
+  const emulator = new RunningEmulator(core);
+  try {
+    await emulator.start(options.port ?? 0);
+  } catch (e) {
+    await emulator.close();
+    throw e;
+  }
+  return emulator;
+}
