@@ -252,15 +252,9 @@ class RunningEmulator implements Emulator, EmulatorControl {
     this.#closed = true;
     if (this.#timer !== undefined) this.#core.clock.clearTimeout(this.#timer);
     this.#core.dispose();
-    const servers = [
-      this.#control,
-      ...this.#retired,
-      ...[...this.#servers.entries()].filter(([f]) => !this.#refused.has(f)).map(([, s]) => s),
-    ];
+    const open = [...this.#servers.entries()].filter(([f]) => !this.#refused.has(f)).map(([, s]) => s);
     for (const s of this.#retired) s.closeAllConnections();
-    await Promise.all(
-      servers.map((s) => (s.listening ? closeServer(s) : (s.closeAllConnections(), Promise.resolve()))),
-    );
+    await Promise.all([this.#control, ...open].map((s) => closeServer(s)));
   }
 }
 
