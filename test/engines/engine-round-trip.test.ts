@@ -96,7 +96,7 @@ describe('tool-use round trip on every provider kind (emulator, real SDKs)', () 
     }
   });
 
-  it('gives every tool call an id, and Gemini the stable `${name}-${index}` one', () => {
+  it('gives every tool call an id, and Gemini the stable name-index one', () => {
     for (const t of TARGETS) {
       const call = runs.get(t.name)!.results[0]!.toolCalls[0]!;
       expect(call.id.length).toBeGreaterThan(0);
