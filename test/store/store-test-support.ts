@@ -1,0 +1,102 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Fault } from '../../src/faults/fault.ts';
+import {
+  type AgentSnapshotData,
+  type BreakwaterDatabase,
+  IN_MEMORY,
+  type SnapshotInput,
+  type TurnInput,
+  openDatabase,
+} from '../../src/store/index.ts';
+
+/** The PostgreSQL server every store test file shares; run ids keep the files apart. */
+export const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface Backend {
+  readonly name: 'pglite' | 'postgres';
+  open(): Promise<BreakwaterDatabase>;
+}
+
+/** The same suite runs on both: in-memory PGlite and the PostgreSQL server. */
+export const BACKENDS: readonly Backend[] = [
+  { name: 'pglite', open: () => openDatabase({ dataDir: IN_MEMORY }) },
+  { name: 'postgres', open: () => openDatabase({ url: POSTGRES_URL }) },
+];
+
+/** A run id no other test (or concurrently running file) uses. */
+export function uniqueId(prefix: string): string {
+  return `${prefix}-${randomUUID()}`;
+}
+
+export const MACHINE_VERSION = 'agent-machine@1';
+
+/** Deletes every row a test wrote for these runs, so the shared server does not grow without bound. */
+export async function deleteRuns(database: BreakwaterDatabase, runIds: readonly string[]): Promise<void> {
+  if (runIds.length === 0) return;
+  const { db } = database;
+  await db.deleteFrom('events').where('run_id', 'in', runIds).execute();
+  await db.deleteFrom('call_results').where('run_id', 'in', runIds).execute();
+  await db.deleteFrom('runs').where('run_id', 'in', runIds).execute();
+}
+
+export function snapshotData(agent: string, round: number, extra: Partial<AgentSnapshotData> = {}): AgentSnapshotData {
+  return {
+    utterances: [`${agent} said something in round ${round}`],
+    memory: { lastRound: round, notes: [`note ${round}`] },
+    toolResults: [{ tool: 'lookup', round, output: { ok: true } }],
+    actorSnapshot: { status: 'active', value: 'idle', context: { agent, round }, children: {} },
+    ...extra,
+  };
+}
+
+export function snapshot(agent: string, round: number, extra: Partial<AgentSnapshotData> = {}): SnapshotInput {
+  return { agent, data: snapshotData(agent, round, extra) };
+}
+
+export const FAULT: Fault = {
+  kind: 'rate_limited',
+  provider: 'anthropic',
+  status: 429,
+  retryAfterMs: 2_000,
+  message: 'rate limited',
+  endpointId: 'primary-anthropic',
+};
+
+export function turn(itemId: string, agent: string, round: number, extra: Partial<TurnInput> = {}): TurnInput {
+  return {
+    itemId,
+    agent,
+    prompt: { system: `You are ${agent}.`, messages: [{ role: 'user', content: `${itemId} round ${round}` }] },
+    answer: { text: `${agent} on ${itemId} in round ${round}` },
+    outcome: 'answered',
+    endpointId: 'primary-anthropic',
+    usage: { inputTokens: 10, outputTokens: 5 },
+    faults: [FAULT],
+    waitMs: 1_250,
+    idempotencyKey: `${itemId}:${agent}:${round}`,
+    ...extra,
+  };
+}
+
+/** Row counts and the run's current round straight from SQL, to prove a failed call changed nothing. */
+export async function footprint(database: BreakwaterDatabase, runId: string) {
+  const { db } = database;
+  const count = async (table: 'rounds' | 'turns' | 'agent_snapshots') =>
+    Number(
+      (
+        await db
+          .selectFrom(table)
+          .select(sql<string | number>`count(*)`.as('n'))
+          .where('run_id', '=', runId)
+          .executeTakeFirstOrThrow()
+      ).n,
+    );
+  const run = await db.selectFrom('runs').select('current_round').where('run_id', '=', runId).executeTakeFirst();
+  return {
+    rounds: await count('rounds'),
+    turns: await count('turns'),
+    snapshots: await count('agent_snapshots'),
+    currentRound: run?.current_round,
+  };
+}
