@@ -114,6 +114,9 @@ class RunningEmulator implements Emulator, EmulatorControl {
   }
 
   #onFlavor(flavor: EmulatorFlavor, req: IncomingMessage, res: ServerResponse): void {
+    // One request per connection: a keep-alive socket would outlive a connection_refused close
+    // and turn the refusal into a racy "other side closed".
+    res.setHeader('connection', 'close');
     const url = new URL(req.url ?? '/', 'http://x');
     if (url.pathname.startsWith('/_emulator')) {
       void handleControl(this, req.method ?? 'GET', url.pathname, req, res);
