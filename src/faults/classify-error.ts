@@ -26,6 +26,11 @@ export interface ClassifyContext {
   headers?: Headers;
   /** Raw response body text, when captured (Gemini-compat's array body, which the OpenAI SDK drops). Default: none. */
   bodyText?: string;
+  /**
+   * HTTP status of the error response, when captured. Only needed when the SDK error lost it: genai
+   * throws a bare `SyntaxError` for a truncated JSON error body. Values below 400 are ignored. Default: none.
+   */
+  status?: number;
 }
 
 const MAX_MESSAGE_CHARS = 300;
@@ -40,7 +45,7 @@ const TIMEOUT_CODES: ReadonlySet<string> = new Set([
 ]);
 
 const CONNECTION_TEXT =
-  /fetch failed|terminated|socket hang up|other side closed|ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EPIPE|EHOSTUNREACH|ENETUNREACH|network error|connection (?:error|refused|reset|closed)/i;
+  /fetch failed|\bterminated\b|socket hang up|other side closed|ECONNREFUSED|ECONNRESET|ENOTFOUND|EAI_AGAIN|EPIPE|EHOSTUNREACH|ENETUNREACH|network error|connection (?:error|refused|reset|closed)/i;
 
 /**
  * Turns anything a provider SDK (or fetch) threw into one classified {@link Fault}, following the
@@ -76,7 +81,7 @@ export function classifyError(error: unknown, ctx: ClassifyContext): Fault {
 }
 
 function classify(error: unknown, ctx: ClassifyContext): Fault {
-  const f = readErrorFacts(error, ctx.headers, ctx.bodyText);
+  const f = readErrorFacts(error, ctx.headers, ctx.bodyText, ctx.status);
   const headers = f.headers ?? ctx.headers;
   const hasRetryAfterHeader = headers ? headers.has('retry-after') || headers.has('retry-after-ms') : false;
   const kind = decideKind(f, ctx, hasRetryAfterHeader);
@@ -112,17 +117,24 @@ function decideKind(f: ErrorFacts, ctx: ClassifyContext, hasRetryAfterHeader: bo
   if (f.causeCode && TIMEOUT_CODES.has(f.causeCode)) return 'timeout';
   if (is('APIConnectionError')) return 'network';
   if (f.hasProviderBody) return kindFromProviderError(ctx.provider, ctx.flavor, f, hasRetryAfterHeader);
-  if (f.causeCode || CONNECTION_TEXT.test(f.message)) return 'network';
+  if (f.causeCode) return 'network';
+  // The SDK could not parse what the provider sent: the response was broken, not the request.
+  if (is('SyntaxError')) return 'server_error';
+  if (CONNECTION_TEXT.test(f.message)) return 'network';
   return 'bad_request';
 }
 
 function messageOf(f: ErrorFacts, kind: FaultKind): string {
-  let text = f.apiMessage ?? f.message;
+  const httpLine =
+    f.status !== undefined ? `HTTP ${f.status}${f.statusText ? ` ${f.statusText}` : ''}` : undefined;
+  // genai's message is the JSON body itself: without a message inside, say the status instead.
+  const bodyAsMessage = /^\s*(?:got status: [^{]*)?[[{]/.test(f.message);
+  let text = f.apiMessage ?? (bodyAsMessage && httpLine ? httpLine : f.message);
   if ((kind === 'network' || kind === 'timeout') && f.causeMessage && !text.includes(f.causeMessage)) {
     text = `${text} (${f.causeMessage})`;
   }
   if (/<\/?(?:html|head|body|title|h1|center|hr|p)\b/i.test(text)) text = text.replace(/<[^>]*>/g, ' ');
-  return oneLine(text) || (f.status !== undefined ? `HTTP ${f.status}` : kind);
+  return oneLine(text) || httpLine || kind;
 }
 
 /** Scrub first, then cut: cutting first could leave a key stub too short for its shape to match. */

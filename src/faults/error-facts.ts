@@ -18,6 +18,8 @@ export interface ErrorFacts {
   readonly errorCode?: string;
   /** The provider's own message from the body, when a body was readable. */
   readonly apiMessage?: string;
+  /** An HTTP reason phrase found in the body (genai puts `statusText` there for non-JSON bodies). */
+  readonly statusText?: string;
   /** `err.message` (or `String(err)`). */
   readonly message: string;
   /** `err.requestID`, then the body's `request_id`. Headers are read by the classifier. */
@@ -184,8 +186,8 @@ function toHeaders(v: unknown): Headers | undefined {
 }
 
 /**
- * Reads {@link ErrorFacts} from anything thrown. `fallbackHeaders` / `fallbackBody` are what the
- * adapter's fetch wrapper captured; the error's own headers and body win when it has them.
+ * Reads {@link ErrorFacts} from anything thrown. `fallbackHeaders` / `fallbackBody` /
+ * `fallbackStatus` are what the adapter's fetch wrapper captured; the error's own win when it has them.
  *
  * @example
  * ```ts
@@ -193,7 +195,12 @@ function toHeaders(v: unknown): Headers | undefined {
  * if (facts.status === 529 || facts.type === 'overloaded_error') …
  * ```
  */
-export function readErrorFacts(err: unknown, fallbackHeaders?: Headers, fallbackBody?: string): ErrorFacts {
+export function readErrorFacts(
+  err: unknown,
+  fallbackHeaders?: Headers,
+  fallbackBody?: string,
+  fallbackStatus?: number,
+): ErrorFacts {
   const e: Obj = isObj(err) ? err : {};
   const names = prototypeNames(err);
   const message =
@@ -201,11 +208,10 @@ export function readErrorFacts(err: unknown, fallbackHeaders?: Headers, fallback
       ? err
       : (str(e.message) ?? (err === undefined || err === null ? String(err) : safeString(err)));
 
-  const rawStatus = e.status;
-  const status =
-    typeof rawStatus === 'number' && Number.isInteger(rawStatus) && rawStatus >= 400 && rawStatus <= 599
-      ? rawStatus
-      : undefined;
+  const isHttpError = (v: unknown): v is number =>
+    typeof v === 'number' && Number.isInteger(v) && v >= 400 && v <= 599;
+  // genai throws a bare SyntaxError on a truncated JSON error body: the status survives only in the adapter's capture.
+  const status = isHttpError(e.status) ? e.status : isHttpError(fallbackStatus) ? fallbackStatus : undefined;
 
   // Where the body may be: the SDK's parsed `error`, the message (genai), the captured body text.
   let found = innerError(e.error);
@@ -246,6 +252,8 @@ export function readErrorFacts(err: unknown, fallbackHeaders?: Headers, fallback
   if (type) facts.type = type;
   if (errorCode) facts.errorCode = errorCode;
   if (apiMessage) facts.apiMessage = apiMessage;
+  const statusText = str(inner.status);
+  if (statusText && !google?.status && /^[A-Za-z][A-Za-z ]*$/.test(statusText)) facts.statusText = statusText;
   if (requestId) facts.requestId = requestId;
   if (cause.code) facts.causeCode = cause.code;
   if (cause.message) facts.causeMessage = cause.message;

@@ -10,6 +10,8 @@ export interface FailedCall {
   readonly error: unknown;
   readonly headers?: Headers;
   readonly bodyText?: string;
+  /** Status of the last response, when it was an error (≥ 400). */
+  readonly status?: number;
 }
 
 export interface CallOptions {
@@ -27,18 +29,24 @@ export const ANTHROPIC_KEY = 'sk-ant-api03-fixtureKEYabcdefghijklmnop-WXYZ';
 export const OPENAI_KEY = 'sk-proj-fixtureKEYabcdefghijklmnopqrstuv9876';
 export const GEMINI_KEY = 'AIzaSyFixtureKeyAbcdefghijklmnopqrst12';
 
-function capturingFetch(extra: CallOptions['fetchOptions'], sink: { headers?: Headers; bodyText?: string }) {
+function capturingFetch(
+  extra: CallOptions['fetchOptions'],
+  sink: { headers?: Headers; bodyText?: string; status?: number },
+) {
   return async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
     const response = await fetch(input, { ...init, ...extra } as RequestInit);
     sink.headers = response.headers;
-    if (!response.ok) sink.bodyText = await response.clone().text();
+    if (!response.ok) {
+      sink.status = response.status;
+      sink.bodyText = await response.clone().text();
+    }
     return response;
   };
 }
 
 async function failing(
   run: () => Promise<unknown>,
-  sink: { headers?: Headers; bodyText?: string },
+  sink: { headers?: Headers; bodyText?: string; status?: number },
 ): Promise<FailedCall> {
   try {
     await run();
@@ -55,7 +63,7 @@ async function drain(stream: AsyncIterable<unknown>): Promise<void> {
 }
 
 export function anthropicCall(baseURL: string, opts: CallOptions = {}): Promise<FailedCall> {
-  const sink: { headers?: Headers; bodyText?: string } = {};
+  const sink: { headers?: Headers; bodyText?: string; status?: number } = {};
   const client = new Anthropic({
     baseURL,
     apiKey: opts.apiKey ?? ANTHROPIC_KEY,
@@ -76,7 +84,7 @@ export function anthropicCall(baseURL: string, opts: CallOptions = {}): Promise<
 }
 
 export function openaiCall(baseURL: string, opts: CallOptions = {}): Promise<FailedCall> {
-  const sink: { headers?: Headers; bodyText?: string } = {};
+  const sink: { headers?: Headers; bodyText?: string; status?: number } = {};
   const client = new OpenAI({
     baseURL,
     apiKey: opts.apiKey ?? OPENAI_KEY,
@@ -93,7 +101,7 @@ export function openaiCall(baseURL: string, opts: CallOptions = {}): Promise<Fai
 }
 
 export function geminiCall(baseUrl: string, opts: CallOptions = {}): Promise<FailedCall> {
-  const sink: { headers?: Headers; bodyText?: string } = {};
+  const sink: { headers?: Headers; bodyText?: string; status?: number } = {};
   const ai = new GoogleGenAI({
     apiKey: opts.apiKey ?? GEMINI_KEY,
     httpOptions: {

@@ -39,6 +39,8 @@ export interface WireCase {
   /** Extra classification context (a fixed `now`, `timedOut`, `callerAborted`, …). */
   readonly ctx?: Partial<Omit<ClassifyContext, 'provider'>>;
   readonly expect: Expected;
+  /** Classify from the SDK error alone, without the adapter-captured headers/bodyText. */
+  readonly noCapture?: boolean;
   /** Strings that must not appear anywhere in the fault (keys). */
   readonly secrets?: readonly string[];
 }
@@ -142,11 +144,14 @@ export function describeWireCases(title: string, suite: SuiteOptions, cases: rea
         ...(suite.flavor ? { flavor: suite.flavor } : {}),
         ...c.ctx,
       };
-      const withCapture: ClassifyContext = {
-        ...base,
-        ...(failed.headers ? { headers: failed.headers } : {}),
-        ...(failed.bodyText !== undefined ? { bodyText: failed.bodyText } : {}),
-      };
+      const withCapture: ClassifyContext = c.noCapture
+        ? base
+        : {
+            ...base,
+            ...(failed.headers ? { headers: failed.headers } : {}),
+            ...(failed.bodyText !== undefined ? { bodyText: failed.bodyText } : {}),
+            ...(failed.status !== undefined ? { status: failed.status } : {}),
+          };
       const fault = classifyError(failed.error, withCapture);
       assertFault(fault, c.expect, c.secrets ?? []);
       if (suite.captured === 'both') expect(classifyError(failed.error, base)).toEqual(fault);
