@@ -66,7 +66,9 @@ describe.each(BACKENDS)('call memo on $name', (backend) => {
     const runId = newRunId();
     const key = `${runId}:race`;
     const answers = await Promise.all(
-      ['a', 'b', 'c', 'd', 'e'].map((tag) => store.rememberCall({ runId, idempotencyKey: key, result: { tag } })),
+      ['a', 'b', 'c', 'd', 'e'].map((tag) =>
+        store.rememberCall({ runId, idempotencyKey: key, result: { tag } }),
+      ),
     );
     const stored = await store.recallCall<{ tag: string }>(key);
     expect(stored).toBeDefined();
@@ -108,7 +110,9 @@ describe.each(BACKENDS)('call memo on $name', (backend) => {
       .catch((e: unknown) => e);
     expect(isStoreInputError(notJson)).toBe(true);
     expect(String(notJson)).toContain('result');
-    const emptyKey = await store.rememberCall({ runId, idempotencyKey: '', result: 1 }).catch((e: unknown) => e);
+    const emptyKey = await store
+      .rememberCall({ runId, idempotencyKey: '', result: 1 })
+      .catch((e: unknown) => e);
     expect(isStoreInputError(emptyKey)).toBe(true);
   });
 
@@ -125,7 +129,11 @@ describe.each(BACKENDS)('call memo on $name', (backend) => {
     const key = `${runId}:1:agenda-1:analyst:0`;
 
     const before = await reopen();
-    await createRunStore(before).rememberCall({ runId, idempotencyKey: key, result: engineResult('before crash') });
+    await createRunStore(before).rememberCall({
+      runId,
+      idempotencyKey: key,
+      result: engineResult('before crash'),
+    });
     await before.close();
 
     const after = await reopen();
@@ -133,9 +141,9 @@ describe.each(BACKENDS)('call memo on $name', (backend) => {
       expect(after.migrated).toEqual([]);
       const store2 = createRunStore(after);
       expect(await store2.recallCall(key)).toEqual(engineResult('before crash'));
-      expect(await store2.rememberCall({ runId, idempotencyKey: key, result: engineResult('after') })).toEqual(
-        engineResult('before crash'),
-      );
+      expect(
+        await store2.rememberCall({ runId, idempotencyKey: key, result: engineResult('after') }),
+      ).toEqual(engineResult('before crash'));
     } finally {
       if (backend.name === 'postgres') await deleteRuns(after, [runId]);
       await after.close();

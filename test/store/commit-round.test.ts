@@ -44,7 +44,11 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
       round,
       turns: [
         turn('agenda-1', 'analyst', round, { answer: { text: `analyst r${round}${tag}` } }),
-        turn('agenda-1', 'ops', round, { outcome: 'no_agent' as const, idempotencyKey: null, endpointId: null }),
+        turn('agenda-1', 'ops', round, {
+          outcome: 'no_agent' as const,
+          idempotencyKey: null,
+          endpointId: null,
+        }),
         turn('agenda-2', 'analyst', round, { answer: { text: `analyst item2 r${round}${tag}` } }),
       ],
       snapshots: [snapshot('analyst', round), snapshot('ops', round)],
@@ -131,13 +135,20 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
     const runId = uniqueId('missing');
     const error = await conflictOf(store.commitRound(roundInput(runId, 1)));
     expect(error).toMatchObject({ reason: 'run_not_found', currentRound: undefined });
-    expect(await footprint(database, runId)).toEqual({ rounds: 0, turns: 0, snapshots: 0, currentRound: undefined });
+    expect(await footprint(database, runId)).toEqual({
+      rounds: 0,
+      turns: 0,
+      snapshots: 0,
+      currentRound: undefined,
+    });
   });
 
   it('lets exactly one of several concurrent commits of the same round win', async () => {
     const runId = await newRun();
     await store.commitRound(roundInput(runId, 1));
-    const racers = ['a', 'b', 'c', 'd'].map((tag) => store.commitRound(roundInput(runId, 2, ` racer ${tag}`)));
+    const racers = ['a', 'b', 'c', 'd'].map((tag) =>
+      store.commitRound(roundInput(runId, 2, ` racer ${tag}`)),
+    );
     const settled = await Promise.allSettled(racers);
 
     const won = settled.filter((s) => s.status === 'fulfilled');

@@ -9,7 +9,15 @@ import {
   isRunNotFoundError,
   isSnapshotRestoreError,
 } from '../../src/store/index.ts';
-import { BACKENDS, MACHINE_VERSION, deleteRuns, footprint, snapshot, turn, uniqueId } from './store-test-support.ts';
+import {
+  BACKENDS,
+  MACHINE_VERSION,
+  deleteRuns,
+  footprint,
+  snapshot,
+  turn,
+  uniqueId,
+} from './store-test-support.ts';
 
 /** A tiny agent-like machine: deadlines live in context, as DESIGN.md asks. */
 const agentMachine = setup({
@@ -58,11 +66,19 @@ describe.each(BACKENDS)('loadLatestSnapshots on $name', (backend) => {
       turns: [turn('i1', 'analyst', 1), turn('i1', 'ops', 1)],
       snapshots: [snapshot('analyst', 1), snapshot('ops', 1)],
     });
-    await store.commitRound({ runId, round: 2, turns: [turn('i1', 'analyst', 2)], snapshots: [snapshot('analyst', 2)] });
+    await store.commitRound({
+      runId,
+      round: 2,
+      turns: [turn('i1', 'analyst', 2)],
+      snapshots: [snapshot('analyst', 2)],
+    });
     return runId;
   }
 
-  async function restoreError(runId: string, machineVersion = MACHINE_VERSION): Promise<SnapshotRestoreError> {
+  async function restoreError(
+    runId: string,
+    machineVersion = MACHINE_VERSION,
+  ): Promise<SnapshotRestoreError> {
     const error = await store.loadLatestSnapshots(runId, { machineVersion }).catch((e: unknown) => e);
     expect(isSnapshotRestoreError(error), `expected SnapshotRestoreError, got ${String(error)}`).toBe(true);
     return error as SnapshotRestoreError;
@@ -82,7 +98,12 @@ describe.each(BACKENDS)('loadLatestSnapshots on $name', (backend) => {
     const runId = await runWithSnapshots();
     const byAgent = await store.loadLatestSnapshots(runId, { machineVersion: MACHINE_VERSION });
     expect(Object.keys(byAgent).sort()).toEqual(['analyst', 'ops']);
-    expect(byAgent.analyst).toMatchObject({ runId, agent: 'analyst', round: 2, machineVersion: MACHINE_VERSION });
+    expect(byAgent.analyst).toMatchObject({
+      runId,
+      agent: 'analyst',
+      round: 2,
+      machineVersion: MACHINE_VERSION,
+    });
     expect(byAgent.analyst?.data.memory).toEqual({ lastRound: 2, notes: ['note 2'] });
     expect(byAgent.ops).toMatchObject({ round: 1, data: { utterances: ['ops said something in round 1'] } });
   });
@@ -106,7 +127,12 @@ describe.each(BACKENDS)('loadLatestSnapshots on $name', (backend) => {
       snapshots: [
         {
           agent: 'analyst',
-          data: { utterances: ['hello'], memory: { topic: 'credit' }, toolResults: [], actorSnapshot: persisted },
+          data: {
+            utterances: ['hello'],
+            memory: { topic: 'credit' },
+            toolResults: [],
+            actorSnapshot: persisted,
+          },
         },
       ],
     });
@@ -173,7 +199,11 @@ describe.each(BACKENDS)('loadLatestSnapshots on $name', (backend) => {
     await sql`update agent_snapshots set machine_version = 'agent-machine@0'
               where run_id = ${runId} and agent = 'ops'`.execute(database.db);
     const error = await restoreError(runId);
-    expect(error).toMatchObject({ agent: 'ops', reason: 'machine_version_mismatch', storedVersion: 'agent-machine@0' });
+    expect(error).toMatchObject({
+      agent: 'ops',
+      reason: 'machine_version_mismatch',
+      storedVersion: 'agent-machine@0',
+    });
   });
 
   it('uses the snapshot’s own machine version when one is given at commit', async () => {

@@ -40,7 +40,11 @@ export async function deleteRuns(database: BreakwaterDatabase, runIds: readonly 
   await db.deleteFrom('runs').where('run_id', 'in', runIds).execute();
 }
 
-export function snapshotData(agent: string, round: number, extra: Partial<AgentSnapshotData> = {}): AgentSnapshotData {
+export function snapshotData(
+  agent: string,
+  round: number,
+  extra: Partial<AgentSnapshotData> = {},
+): AgentSnapshotData {
   return {
     utterances: [`${agent} said something in round ${round}`],
     memory: { lastRound: round, notes: [`note ${round}`] },
@@ -50,7 +54,11 @@ export function snapshotData(agent: string, round: number, extra: Partial<AgentS
   };
 }
 
-export function snapshot(agent: string, round: number, extra: Partial<AgentSnapshotData> = {}): SnapshotInput {
+export function snapshot(
+  agent: string,
+  round: number,
+  extra: Partial<AgentSnapshotData> = {},
+): SnapshotInput {
   return { agent, data: snapshotData(agent, round, extra) };
 }
 
@@ -63,11 +71,19 @@ export const FAULT: Fault = {
   endpointId: 'primary-anthropic',
 };
 
-export function turn(itemId: string, agent: string, round: number, extra: Partial<TurnInput> = {}): TurnInput {
+export function turn(
+  itemId: string,
+  agent: string,
+  round: number,
+  extra: Partial<TurnInput> = {},
+): TurnInput {
   return {
     itemId,
     agent,
-    prompt: { system: `You are ${agent}.`, messages: [{ role: 'user', content: `${itemId} round ${round}` }] },
+    prompt: {
+      system: `You are ${agent}.`,
+      messages: [{ role: 'user', content: `${itemId} round ${round}` }],
+    },
     answer: { text: `${agent} on ${itemId} in round ${round}` },
     outcome: 'answered',
     endpointId: 'primary-anthropic',
@@ -92,7 +108,11 @@ export async function footprint(database: BreakwaterDatabase, runId: string) {
           .executeTakeFirstOrThrow()
       ).n,
     );
-  const run = await db.selectFrom('runs').select('current_round').where('run_id', '=', runId).executeTakeFirst();
+  const run = await db
+    .selectFrom('runs')
+    .select('current_round')
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
   return {
     rounds: await count('rounds'),
     turns: await count('turns'),
