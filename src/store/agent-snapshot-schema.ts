@@ -3,6 +3,11 @@ import { z } from 'zod';
 /**
  * The shape an `agent_snapshots.data` document must have to be restored. `actorSnapshot` is an
  * XState v5 persisted snapshot: every kind of actor logic persists at least a `status`.
+ *
+ * @example
+ * ```ts
+ * agentSnapshotDataSchema.parse({ utterances: [], memory: {}, toolResults: [], actorSnapshot: actor.getPersistedSnapshot() });
+ * ```
  */
 export const agentSnapshotDataSchema = z.object({
   utterances: z.array(z.unknown()),

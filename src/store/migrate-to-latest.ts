@@ -2,12 +2,33 @@ import { type Kysely, Migrator } from 'kysely';
 import { breakwaterMigrationProvider } from './migration-provider.ts';
 import { MigrationError } from './store-errors.ts';
 
-/** kysely's bookkeeping tables, named for breakwater so they never clash with another app's. */
+/**
+ * kysely's bookkeeping table, named for breakwater so it never clashes with another app's.
+ *
+ * @example
+ * ```ts
+ * await sql`select name from ${sql.table(MIGRATION_TABLE)}`.execute(db);
+ * ```
+ */
 export const MIGRATION_TABLE = 'breakwater_migration';
-/** The lock table kysely uses to serialize concurrent migrators. */
+/**
+ * The lock table kysely uses to serialize concurrent migrators.
+ *
+ * @example
+ * ```ts
+ * new Migrator({ db, provider: breakwaterMigrationProvider, migrationTableName: MIGRATION_TABLE, migrationLockTableName: MIGRATION_LOCK_TABLE });
+ * ```
+ */
 export const MIGRATION_LOCK_TABLE = 'breakwater_migration_lock';
 
-/** Options of {@link migrateToLatest}. */
+/**
+ * Options of {@link migrateToLatest}.
+ *
+ * @example
+ * ```ts
+ * await migrateToLatest(db, { signal: AbortSignal.timeout(30_000) });
+ * ```
+ */
 export interface MigrateOptions {
   /** Checked before migrating; a migration already running finishes (it is one transaction). */
   readonly signal?: AbortSignal;

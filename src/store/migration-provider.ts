@@ -23,5 +23,12 @@ export const breakwaterMigrationProvider: MigrationProvider = Object.freeze({
   getMigrations: async () => ({ ...MIGRATIONS }),
 });
 
-/** Names of all known migrations, oldest first. */
+/**
+ * Names of all known migrations, oldest first.
+ *
+ * @example
+ * ```ts
+ * const pending = MIGRATION_NAMES.filter((n) => !applied.includes(n));
+ * ```
+ */
 export const MIGRATION_NAMES: readonly string[] = Object.freeze(Object.keys(MIGRATIONS).sort());

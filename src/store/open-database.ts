@@ -7,16 +7,44 @@ import pg from 'pg';
 import { migrateToLatest } from './migrate-to-latest.ts';
 import type { StoreSchema } from './store-schema.ts';
 
-/** Which engine is behind a {@link BreakwaterDatabase}. */
+/**
+ * Which engine is behind a {@link BreakwaterDatabase}.
+ *
+ * @example
+ * ```ts
+ * if (database.backend === 'pglite') console.log(`data in ${database.location}`);
+ * ```
+ */
 export type DatabaseBackend = 'pglite' | 'postgres';
 
-/** The `dataDir` value that keeps PGlite in memory (nothing survives `close()`); meant for tests. */
+/**
+ * The `dataDir` value that keeps PGlite in memory (nothing survives `close()`); meant for tests.
+ *
+ * @example
+ * ```ts
+ * const database = await openDatabase({ dataDir: IN_MEMORY });
+ * ```
+ */
 export const IN_MEMORY = ':memory:';
 
-/** The PGlite data directory when neither `dataDir` nor `BREAKWATER_DATA_DIR` is given (under the cwd). */
+/**
+ * The PGlite data directory when neither `dataDir` nor `BREAKWATER_DATA_DIR` is given (under the cwd).
+ *
+ * @example
+ * ```ts
+ * await rm(DEFAULT_DATA_DIR, { recursive: true }); // forget every local run
+ * ```
+ */
 export const DEFAULT_DATA_DIR = '.breakwater';
 
-/** Options of {@link openDatabase}. */
+/**
+ * Options of {@link openDatabase}.
+ *
+ * @example
+ * ```ts
+ * await openDatabase({ url: process.env.DATABASE_URL, poolSize: 4, signal });
+ * ```
+ */
 export interface OpenDatabaseOptions {
   /**
    * A PostgreSQL connection string (`postgres://user@host:5432/db`). When given, a `pg` pool is used.
@@ -35,7 +63,14 @@ export interface OpenDatabaseOptions {
   readonly signal?: AbortSignal;
 }
 
-/** An open, migrated database. */
+/**
+ * An open, migrated database.
+ *
+ * @example
+ * ```ts
+ * const { db, backend, close } = await openDatabase();
+ * ```
+ */
 export interface BreakwaterDatabase {
   /** The kysely instance over the store's tables. */
   readonly db: Kysely<StoreSchema>;

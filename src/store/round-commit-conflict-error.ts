@@ -1,4 +1,11 @@
-/** Why a round could not be committed. */
+/**
+ * Why a round could not be committed.
+ *
+ * @example
+ * ```ts
+ * if (isRoundCommitConflictError(e) && e.reason === 'run_not_found') await store.createRun(input);
+ * ```
+ */
 export type RoundCommitConflictReason =
   /** The round row exists already: someone committed this round before. */
   | 'already_committed'
@@ -52,7 +59,14 @@ export class RoundCommitConflictError extends Error {
   }
 }
 
-/** Type guard for {@link RoundCommitConflictError}. */
+/**
+ * Type guard for {@link RoundCommitConflictError} (also matches by `code`, across module copies).
+ *
+ * @example
+ * ```ts
+ * if (isRoundCommitConflictError(e) && e.reason === 'already_committed') skipTo(e.currentRound! + 1);
+ * ```
+ */
 export function isRoundCommitConflictError(e: unknown): e is RoundCommitConflictError {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'ROUND_COMMIT_CONFLICT';
 }

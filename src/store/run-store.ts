@@ -132,7 +132,14 @@ export interface RunStore {
   readEvents(runId: string, options?: ReadEventsOptions): Promise<EventRecord[]>;
 }
 
-/** Options of {@link createRunStore}. */
+/**
+ * Options of {@link createRunStore}.
+ *
+ * @example
+ * ```ts
+ * createRunStore(database, { clock: createManualClock(0) });
+ * ```
+ */
 export interface RunStoreOptions {
   /** Source of `created_at`/`updated_at`/`committed_at`. Default {@link systemClock}. */
   readonly clock?: Clock;

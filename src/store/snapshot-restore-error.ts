@@ -1,4 +1,11 @@
-/** Why a snapshot cannot be restored. */
+/**
+ * Why a snapshot cannot be restored.
+ *
+ * @example
+ * ```ts
+ * if (isSnapshotRestoreError(e) && e.reason === 'machine_version_mismatch') console.error(e.storedVersion);
+ * ```
+ */
 export type SnapshotRestoreReason =
   /** The stored JSON does not have the shape of an agent snapshot. */
   | 'corrupt'
@@ -54,7 +61,14 @@ export class SnapshotRestoreError extends Error {
   }
 }
 
-/** Type guard for {@link SnapshotRestoreError}. */
+/**
+ * Type guard for {@link SnapshotRestoreError} (also matches by `code`, across module copies).
+ *
+ * @example
+ * ```ts
+ * if (isSnapshotRestoreError(e)) log.error({ run: e.runId, agent: e.agent }, e.message);
+ * ```
+ */
 export function isSnapshotRestoreError(e: unknown): e is SnapshotRestoreError {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'SNAPSHOT_INVALID';
 }

@@ -28,7 +28,14 @@ export class StoreInputError extends Error {
   }
 }
 
-/** Type guard for {@link StoreInputError}. */
+/**
+ * Type guard for {@link StoreInputError} (also matches by `code`, across module copies).
+ *
+ * @example
+ * ```ts
+ * if (isStoreInputError(e)) console.error(`bad ${e.field}`);
+ * ```
+ */
 export function isStoreInputError(e: unknown): e is StoreInputError {
   return hasCode(e, 'STORE_INPUT_INVALID');
 }
@@ -52,7 +59,14 @@ export class RunNotFoundError extends Error {
   }
 }
 
-/** Type guard for {@link RunNotFoundError}. */
+/**
+ * Type guard for {@link RunNotFoundError} (also matches by `code`, across module copies).
+ *
+ * @example
+ * ```ts
+ * if (isRunNotFoundError(e)) return undefined;
+ * ```
+ */
 export function isRunNotFoundError(e: unknown): e is RunNotFoundError {
   return hasCode(e, 'RUN_NOT_FOUND');
 }
@@ -76,7 +90,14 @@ export class RunExistsError extends Error {
   }
 }
 
-/** Type guard for {@link RunExistsError}. */
+/**
+ * Type guard for {@link RunExistsError} (also matches by `code`, across module copies).
+ *
+ * @example
+ * ```ts
+ * if (isRunExistsError(e)) runId = `${runId}-2`;
+ * ```
+ */
 export function isRunExistsError(e: unknown): e is RunExistsError {
   return hasCode(e, 'RUN_EXISTS');
 }
@@ -107,7 +128,14 @@ export class MigrationError extends Error {
   }
 }
 
-/** Type guard for {@link MigrationError}. */
+/**
+ * Type guard for {@link MigrationError} (also matches by `code`, across module copies).
+ *
+ * @example
+ * ```ts
+ * if (isMigrationError(e)) process.exitCode = 2;
+ * ```
+ */
 export function isMigrationError(e: unknown): e is MigrationError {
   return hasCode(e, 'MIGRATION_FAILED');
 }

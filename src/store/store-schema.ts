@@ -17,10 +17,24 @@ export type TimestampColumn = ColumnType<Date, Date, Date>;
 /** `bigint`: `pg` returns it as a string, PGlite as a number; the store normalizes to number. */
 export type BigintColumn = ColumnType<string | number, number, number>;
 
-/** Lifecycle of a run. `interrupted` runs can be resumed; `completed` and `failed` are final. */
+/**
+ * Lifecycle of a run. `interrupted` runs can be resumed; `completed` and `failed` are final.
+ *
+ * @example
+ * ```ts
+ * await store.setRunStatus(runId, 'interrupted' satisfies RunStatus);
+ * ```
+ */
 export type RunStatus = 'running' | 'completed' | 'failed' | 'interrupted';
 
-/** How a turn ended. `no_agent` = operational job done by plain code, no LLM involved. */
+/**
+ * How a turn ended. `no_agent` = operational job done by plain code, no LLM involved.
+ *
+ * @example
+ * ```ts
+ * const outcome: TurnOutcome = result.degraded ? 'degraded' : 'answered';
+ * ```
+ */
 export type TurnOutcome = 'answered' | 'fallback' | 'degraded' | 'failed' | 'no_agent';
 
 /** `runs`: one row per run; `current_round` is the last committed round (0 = none). */

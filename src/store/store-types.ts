@@ -8,13 +8,27 @@ import type { RunStatus, TurnOutcome } from './store-schema.ts';
  * and comes back as parsed JSON: validate what you read before trusting its shape. Times are epoch ms.
  */
 
-/** Options every store call takes. */
+/**
+ * Options every store call takes.
+ *
+ * @example
+ * ```ts
+ * await store.getRun(runId, { signal: AbortSignal.timeout(5_000) });
+ * ```
+ */
 export interface StoreCallOptions {
   /** Checked before each statement; aborting inside `commitRound` rolls the round back. */
   readonly signal?: AbortSignal;
 }
 
-/** Input of `createRun`. */
+/**
+ * Input of `createRun`.
+ *
+ * @example
+ * ```ts
+ * await store.createRun({ runId: 'r-1', scenario: 'monday-briefing', config, totalRounds: 3, machineVersion: 'agent@1' });
+ * ```
+ */
 export interface CreateRunInput {
   readonly runId: string;
   /** The scenario's name or path. */
@@ -26,7 +40,14 @@ export interface CreateRunInput {
   readonly machineVersion: string;
 }
 
-/** A stored run. */
+/**
+ * A stored run.
+ *
+ * @example
+ * ```ts
+ * const next = run.currentRound + 1; if (next > run.totalRounds) await store.setRunStatus(run.runId, 'completed');
+ * ```
+ */
 export interface RunRecord {
   readonly runId: string;
   readonly scenario: string;
@@ -42,7 +63,14 @@ export interface RunRecord {
   readonly finishedAt: number | null;
 }
 
-/** Options of `listRuns`. */
+/**
+ * Options of `listRuns`.
+ *
+ * @example
+ * ```ts
+ * await store.listRuns({ status: 'interrupted', limit: 10 });
+ * ```
+ */
 export interface ListRunsOptions extends StoreCallOptions {
   /** Only runs with this status. Default: all. */
   readonly status?: RunStatus;
@@ -50,7 +78,14 @@ export interface ListRunsOptions extends StoreCallOptions {
   readonly limit?: number;
 }
 
-/** One agent's turn on one agenda item, as handed to `commitRound`. */
+/**
+ * One agent's turn on one agenda item, as handed to `commitRound`.
+ *
+ * @example
+ * ```ts
+ * const t: TurnInput = { itemId: 'agenda-1', agent: 'analyst', prompt: request.messages, answer: { text: result.text }, outcome: 'answered', endpointId: result.endpoint.id, usage: result.usage, idempotencyKey: request.idempotencyKey };
+ * ```
+ */
 export interface TurnInput {
   readonly itemId: string;
   readonly agent: string;
@@ -73,7 +108,14 @@ export interface TurnInput {
   readonly idempotencyKey?: string | null;
 }
 
-/** A committed turn. */
+/**
+ * A committed turn.
+ *
+ * @example
+ * ```ts
+ * const transcript = (await store.listTurns(runId)).filter((t) => t.agent === 'analyst');
+ * ```
+ */
 export interface TurnRecord {
   readonly runId: string;
   readonly round: number;
@@ -95,6 +137,11 @@ export interface TurnRecord {
 /**
  * What a resumed agent needs besides the transcript: checked with zod on write and on restore.
  * `actorSnapshot` is `actor.getPersistedSnapshot()` of the agent's XState actor.
+ *
+ * @example
+ * ```ts
+ * const data: AgentSnapshotData = { utterances: ['…'], memory: { topic: 'credit' }, toolResults: [], actorSnapshot: actor.getPersistedSnapshot() };
+ * ```
  */
 export interface AgentSnapshotData {
   readonly utterances: readonly unknown[];
@@ -103,7 +150,14 @@ export interface AgentSnapshotData {
   readonly actorSnapshot: unknown;
 }
 
-/** One agent's snapshot, as handed to `commitRound`. */
+/**
+ * One agent's snapshot, as handed to `commitRound`.
+ *
+ * @example
+ * ```ts
+ * const s: SnapshotInput = { agent: 'analyst', data: { utterances, memory, toolResults, actorSnapshot: actor.getPersistedSnapshot() } };
+ * ```
+ */
 export interface SnapshotInput {
   readonly agent: string;
   readonly data: AgentSnapshotData;
@@ -111,7 +165,14 @@ export interface SnapshotInput {
   readonly machineVersion?: string;
 }
 
-/** A restored snapshot. */
+/**
+ * A restored snapshot.
+ *
+ * @example
+ * ```ts
+ * const actor = createActor(agentMachine, { snapshot: record.data.actorSnapshot as Snapshot<unknown> });
+ * ```
+ */
 export interface AgentSnapshotRecord {
   readonly runId: string;
   readonly agent: string;
@@ -121,7 +182,14 @@ export interface AgentSnapshotRecord {
   readonly data: AgentSnapshotData;
 }
 
-/** Input of `commitRound`. */
+/**
+ * Input of `commitRound`.
+ *
+ * @example
+ * ```ts
+ * await store.commitRound({ runId, round: run.currentRound + 1, turns, snapshots, summary: { degraded: 1 } });
+ * ```
+ */
 export interface CommitRoundInput {
   readonly runId: string;
   /** Must be the run's `currentRound + 1`. */
@@ -134,7 +202,14 @@ export interface CommitRoundInput {
   readonly summary?: unknown;
 }
 
-/** A committed round. */
+/**
+ * A committed round.
+ *
+ * @example
+ * ```ts
+ * for (const r of await store.listRounds(runId)) console.log(r.round, new Date(r.committedAt));
+ * ```
+ */
 export interface RoundRecord {
   readonly runId: string;
   readonly round: number;
@@ -142,7 +217,14 @@ export interface RoundRecord {
   readonly summary: unknown;
 }
 
-/** Input of `rememberCall`. */
+/**
+ * Input of `rememberCall`.
+ *
+ * @example
+ * ```ts
+ * await store.rememberCall({ runId, idempotencyKey: request.idempotencyKey, result });
+ * ```
+ */
 export interface RememberCallInput<T> {
   readonly runId: string;
   readonly idempotencyKey: string;
@@ -150,7 +232,14 @@ export interface RememberCallInput<T> {
   readonly result: T;
 }
 
-/** One event for `appendEvents`. */
+/**
+ * One event for `appendEvents`.
+ *
+ * @example
+ * ```ts
+ * const e: EventInput = { seq: 42, at: clock.now(), type: 'BREAKER_OPENED', endpoint: 'primary-openai', data: { failures: 3 } };
+ * ```
+ */
 export interface EventInput {
   /** Caller-assigned order inside the run (integer). */
   readonly seq: number;
@@ -165,7 +254,14 @@ export interface EventInput {
   readonly data?: unknown;
 }
 
-/** A stored event. */
+/**
+ * A stored event.
+ *
+ * @example
+ * ```ts
+ * const last = (await store.readEvents(runId)).at(-1)?.seq ?? 0;
+ * ```
+ */
 export interface EventRecord {
   /** Global insertion id (ties inside one `seq` are read in this order). */
   readonly id: number;
@@ -178,7 +274,14 @@ export interface EventRecord {
   readonly data: unknown;
 }
 
-/** Options of `readEvents`. */
+/**
+ * Options of `readEvents`.
+ *
+ * @example
+ * ```ts
+ * await store.readEvents(runId, { afterSeq: 100, untilAt: clock.now(), limit: 500 });
+ * ```
+ */
 export interface ReadEventsOptions extends StoreCallOptions {
   /** Only events with `seq > afterSeq`. Default: from the start. */
   readonly afterSeq?: number;
@@ -188,7 +291,14 @@ export interface ReadEventsOptions extends StoreCallOptions {
   readonly limit?: number;
 }
 
-/** Options of `loadLatestSnapshots`. */
+/**
+ * Options of `loadLatestSnapshots`.
+ *
+ * @example
+ * ```ts
+ * await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION });
+ * ```
+ */
 export interface LoadSnapshotsOptions extends StoreCallOptions {
   /** The agent machine version of this runtime; a snapshot written by another version is refused. */
   readonly machineVersion: string;
