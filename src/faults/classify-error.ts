@@ -84,52 +84,64 @@ function classify(error: unknown, ctx: ClassifyContext): Fault {
   const f = readErrorFacts(error, ctx.headers, ctx.bodyText, ctx.status);
   const headers = f.headers ?? ctx.headers;
   const hasRetryAfterHeader = headers ? headers.has('retry-after') || headers.has('retry-after-ms') : false;
-  const kind = decideKind(f, ctx, hasRetryAfterHeader);
+  const { kind, byProvider } = decideKind(f, ctx, hasRetryAfterHeader);
 
-  const fields: FaultFields = { message: messageOf(f, kind) };
+  const fields: FaultFields = { message: messageOf(f, kind, byProvider) };
   if (f.status !== undefined) fields.status = f.status;
   const requestId = headers?.get('request-id') ?? headers?.get('x-request-id') ?? f.requestId;
   if (requestId) fields.requestId = requestId;
-  const code = f.errorCode ?? f.google?.reasons[0] ?? f.type ?? f.google?.status ?? f.causeCode;
+  // A body the adapter captured says nothing about a socket that broke: then the cause code is the code.
+  const code = byProvider
+    ? (f.errorCode ?? f.google?.reasons[0] ?? f.type ?? f.google?.status ?? f.causeCode)
+    : f.causeCode;
   if (code) fields.code = code;
   if (isTransientFault(kind)) {
     const retryAfterMs =
       (headers ? retryAfterFromHeaders(headers, ctx.now) : undefined) ??
-      f.google?.retryDelayMs ??
-      (f.apiMessage ? retryAfterFromText(f.apiMessage) : undefined) ??
+      (byProvider ? f.google?.retryDelayMs : undefined) ??
+      (byProvider && f.apiMessage ? retryAfterFromText(f.apiMessage) : undefined) ??
       retryAfterFromText(f.message);
     if (retryAfterMs !== undefined) fields.retryAfterMs = retryAfterMs;
   }
   return buildFault(ctx, kind, fields);
 }
 
-function decideKind(f: ErrorFacts, ctx: ClassifyContext, hasRetryAfterHeader: boolean): FaultKind {
-  if (f.status !== undefined) return kindFromProviderError(ctx.provider, ctx.flavor, f, hasRetryAfterHeader);
-  if (ctx.timedOut) return 'timeout';
-  if (ctx.callerAborted) return 'cancelled';
+/** `byProvider`: the kind came from the provider's status/body, so the body's code and message apply. */
+function decideKind(
+  f: ErrorFacts,
+  ctx: ClassifyContext,
+  hasRetryAfterHeader: boolean,
+): { kind: FaultKind; byProvider: boolean } {
+  const local = (kind: FaultKind) => ({ kind, byProvider: false });
+  const provider = () => ({
+    kind: kindFromProviderError(ctx.provider, ctx.flavor, f, hasRetryAfterHeader),
+    byProvider: true,
+  });
+  if (f.status !== undefined) return provider();
+  if (ctx.timedOut) return local('timeout');
+  if (ctx.callerAborted) return local('cancelled');
   const is = (name: string) => f.names.has(name);
   // The timeout class extends the connection class: test it first.
-  if (is('APIConnectionTimeoutError') || is('TimeoutError')) return 'timeout';
-  if (is('APIUserAbortError')) return 'cancelled';
+  if (is('APIConnectionTimeoutError') || is('TimeoutError')) return local('timeout');
+  if (is('APIUserAbortError')) return local('cancelled');
   // A raw AbortError: openai/anthropic turn their own timeouts into APIConnectionTimeoutError, so
   // theirs is the caller's signal; genai's httpOptions.timeout also surfaces as a bare AbortError.
-  if (is('AbortError')) return ctx.provider === 'gemini' ? 'timeout' : 'cancelled';
-  if (f.causeCode && TIMEOUT_CODES.has(f.causeCode)) return 'timeout';
-  if (is('APIConnectionError')) return 'network';
-  if (f.hasProviderBody) return kindFromProviderError(ctx.provider, ctx.flavor, f, hasRetryAfterHeader);
-  if (f.causeCode) return 'network';
+  if (is('AbortError')) return local(ctx.provider === 'gemini' ? 'timeout' : 'cancelled');
+  if (f.causeCode && TIMEOUT_CODES.has(f.causeCode)) return local('timeout');
+  if (is('APIConnectionError') || f.causeCode) return local('network');
+  if (f.hasProviderBody) return provider();
   // The SDK could not parse what the provider sent: the response was broken, not the request.
-  if (is('SyntaxError')) return 'server_error';
-  if (CONNECTION_TEXT.test(f.message)) return 'network';
-  return 'bad_request';
+  if (is('SyntaxError')) return local('server_error');
+  if (CONNECTION_TEXT.test(f.message)) return local('network');
+  return local('bad_request');
 }
 
-function messageOf(f: ErrorFacts, kind: FaultKind): string {
+function messageOf(f: ErrorFacts, kind: FaultKind, byProvider: boolean): string {
   const httpLine =
     f.status !== undefined ? `HTTP ${f.status}${f.statusText ? ` ${f.statusText}` : ''}` : undefined;
   // genai's message is the JSON body itself: without a message inside, say the status instead.
   const bodyAsMessage = /^\s*(?:got status: [^{]*)?[[{]/.test(f.message);
-  let text = f.apiMessage ?? (bodyAsMessage && httpLine ? httpLine : f.message);
+  let text = (byProvider ? f.apiMessage : undefined) ?? (bodyAsMessage && httpLine ? httpLine : f.message);
   if ((kind === 'network' || kind === 'timeout') && f.causeMessage && !text.includes(f.causeMessage)) {
     text = `${text} (${f.causeMessage})`;
   }

@@ -52,7 +52,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 const str = (v: unknown): string | undefined => (typeof v === 'string' && v.length > 0 ? v : undefined);
 
 /** Parses JSON found inside `text` (whole, or from the first `{`/`[`, as in genai's `got status: …. {…}`). */
-export function parseEmbeddedJson(text: string | undefined): unknown {
+function parseEmbeddedJson(text: string | undefined): unknown {
   if (!text) return undefined;
   const trimmed = text.trim();
   const tryParse = (s: string): unknown => {

@@ -77,7 +77,7 @@ const TYPE_STATUS: Readonly<Record<string, number>> = Object.freeze({
  * (stream errors), else 500 — a stream that failed after a 200 was accepted, so it is not the
  * request's fault.
  */
-export function effectiveStatus(f: ErrorFacts): number {
+function effectiveStatus(f: ErrorFacts): number {
   if (f.status !== undefined) return f.status;
   for (const t of [f.errorCode, f.type, f.google?.status]) {
     if (t && TYPE_STATUS[t] !== undefined) return TYPE_STATUS[t] as number;

@@ -141,7 +141,15 @@ export function parseRetryAfterValue(value: string, now: number): number | undef
   return Number.isFinite(at) ? ceilMs(at - now) : undefined;
 }
 
-/** Reads `retry-after-ms` then `retry-after`; the two headers the SDKs themselves honour. */
+/**
+ * Reads `retry-after-ms` then `retry-after`: the two headers the SDKs themselves honour.
+ *
+ * @returns ms from `now`, or `undefined` when neither header is present and readable.
+ * @example
+ * ```ts
+ * retryAfterHeaderMs(new Headers({ 'retry-after-ms': '300', 'retry-after': '1' }), Date.now()); // 300
+ * ```
+ */
 export function retryAfterHeaderMs(headers: Headers, now: number): number | undefined {
   const ms = headers.get('retry-after-ms');
   if (ms !== null && /^\s*\d+(?:\.\d+)?\s*$/.test(ms)) return ceilMs(Number(ms));

@@ -120,6 +120,18 @@ const cases: WireCase[] = [
     },
   },
   {
+    // The 2024 dump (anthropic-sdk-typescript#357): x-should-retry but no retry-after.
+    name: 'a429-no-retry-after',
+    reply: json(429, A.rateLimitShort, { ...rid('req_011Short'), 'x-should-retry': 'true' }),
+    expect: {
+      kind: 'rate_limited',
+      status: 429,
+      requestId: 'req_011Short',
+      code: 'rate_limit_error',
+      message: /^Rate limited$/,
+    },
+  },
+  {
     name: 'a429-reset-header-only',
     reply: json(429, A.rateLimitShort, {
       ...rid('req_011Short'),
@@ -342,6 +354,17 @@ const cases: WireCase[] = [
       requestId: 'req_011NotFound',
       code: 'not_found_error',
       message: /claude-nope/,
+    },
+  },
+  {
+    name: 'a422-unprocessable',
+    reply: json(422, A.invalid, rid('req_011Invalid')),
+    expect: {
+      kind: 'bad_request',
+      status: 422,
+      requestId: 'req_011Invalid',
+      code: 'invalid_request_error',
+      message: /field required/,
     },
   },
   {

@@ -286,3 +286,17 @@ describe('classifyError — never throws, always one short scrubbed line', () =>
     expect(fault.retryAfterMs).toBeUndefined();
   });
 });
+
+describe('classifyError — a broken stream after a captured body is still a network failure', () => {
+  it('a cause code outranks whatever body text the adapter captured', () => {
+    const terminated = new TypeError('terminated', {
+      cause: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }),
+    });
+    const fault = classifyError(terminated, {
+      provider: 'openai',
+      now,
+      bodyText: '{"error":{"message":"half a body","type":"server_error"}}',
+    });
+    expect(fault).toMatchObject({ kind: 'network', code: 'UND_ERR_SOCKET' });
+  });
+});

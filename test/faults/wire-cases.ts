@@ -113,7 +113,10 @@ export function describeWireCases(title: string, suite: SuiteOptions, cases: rea
       refusedPort = await closedPort();
       dispatcher = await notFoundDispatcher();
     });
-    afterAll(() => server.close());
+    afterAll(async () => {
+      await server.close();
+      await (dispatcher as { close?: () => Promise<void> } | undefined)?.close?.();
+    });
 
     const names = new Set<string>();
     for (const c of cases) {
