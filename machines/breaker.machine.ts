@@ -1,0 +1,333 @@
+/**
+ * The circuit breaker of one engine endpoint (provider + key + model), as an XState v5 machine.
+ *
+ * CLOSED → OPEN when more than `failureRateThreshold` of the calls in the last `windowMs` failed
+ * (with at least `minCallsInWindow` calls), or after `consecutiveToOpen` consecutive faults of the
+ * `consecutiveKinds`. OPEN lets nothing upstream until `openUntil`; then HALF-OPEN admits one probe at
+ * a time; `probesToClose` consecutive good probes close it, a bad probe reopens it.
+ *
+ * Every event carries its time (`at`, epoch ms), so the machine never reads a clock: the caller's
+ * injected clock is the only source of time. The deadline lives in context (`openUntil`): the
+ * `after` timer moves a live actor by itself, and `TICK` moves a restored one (XState does not persist
+ * delayed transitions).
+ */
+import { assign, setup } from 'xstate';
+import { ConfigError } from '../src/errors/config-error.ts';
+import { type FaultKind, isTransientFault } from '../src/faults/fault.ts';
+import {
+  type OutcomeBucket,
+  outcomeTotals,
+  pruneOutcomes,
+  recordOutcome,
+} from '../src/resilience/outcome-window.ts';
+
+/**
+ * Bumped whenever the context shape or the states change, so a persisted snapshot of an older
+ * shape is recognised (and dropped) instead of being restored into the wrong machine.
+ */
+export const BREAKER_MACHINE_VERSION = 1;
+
+/** The thresholds of one breaker. Plain data: it is kept in context and persisted with it. */
+export interface BreakerConfig {
+  /** OPEN when failures / calls in the window is greater than this (0–1). Default 0.3. */
+  readonly failureRateThreshold: number;
+  /** Length of the sliding window for the failure-rate rule, in ms. Default 60 000. */
+  readonly windowMs: number;
+  /** The failure-rate rule applies only once the window holds at least this many calls. Default 5. */
+  readonly minCallsInWindow: number;
+  /** OPEN after this many consecutive faults of `consecutiveKinds`. Default 3. */
+  readonly consecutiveToOpen: number;
+  /** Fault kinds that count towards `consecutiveToOpen`. Default `['rate_limited', 'network', 'timeout']`. */
+  readonly consecutiveKinds: readonly FaultKind[];
+  /** Minimum cooldown of OPEN, in ms; a longer Retry-After extends it. Default 30 000. */
+  readonly openMs: number;
+  /** Consecutive good probes in HALF-OPEN that close the circuit. Default 2. */
+  readonly probesToClose: number;
+}
+
+/** Input of {@link breakerMachine}: any subset of {@link BreakerConfig} (`{}` for all defaults). */
+export type BreakerInput = Partial<BreakerConfig>;
+
+/** The defaults of every {@link BreakerConfig} field (the numbers of the seed incidents). */
+export const DEFAULT_BREAKER_CONFIG: BreakerConfig = Object.freeze({
+  failureRateThreshold: 0.3,
+  windowMs: 60_000,
+  minCallsInWindow: 5,
+  consecutiveToOpen: 3,
+  consecutiveKinds: Object.freeze(['rate_limited', 'network', 'timeout'] as FaultKind[]),
+  openMs: 30_000,
+  probesToClose: 2,
+});
+
+/** Why the circuit is (or last was) open. */
+export type BreakerOpenReason = 'failure_rate' | 'consecutive' | 'probe_failed' | 'forced';
+
+/** The breaker's context: plain data, safe to persist. */
+export interface BreakerContext {
+  readonly config: BreakerConfig;
+  /** Outcomes of the calls in the window (bucketed, pruned), for the failure-rate rule. */
+  readonly outcomes: readonly OutcomeBucket[];
+  /** Consecutive faults of `consecutiveKinds` since the last success. */
+  readonly consecutive: number;
+  /** When the current open period started (the last (re)opening), or null when not open. */
+  readonly openedAt: number | null;
+  /** Epoch ms at which OPEN may move to HALF-OPEN, or null when not open. */
+  readonly openUntil: number | null;
+  readonly openReason: BreakerOpenReason | null;
+  /** The fault kind that last opened the circuit, when a fault did. */
+  readonly lastFault: FaultKind | null;
+  /** Good probes so far in this HALF-OPEN period. */
+  readonly goodProbes: number;
+  readonly probeInFlight: boolean;
+  /** How many times the circuit has opened since the actor was created. */
+  readonly openCount: number;
+}
+
+/** Events of {@link breakerMachine}. Every time is epoch ms on the caller's clock. */
+export type BreakerEvent =
+  | { readonly type: 'CALL_SUCCEEDED'; readonly at: number }
+  | {
+      readonly type: 'CALL_FAILED';
+      readonly at: number;
+      readonly kind: FaultKind;
+      readonly retryAfterMs?: number;
+    }
+  | { readonly type: 'PROBE_STARTED'; readonly at: number }
+  | { readonly type: 'PROBE_SUCCEEDED'; readonly at: number }
+  | { readonly type: 'PROBE_FAILED'; readonly at: number; readonly retryAfterMs?: number }
+  | { readonly type: 'TICK'; readonly at: number }
+  | { readonly type: 'FORCE_OPEN'; readonly at: number; readonly untilMs: number }
+  | { readonly type: 'RESET' };
+
+const SOURCE = 'breakerMachine input';
+
+/**
+ * Fills defaults and validates a breaker input. Throws {@link ConfigError} naming the bad field.
+ *
+ * @example
+ * ```ts
+ * resolveBreakerConfig({ openMs: 10_000 }).failureRateThreshold; // 0.3
+ * ```
+ */
+export function resolveBreakerConfig(input: BreakerInput = {}): BreakerConfig {
+  const config = { ...DEFAULT_BREAKER_CONFIG, ...stripUndefined(input) };
+  const { failureRateThreshold: rate } = config;
+  if (!(rate >= 0 && rate <= 1)) fail('failureRateThreshold', rate, 'a number between 0 and 1');
+  if (!(config.windowMs > 0)) fail('windowMs', config.windowMs, 'a positive number of ms');
+  if (!(Number.isInteger(config.minCallsInWindow) && config.minCallsInWindow >= 1)) {
+    fail('minCallsInWindow', config.minCallsInWindow, 'an integer ≥ 1');
+  }
+  if (!(Number.isInteger(config.consecutiveToOpen) && config.consecutiveToOpen >= 1)) {
+    fail('consecutiveToOpen', config.consecutiveToOpen, 'an integer ≥ 1');
+  }
+  if (!(config.openMs >= 0)) fail('openMs', config.openMs, 'a number of ms ≥ 0');
+  if (!(Number.isInteger(config.probesToClose) && config.probesToClose >= 1)) {
+    fail('probesToClose', config.probesToClose, 'an integer ≥ 1');
+  }
+  if (!Array.isArray(config.consecutiveKinds))
+    fail('consecutiveKinds', config.consecutiveKinds, 'a list of fault kinds');
+  return Object.freeze({ ...config, consecutiveKinds: Object.freeze([...config.consecutiveKinds]) });
+}
+
+function fail(path: string, value: unknown, expected: string): never {
+  throw new ConfigError({ source: SOURCE, path, message: `is ${String(value)}; set it to ${expected}` });
+}
+
+function stripUndefined<T extends object>(o: T): Partial<T> {
+  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
+
+function initialContext(config: BreakerConfig, openCount = 0): BreakerContext {
+  return {
+    config,
+    outcomes: [],
+    consecutive: 0,
+    openedAt: null,
+    openUntil: null,
+    openReason: null,
+    lastFault: null,
+    goodProbes: 0,
+    probeInFlight: false,
+    openCount,
+  };
+}
+
+type CallEvent = Extract<BreakerEvent, { type: 'CALL_SUCCEEDED' | 'CALL_FAILED' }>;
+
+/** Whether the breaker counts this call at all (successes, and transient faults only). */
+function counts(event: CallEvent): boolean {
+  return event.type === 'CALL_SUCCEEDED' || isTransientFault(event.kind);
+}
+
+/** The window and streak after recording `event`. Pure, so guards and actions agree. */
+function afterCall(
+  context: BreakerContext,
+  event: CallEvent,
+): Pick<BreakerContext, 'outcomes' | 'consecutive'> {
+  const { windowMs, consecutiveKinds } = context.config;
+  const failed = event.type === 'CALL_FAILED';
+  const outcomes = recordOutcome(context.outcomes, event.at, failed, windowMs);
+  // A transient fault outside `consecutiveKinds` (a 500 between two 429s) neither counts nor breaks
+  // the streak: the endpoint is still failing, so it must not delay opening.
+  let consecutive = context.consecutive;
+  if (!failed) consecutive = 0;
+  else if (consecutiveKinds.includes(event.kind)) consecutive += 1;
+  return { outcomes, consecutive };
+}
+
+/** Which rule, if any, trips the breaker after `event`. */
+function tripReason(context: BreakerContext, event: CallEvent): BreakerOpenReason | null {
+  if (!counts(event)) return null;
+  const { outcomes, consecutive } = afterCall(context, event);
+  const { config } = context;
+  if (consecutive >= config.consecutiveToOpen) return 'consecutive';
+  // Evaluated after successes too (as resilience4j does): 2 failures + 3 successes is 40 % of 5 calls.
+  const { calls, failures } = outcomeTotals(outcomes, event.at, config.windowMs);
+  if (calls >= config.minCallsInWindow && failures / calls > config.failureRateThreshold)
+    return 'failure_rate';
+  return null;
+}
+
+function cooldownEnd(context: BreakerContext, at: number, retryAfterMs: number | undefined): number {
+  return at + Math.max(context.config.openMs, retryAfterMs ?? 0);
+}
+
+/**
+ * The circuit breaker of one endpoint. Input: {@link BreakerInput} (all optional).
+ *
+ * @example
+ * ```ts
+ * const clock = createManualClock(0);
+ * const breaker = createActor(breakerMachine, { input: { openMs: 30_000 }, clock }).start();
+ * for (let i = 0; i < 3; i++) breaker.send({ type: 'CALL_FAILED', at: clock.now(), kind: 'rate_limited' });
+ * breaker.getSnapshot().value; // 'open'
+ * clock.advance(30_000);
+ * breaker.getSnapshot().value; // 'halfOpen'
+ * ```
+ */
+export const breakerMachine = setup({
+  types: {} as {
+    context: BreakerContext;
+    events: BreakerEvent;
+    // XState drops `| undefined` from an inferred input type, so callers pass `input: {}` for all defaults.
+    input: BreakerInput;
+  },
+  guards: {
+    callTrips: ({ context, event }) =>
+      (event.type === 'CALL_SUCCEEDED' || event.type === 'CALL_FAILED') &&
+      tripReason(context, event) !== null,
+    callCounts: ({ event }) =>
+      (event.type === 'CALL_SUCCEEDED' || event.type === 'CALL_FAILED') && counts(event),
+    cooldownOver: ({ context, event }) =>
+      event.type === 'TICK' && context.openUntil !== null && event.at >= context.openUntil,
+    noProbeInFlight: ({ context }) => !context.probeInFlight,
+    probeInFlight: ({ context }) => context.probeInFlight,
+    probeCloses: ({ context }) =>
+      context.probeInFlight && context.goodProbes + 1 >= context.config.probesToClose,
+  },
+  actions: {
+    recordCall: assign(({ context, event }) =>
+      event.type === 'CALL_SUCCEEDED' || event.type === 'CALL_FAILED' ? afterCall(context, event) : {},
+    ),
+    tripOpen: assign(({ context, event }) => {
+      if (event.type !== 'CALL_SUCCEEDED' && event.type !== 'CALL_FAILED') return {};
+      // Runs before recordCall in the same transition, so it sees the window without this call.
+      const reason = tripReason(context, event);
+      const retryAfterMs = event.type === 'CALL_FAILED' ? event.retryAfterMs : undefined;
+      return {
+        openedAt: event.at,
+        openUntil: cooldownEnd(context, event.at, retryAfterMs),
+        openReason: reason,
+        lastFault: event.type === 'CALL_FAILED' ? event.kind : null,
+        goodProbes: 0,
+        probeInFlight: false,
+        openCount: context.openCount + 1,
+      };
+    }),
+    pruneWindow: assign(({ context, event }) =>
+      event.type === 'TICK'
+        ? { outcomes: pruneOutcomes(context.outcomes, event.at, context.config.windowMs) }
+        : {},
+    ),
+    resetProbes: assign({ goodProbes: 0, probeInFlight: false }),
+    startProbe: assign({ probeInFlight: true }),
+    countGoodProbe: assign(({ context }) => ({ goodProbes: context.goodProbes + 1, probeInFlight: false })),
+    closeCircuit: assign(({ context }) => initialContext(context.config, context.openCount)),
+    reopen: assign(({ context, event }) => {
+      if (event.type !== 'PROBE_FAILED') return {};
+      return {
+        openedAt: event.at,
+        openUntil: cooldownEnd(context, event.at, event.retryAfterMs),
+        openReason: 'probe_failed' as const,
+        goodProbes: 0,
+        probeInFlight: false,
+        openCount: context.openCount + 1,
+      };
+    }),
+    forceOpen: assign(({ context, event }, params: { extend: boolean }) => {
+      if (event.type !== 'FORCE_OPEN') return {};
+      // Re-forcing while open never shortens a cooldown that is already longer.
+      const previous = params.extend && context.openUntil !== null ? context.openUntil : event.at;
+      return {
+        openedAt: event.at,
+        openUntil: Math.max(event.untilMs, event.at, previous),
+        openReason: 'forced' as const,
+        goodProbes: 0,
+        probeInFlight: false,
+        openCount: params.extend ? context.openCount : context.openCount + 1,
+      };
+    }),
+    reset: assign(({ context }) => initialContext(context.config, context.openCount)),
+  },
+  delays: {
+    // The timer starts when OPEN is (re)entered, i.e. at `openedAt` on the caller's clock.
+    cooldown: ({ context }) => Math.max(0, (context.openUntil ?? 0) - (context.openedAt ?? 0)),
+  },
+}).createMachine({
+  id: 'breaker',
+  context: ({ input }) => initialContext(resolveBreakerConfig(input)),
+  initial: 'closed',
+  on: {
+    RESET: { target: '.closed', actions: 'reset' },
+  },
+  states: {
+    closed: {
+      on: {
+        CALL_SUCCEEDED: [
+          { guard: 'callTrips', target: 'open', actions: ['tripOpen', 'recordCall'] },
+          { actions: 'recordCall' },
+        ],
+        CALL_FAILED: [
+          { guard: 'callTrips', target: 'open', actions: ['tripOpen', 'recordCall'] },
+          { guard: 'callCounts', actions: 'recordCall' },
+        ],
+        TICK: { actions: 'pruneWindow' },
+        FORCE_OPEN: { target: 'open', actions: { type: 'forceOpen', params: { extend: false } } },
+      },
+    },
+    open: {
+      // Calls that were already in flight when the circuit opened report here; they change nothing.
+      after: { cooldown: { target: 'halfOpen' } },
+      on: {
+        TICK: { guard: 'cooldownOver', target: 'halfOpen' },
+        FORCE_OPEN: {
+          target: 'open',
+          reenter: true,
+          actions: { type: 'forceOpen', params: { extend: true } },
+        },
+      },
+    },
+    halfOpen: {
+      entry: 'resetProbes',
+      on: {
+        PROBE_STARTED: { guard: 'noProbeInFlight', actions: 'startProbe' },
+        PROBE_SUCCEEDED: [
+          { guard: 'probeCloses', target: 'closed', actions: 'closeCircuit' },
+          { guard: 'probeInFlight', actions: 'countGoodProbe' },
+        ],
+        PROBE_FAILED: { guard: 'probeInFlight', target: 'open', actions: 'reopen' },
+        FORCE_OPEN: { target: 'open', actions: { type: 'forceOpen', params: { extend: false } } },
+      },
+    },
+  },
+});
