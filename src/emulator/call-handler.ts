@@ -11,6 +11,7 @@ import type {
   FaultRule,
 } from './emulator-types.ts';
 import type { QuotaAdmission } from './quota-windows.ts';
+import { responsesWire } from './responses-wire.ts';
 import {
   anthropicRateLimitHeaders,
   openaiRateLimitHeaders,
@@ -23,6 +24,8 @@ import { type WireRequest, WireRequestError } from './wire-request.ts';
 export interface CallRoute {
   model?: string;
   stream?: boolean;
+  /** The OpenAI Responses API rather than Chat Completions. */
+  responses?: boolean;
 }
 
 /** Maps a method+path to a call route for this flavor, or undefined (→ provider 404). */
@@ -32,6 +35,8 @@ export function routeCall(flavor: EmulatorFlavor, method: string, pathname: stri
     case 'anthropic':
       return pathname === '/v1/messages' ? {} : undefined;
     case 'openai':
+      if (pathname === '/v1/responses') return { responses: true };
+      return pathname === '/v1/chat/completions' ? {} : undefined;
     case 'vllm':
     case 'ollama':
       return pathname === '/v1/chat/completions' ? {} : undefined;
@@ -70,10 +75,11 @@ export async function handleCall(
   res: ServerResponse,
   url: URL,
 ): Promise<void> {
-  const wire = core.wires[flavor];
+  const wire = route.responses ? responsesWire : core.wires[flavor];
   const { seq, inFlight } = core.stats.begin();
   const plainKey = extractKey(flavor, req, url);
   const idem = req.headers['idempotency-key'];
+  const retryCount = Number(req.headers['x-stainless-retry-count']);
   const record: CallRecord = {
     seq,
     flavor,
@@ -84,6 +90,7 @@ export async function handleCall(
     endedAt: 0,
     inFlightAtStart: inFlight,
     ...(typeof idem === 'string' ? { idempotencyKey: idem } : {}),
+    ...(Number.isInteger(retryCount) ? { sdkRetryCount: retryCount } : {}),
     inputTokens: 0,
     outputTokens: 0,
     stream: route.stream === true,

@@ -156,6 +156,8 @@ export interface CallRecord {
   /** Requests in flight (all flavors) when this one arrived, itself included. */
   inFlightAtStart: number;
   idempotencyKey?: string;
+  /** The SDK's `X-Stainless-Retry-Count` (0 on a first attempt), when it sent one. */
+  sdkRetryCount?: number;
   inputTokens: number;
   outputTokens: number;
   stream: boolean;

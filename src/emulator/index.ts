@@ -2,6 +2,7 @@
  * The provider emulator: a local HTTP server speaking the real wire formats of Anthropic, OpenAI,
  * Gemini and OpenAI-compatible servers (vLLM, Ollama), with quotas, credit and injectable faults.
  */
+export { type EmulatorCommandOptions, runEmulatorCommand } from './emulator-command.ts';
 export { loadEmulatorProfile } from './emulator-profile.ts';
 export { type Emulator, type EmulatorOptions, startEmulator } from './emulator-server.ts';
 export {

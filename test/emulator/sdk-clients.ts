@@ -33,7 +33,7 @@ export function geminiClient(
   });
 }
 
-export const WEATHER_SCHEMA = {
+export const WEATHER_SCHEMA: { type: 'object'; properties: Record<string, unknown>; required: string[] } = {
   type: 'object',
   properties: {
     city: { type: 'string' },
@@ -42,7 +42,7 @@ export const WEATHER_SCHEMA = {
     unit: { type: 'string', enum: ['celsius', 'fahrenheit'] },
   },
   required: ['city', 'days', 'metric', 'unit'],
-} as const;
+};
 
 export const EXPECTED_ARGS = { city: 'sample', days: 1, metric: true, unit: 'celsius' };
 
