@@ -6,9 +6,10 @@
 
 /** Key shapes providers use. Each match is replaced by a masked form that keeps the last 4 chars. */
 const KEY_SHAPES: readonly RegExp[] = [
-  /sk-ant-[A-Za-z0-9_-]{8,}/g,
-  /sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{16,}/g,
-  /AIza[0-9A-Za-z_-]{20,}/g,
+  // The lookbehind keeps ordinary words such as `risk-assessment-analyst` or `task-review` intact.
+  /(?<![A-Za-z0-9_-])sk-ant-[A-Za-z0-9_-]{8,}/g,
+  /(?<![A-Za-z0-9_-])sk-(?:proj-|svcacct-)?[A-Za-z0-9_-]{16,}/g,
+  /(?<![A-Za-z0-9_-])AIza[0-9A-Za-z_-]{20,}/g,
   /(?<=[Bb]earer\s+)[A-Za-z0-9._~+/-]{16,}=*/g,
 ];
 
