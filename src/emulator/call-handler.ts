@@ -11,6 +11,7 @@ import type {
   FaultRule,
 } from './emulator-types.ts';
 import type { QuotaAdmission } from './quota-windows.ts';
+import { outputTokenProblem } from './request-limits.ts';
 import { responsesWire } from './responses-wire.ts';
 import {
   anthropicRateLimitHeaders,
@@ -19,6 +20,9 @@ import {
 } from './rate-limit-headers-out.ts';
 import type { ErrorSpec, WireContext, WireModule } from './wire-module.ts';
 import { type WireRequest, WireRequestError } from './wire-request.ts';
+
+/** Recorded when the client went away before its answer (nginx/Ollama's "client closed request"). */
+const CLIENT_CLOSED = 499;
 
 /** Where a flavor's call endpoint lives, and what the URL says about model and streaming. */
 export interface CallRoute {
@@ -126,7 +130,7 @@ export async function handleCall(
   try {
     body = await readBody(req);
   } catch {
-    return finish('reset');
+    return finish(CLIENT_CLOSED);
   }
   let call: WireRequest;
   try {
@@ -182,6 +186,19 @@ export async function handleCall(
     );
     return finish(status);
   }
+  const problem = outputTokenProblem(flavor, call);
+  if (problem) {
+    const status = sendError(
+      core,
+      wire,
+      ctx,
+      res,
+      { kind: 'bad_request', model: call.model, message: problem },
+      plainKey,
+      call.model,
+    );
+    return finish(status);
+  }
   if (core.credit.isExhausted(record.key)) {
     const status = sendError(
       core,
@@ -201,7 +218,7 @@ export async function handleCall(
     try {
       release = await queue.acquire(signal);
     } catch {
-      return finish('reset');
+      return finish(CLIENT_CLOSED);
     }
     if (!release) {
       const status = sendError(
@@ -248,7 +265,7 @@ export async function handleCall(
       try {
         await sleep(core.clock, core.time.toReal(latency), signal);
       } catch {
-        return finish('reset');
+        return finish(CLIENT_CLOSED);
       }
     }
 
@@ -353,6 +370,9 @@ async function applyFault(
       res.destroy();
       return 'hang';
     case 'stall_after_headers': {
+      // undici takes a close of a `connection: close` response as its end, even mid-chunk; a
+      // keep-alive response makes the eventual destroy() read as the truncation it is.
+      res.removeHeader('connection');
       const headers = responseHeaders(core, ctx.flavor, ctx, plainKey, model);
       const answer = generateAnswer(call, {
         seed: core.profile.seed,

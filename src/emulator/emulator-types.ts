@@ -138,7 +138,10 @@ export interface EmulatorProfile {
   servers?: LocalServerOptions;
 }
 
-/** How one call ended: an HTTP status, or what happened to the connection. */
+/**
+ * How one call ended: an HTTP status (499 = the client went away while waiting for latency or a
+ * local-server queue), or what happened to the connection.
+ */
 export type CallStatus = number | 'reset' | 'refused' | 'hang' | 'stall';
 
 /** One call the emulator saw. Keys appear only as alias or sha256 fingerprint. */

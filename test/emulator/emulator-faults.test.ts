@@ -327,3 +327,45 @@ describe('connection faults', () => {
     await until(() => emu.stats().byStatus.stall === 2);
   });
 });
+
+describe('requests no engine swap can fix', () => {
+  it('an absurd max_tokens is the provider 400, not a transient fault', async () => {
+    const o = (await rejectionOf(
+      openaiClient(emu).chat.completions.create({
+        model: 'gpt-4o-mini',
+        max_tokens: 10_000_000,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    )) as InstanceType<typeof OpenAI.BadRequestError>;
+    expect(o).toBeInstanceOf(OpenAI.BadRequestError);
+    expect(o.type).toBe('invalid_request_error');
+    expect(o.message).toContain('max_tokens is too large: 10000000');
+    const a = await fetch(`${emu.baseURL('anthropic')}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'sk-x' },
+      body: JSON.stringify({
+        model: 'claude-sonnet-4-6',
+        max_tokens: 10_000_000,
+        messages: [{ role: 'user', content: 'x' }],
+      }),
+    });
+    expect(a.status).toBe(400);
+    expect((await a.json()).error.type).toBe('invalid_request_error');
+    const g = (await rejectionOf(
+      geminiClient(emu).models.generateContent({
+        model: 'gemini-2.5-flash',
+        contents: 'x',
+        config: { maxOutputTokens: 1_000_000 },
+      }),
+    )) as ApiError;
+    expect(g.status).toBe(400);
+    expect(JSON.parse(g.message).error.status).toBe('INVALID_ARGUMENT');
+    const missing = await fetch(`${emu.baseURL('anthropic')}/v1/messages`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': 'sk-x' },
+      body: JSON.stringify({ model: 'claude-sonnet-4-6', messages: [{ role: 'user', content: 'x' }] }),
+    });
+    expect(missing.status).toBe(400);
+    expect((await missing.json()).error.message).toBe('max_tokens: Field required');
+  });
+});
