@@ -5,6 +5,7 @@ import { ConfigError } from '../errors/config-error.ts';
 import {
   EMULATOR_FAULT_KINDS,
   EMULATOR_FLAVORS,
+  type EmulatorKey,
   type EmulatorProfile,
   type FaultRule,
   type QuotaLimits,
@@ -100,8 +101,7 @@ export interface ResolvedProfile {
   latency: { minMs: number; maxMs: number };
   answerTokens: number;
   acceptAnyKey: boolean;
-  keys: Required<Pick<NonNullable<EmulatorProfile['keys']>[number], 'alias' | 'key'>>[] &
-    NonNullable<EmulatorProfile['keys']>;
+  keys: EmulatorKey[];
   defaultQuotas: QuotaLimits;
   faults: FaultRule[];
   servers: { vllmMaxNumSeqs: number | null; ollamaNumParallel: number | null; ollamaMaxQueue: number };

@@ -2,7 +2,9 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type pino from 'pino';
 import { type Clock, systemClock } from '../clock/clock.ts';
-import { handleCall, routeCall, sendNotFound } from './call-handler.ts';
+import { handleCall } from './call-handler.ts';
+import { routeCall } from './call-routes.ts';
+import { sendNotFound } from './response-writer.ts';
 import { ControlInputError, type EmulatorControl, handleControl } from './control-routes.ts';
 import { EmulatorCore } from './emulator-core.ts';
 import { loadEmulatorProfile, resolveProfile, validateFaultRule } from './emulator-profile.ts';
