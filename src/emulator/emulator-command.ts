@@ -1,7 +1,14 @@
 import { type Emulator, startEmulator } from './emulator-server.ts';
 import { EMULATOR_FLAVORS } from './emulator-types.ts';
 
-/** Options of {@link runEmulatorCommand}. */
+/**
+ * Options of {@link runEmulatorCommand}.
+ *
+ * @example
+ * ```ts
+ * const opts: EmulatorCommandOptions = { port: 8700, profile: 'emulator.yaml' };
+ * ```
+ */
 export interface EmulatorCommandOptions {
   /** Control port; flavors on port+1 … port+6. Default 0 (ephemeral ports). */
   port?: number;

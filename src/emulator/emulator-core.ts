@@ -16,7 +16,14 @@ import { QuotaWindows } from './quota-windows.ts';
 import { createSeededRandom, type SeededRandom } from './seeded-random.ts';
 import type { WireModule } from './wire-module.ts';
 
-/** First 8 hex chars of sha256(key): how unlisted keys appear in stats. */
+/**
+ * First 8 hex chars of sha256(key): how unlisted keys appear in stats.
+ *
+ * @example
+ * ```ts
+ * emu.stats().byKey[keyFingerprint('sk-some-unlisted-key')]; // calls made with that key
+ * ```
+ */
 export function keyFingerprint(key: string): string {
   return createHash('sha256').update(key).digest('hex').slice(0, 8);
 }

@@ -16,7 +16,14 @@ import {
   type FaultRule,
 } from './emulator-types.ts';
 
-/** Options of {@link startEmulator}. */
+/**
+ * Options of {@link startEmulator}.
+ *
+ * @example
+ * ```ts
+ * const options: EmulatorOptions = { profile: 'scenarios/storm.yaml', clock: createManualClock(0), seed: 7 };
+ * ```
+ */
 export interface EmulatorOptions {
   /** A profile object, or the path of a `.json`/`.yaml`/`.yml` file. Default: the empty profile. */
   profile?: EmulatorProfile | string;
@@ -30,7 +37,17 @@ export interface EmulatorOptions {
   logger?: pino.Logger;
 }
 
-/** A running emulator. */
+/**
+ * A running emulator.
+ *
+ * @example
+ * ```ts
+ * const emu: Emulator = await startEmulator();
+ * const id = emu.addFault({ kind: 'overloaded', match: { flavor: 'anthropic' }, count: 2 });
+ * emu.removeFault(id);
+ * await emu.close();
+ * ```
+ */
 export interface Emulator {
   /** `http://127.0.0.1:PORT` of the control listener. */
   readonly controlURL: string;

@@ -2,10 +2,25 @@
  * Plain-data types of the provider emulator: flavors, profile, fault rules and stats.
  */
 
-/** Which provider wire format a listener speaks. Each flavor has its own port. */
+/**
+ * Which provider wire format a listener speaks. Each flavor has its own port.
+ *
+ * @example
+ * ```ts
+ * const flavor: EmulatorFlavor = 'ollama';
+ * new OpenAI({ apiKey: 'x', baseURL: emu.baseURL(flavor) });
+ * ```
+ */
 export type EmulatorFlavor = 'anthropic' | 'openai' | 'gemini' | 'gemini-compat' | 'vllm' | 'ollama';
 
-/** All flavors, in listener order (`port+1` … `port+6` when a fixed port is given). */
+/**
+ * All flavors, in listener order (`port+1` … `port+6` when a fixed port is given).
+ *
+ * @example
+ * ```ts
+ * for (const f of EMULATOR_FLAVORS) console.log(f, emu.baseURL(f));
+ * ```
+ */
 export const EMULATOR_FLAVORS: readonly EmulatorFlavor[] = Object.freeze([
   'anthropic',
   'openai',
@@ -15,7 +30,15 @@ export const EMULATOR_FLAVORS: readonly EmulatorFlavor[] = Object.freeze([
   'ollama',
 ]);
 
-/** What the emulator can be told to do wrong. See the README table in `fault-rules.ts`. */
+/**
+ * What the emulator can be told to do wrong (wire behaviour per provider: `src/emulator/README.md`).
+ *
+ * @example
+ * ```ts
+ * const kind: EmulatorFaultKind = 'stall_after_headers';
+ * emu.addFault({ kind, match: { flavor: 'openai' }, count: 1 });
+ * ```
+ */
 export type EmulatorFaultKind =
   | 'rate_limit'
   | 'rate_limit_no_retry_after'
@@ -33,7 +56,14 @@ export type EmulatorFaultKind =
   | 'credit_exhausted'
   | 'stream_error';
 
-/** All fault kinds the emulator knows. */
+/**
+ * All fault kinds the emulator knows.
+ *
+ * @example
+ * ```ts
+ * EMULATOR_FAULT_KINDS.includes('overloaded'); // true
+ * ```
+ */
 export const EMULATOR_FAULT_KINDS: readonly EmulatorFaultKind[] = Object.freeze([
   'rate_limit',
   'rate_limit_no_retry_after',
@@ -78,7 +108,14 @@ export interface FaultRule {
   message?: string;
 }
 
-/** Request/token limits of one key+model, per 60 s of emulated time. `null`/absent = unlimited. */
+/**
+ * Request/token limits of one key+model, per 60 s of emulated time. `null`/absent = unlimited.
+ *
+ * @example
+ * ```ts
+ * const limits: QuotaLimits = { rpm: 5, itpm: 30_000, otpm: 8_000 };
+ * ```
+ */
 export interface QuotaLimits {
   /** Requests per minute. */
   rpm?: number | null;
@@ -90,7 +127,14 @@ export interface QuotaLimits {
   otpm?: number | null;
 }
 
-/** One API key the emulator knows. */
+/**
+ * One API key the emulator knows.
+ *
+ * @example
+ * ```ts
+ * const key: EmulatorKey = { alias: 'primary', key: 'sk-primary-0001', credit: 200_000, quotas: { default: { rpm: 50 } } };
+ * ```
+ */
 export interface EmulatorKey {
   /** Name used in stats instead of the key. */
   alias: string;
@@ -103,6 +147,11 @@ export interface EmulatorKey {
 /**
  * Knobs of local-server behaviour under load (vLLM queues instead of rejecting; Ollama rejects
  * with 503 "server busy" once its queue is full).
+ *
+ * @example
+ * ```ts
+ * const servers: LocalServerOptions = { vllm: { maxNumSeqs: 4 }, ollama: { numParallel: 1, maxQueue: 8 } };
+ * ```
  */
 export interface LocalServerOptions {
   /** vLLM `max_num_seqs`: requests beyond it wait in an unbounded queue (default: unlimited). */
@@ -141,10 +190,22 @@ export interface EmulatorProfile {
 /**
  * How one call ended: an HTTP status (499 = the client went away while waiting for latency or a
  * local-server queue), or what happened to the connection.
+ *
+ * @example
+ * ```ts
+ * const dropped = emu.stats().calls.filter((c) => c.status === 'reset').length;
+ * ```
  */
 export type CallStatus = number | 'reset' | 'refused' | 'hang' | 'stall';
 
-/** One call the emulator saw. Keys appear only as alias or sha256 fingerprint. */
+/**
+ * One call the emulator saw. Keys appear only as alias or sha256 fingerprint.
+ *
+ * @example
+ * ```ts
+ * const attempts = emu.stats().calls.filter((c: CallRecord) => c.idempotencyKey === 'turn-7-call-1').length;
+ * ```
+ */
 export interface CallRecord {
   seq: number;
   flavor: EmulatorFlavor;
@@ -166,7 +227,16 @@ export interface CallRecord {
   stream: boolean;
 }
 
-/** Counters since start or the last `reset()`. */
+/**
+ * Counters since start or the last `reset()`.
+ *
+ * @example
+ * ```ts
+ * const s: EmulatorStats = emu.stats();
+ * expect(s.maxInFlight).toBeLessThanOrEqual(3);
+ * expect(s.byStatus['429']).toBe(1);
+ * ```
+ */
 export interface EmulatorStats {
   totalCalls: number;
   /** The last 100 000 calls, oldest first. */
