@@ -1,0 +1,108 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cleanEnv, runCli } from './run-cli.ts';
+
+let dir: string;
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'breakwater-cli-migrate-'));
+});
+afterAll(async () => {
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe('breakwater migrate on PGlite', () => {
+  it('applies the migrations in a fresh --data-dir, then finds nothing to do', async () => {
+    const dataDir = join(dir, 'store');
+    const first = await runCli(['migrate', '--data-dir', dataDir]);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^backend\s+pglite \(chosen by --data-dir\)$/m);
+    expect(first.stdout).toMatch(
+      new RegExp(`^location\\s+${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'),
+    );
+    expect(first.stdout).toMatch(/^applied\s+0001-initial$/m);
+
+    const second = await runCli(['migrate', '--data-dir', dataDir]);
+    expect(second.code).toBe(0);
+    expect(second.stdout).toMatch(/^applied\s+none \(already up to date\)$/m);
+    expect(second.stdout).toMatch(/^schema\s+up to date: 0001-initial$/m);
+  });
+
+  it('refuses --database-url together with --data-dir, in one line', async () => {
+    const run = await runCli([
+      'migrate',
+      '--data-dir',
+      join(dir, 'x'),
+      '--database-url',
+      'postgres://u@127.0.0.1/db',
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toBe(
+      'breakwater migrate: give either --database-url (PostgreSQL) or --data-dir (embedded PGlite), not both\n',
+    );
+  });
+
+  it('says what to do when the server is unreachable, without printing the password', async () => {
+    const run = await runCli([
+      'migrate',
+      '--database-url',
+      'postgres://postgres:hunter2-secret@127.0.0.1:1/test',
+    ]);
+    expect(run.code).toBe(1);
+    expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
+    expect(run.stderr).toContain(
+      'cannot use PostgreSQL at postgres://postgres@127.0.0.1:1/test: connect ECONNREFUSED',
+    );
+    expect(run.stderr).toContain('start the server or fix --database-url / DATABASE_URL');
+    expect(run.stderr).not.toContain('hunter2-secret');
+  });
+});
+
+describe('breakwater migrate on PostgreSQL', () => {
+  const serverURL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  const dbName = `breakwater_cli_${process.pid}`;
+  const dbURL = (() => {
+    const u = new URL(serverURL);
+    u.pathname = `/${dbName}`;
+    return u.toString();
+  })();
+  const admin = () => new pg.Client({ connectionString: serverURL });
+
+  beforeAll(async () => {
+    const client = admin();
+    await client.connect();
+    try {
+      await client.query(`DROP DATABASE IF EXISTS ${dbName}`);
+      await client.query(`CREATE DATABASE ${dbName}`);
+    } finally {
+      await client.end();
+    }
+  });
+  afterAll(async () => {
+    const client = admin();
+    await client.connect();
+    try {
+      await client.query(`DROP DATABASE IF EXISTS ${dbName} WITH (FORCE)`);
+    } finally {
+      await client.end();
+    }
+  });
+
+  it('--database-url migrates a fresh database and reports the postgres backend', async () => {
+    const run = await runCli(['migrate', '--database-url', dbURL], cleanEnv({ DATABASE_URL: '' }));
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^backend\s+postgres \(chosen by --database-url\)$/m);
+    expect(run.stdout).toMatch(/^applied\s+0001-initial$/m);
+  });
+
+  it('DATABASE_URL alone chooses the server', async () => {
+    const run = await runCli(['migrate'], cleanEnv({ DATABASE_URL: dbURL }));
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^backend\s+postgres \(chosen by DATABASE_URL\)$/m);
+    expect(run.stdout).toMatch(/^applied\s+none \(already up to date\)$/m);
+  });
+});
