@@ -134,6 +134,18 @@ describe('HTTP error faults: exact status, body and headers per provider', () =>
     expect(e.errorCode).toBe('enforced_spend_limit_reached');
     expect(e.headers?.get('retry-after')).toBeNull();
     expect(e.headers?.get('x-should-retry')).toBe('false');
+    fault('spend_limit', 'openai');
+    fault('spend_limit', 'gemini');
+    const o = await raw('openai');
+    expect([o.status, o.json.error.type, o.json.error.code]).toEqual([
+      429,
+      'insufficient_quota',
+      'organization_spend_limit_exceeded',
+    ]);
+    expect(o.headers.get('retry-after')).toBeNull();
+    const g = await raw('gemini');
+    expect(g.status).toBe(429);
+    expect(g.json.error.details[0].violations[0].quotaId).toContain('PerDay');
   });
 
   it('overloaded: Anthropic 529 overloaded_error, OpenAI 503 engine overloaded, Gemini 503 UNAVAILABLE', async () => {
@@ -269,10 +281,8 @@ describe('connection faults', () => {
       client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: 'x' }] });
     const e = (await rejectionOf(call())) as InstanceType<typeof OpenAI.APIConnectionError>;
     expect(e).toBeInstanceOf(OpenAI.APIConnectionError);
-    expect(
-      JSON.stringify(e.cause, Object.getOwnPropertyNames(e.cause as object)) +
-        String((e.cause as Error)?.cause),
-    ).toMatch(/ECONNREFUSED/);
+    // APIConnectionError ← TypeError('fetch failed') ← the socket error.
+    expect(((e.cause as Error).cause as NodeJS.ErrnoException).code).toBe('ECONNREFUSED');
     // Other flavors keep answering.
     expect((await raw('anthropic')).status).toBe(200);
     clock.advance(30_000);
