@@ -83,7 +83,17 @@ export interface BreakerContext {
   readonly openCount: number;
 }
 
-/** Events of {@link breakerMachine}. Every time is epoch ms on the caller's clock. */
+/**
+ * Events of {@link breakerMachine}. Every time is epoch ms on the caller's clock.
+ * - `CALL_*`: outcome of an ordinary call; counted only in CLOSED, and only transient fault kinds.
+ * - `PROBE_STARTED`: accepted only in HALF-OPEN with no probe in flight (`snapshot.can(...)` tells);
+ *   `PROBE_SUCCEEDED` / `PROBE_FAILED` count only while a probe is in flight, so a stale result from an
+ *   earlier half-open period changes nothing.
+ * - `TICK`: moves OPEN to HALF-OPEN once `at >= openUntil` (for restored actors); prunes the window in CLOSED.
+ * - `FORCE_OPEN`: opens until the absolute instant `untilMs` (epoch ms, not a duration), e.g. credit
+ *   exhaustion; while already open it only ever extends the cooldown.
+ * - `RESET`: back to CLOSED with a clean window.
+ */
 export type BreakerEvent =
   | { readonly type: 'CALL_SUCCEEDED'; readonly at: number }
   | {

@@ -36,7 +36,14 @@ interface Entry extends CachedAnswer {
 
 const SOURCE = 'AnswerCache.import';
 
-/** Lower-cased, NFKC-normalized words (letters and digits of any script). */
+/**
+ * Lower-cased, NFKC-normalized words (letters and digits of any script), as a set.
+ *
+ * @example
+ * ```ts
+ * promptTokens('Rates, FX and rates!'); // Set { 'rates', 'fx', 'and' }
+ * ```
+ */
 export function promptTokens(text: string): Set<string> {
   return new Set(
     text
