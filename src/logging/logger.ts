@@ -1,0 +1,54 @@
+import { type DestinationStream, type Logger, pino } from 'pino';
+import { scrubSecrets, scrubValue } from '../redact/secret-scrubber.ts';
+
+/** Field paths pino removes outright, whatever their value. */
+export const REDACTED_PATHS: readonly string[] = Object.freeze([
+  'apiKey',
+  '*.apiKey',
+  'key',
+  '*.key',
+  'authorization',
+  '*.authorization',
+  'headers.authorization',
+  'headers["x-api-key"]',
+  'headers["x-goog-api-key"]',
+]);
+
+/** Options of {@link createLogger}. */
+export interface LoggerOptions {
+  /** pino level. Default `process.env.BREAKWATER_LOG_LEVEL`, else `silent` (embedders opt in). */
+  readonly level?: string;
+  /** Where lines go. Default stdout. */
+  readonly destination?: DestinationStream;
+}
+
+/**
+ * A pino logger that cannot leak a key: known secret fields are redacted by path, and every other
+ * value and message is passed through the secret scrubber (key shapes and every registered secret).
+ *
+ * @example
+ * ```ts
+ * const logger = createLogger({ level: 'info' });
+ * logger.info({ agent: 'Kai', endpoint: 'primary' }, 'call');
+ * ```
+ */
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const level = options.level ?? process.env.BREAKWATER_LOG_LEVEL ?? 'silent';
+  return pino(
+    {
+      level,
+      base: undefined,
+      redact: { paths: [...REDACTED_PATHS], censor: '[redacted]' },
+      formatters: { log: (obj) => scrubValue(obj) },
+      hooks: {
+        logMethod(args, method) {
+          const scrubbed = args.map((a) => (typeof a === 'string' ? scrubSecrets(a) : a)) as Parameters<
+            typeof method
+          >;
+          method.apply(this, scrubbed);
+        },
+      },
+    },
+    options.destination,
+  );
+}

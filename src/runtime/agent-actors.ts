@@ -1,0 +1,141 @@
+import type { Logger } from 'pino';
+import { fromPromise } from 'xstate';
+import type {
+  AnswerDegradedInput,
+  AnswerDegradedOutput,
+  CallEngineInput,
+  CallOutcome,
+  RunToolsInput,
+  RunToolsOutput,
+} from '../../machines/agent.machine.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { DegradedResponder } from '../degraded/degraded-responder.ts';
+import type { EngineResult } from '../engines/engine-types.ts';
+import { type Fault, isEngineFaultError } from '../faults/fault.ts';
+import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
+import type { EnginePool } from './engine-pool.ts';
+import type { ToolResultRecord } from './turn.ts';
+
+/**
+ * A memo of finished calls keyed by idempotency key. The durable store implements it, so a call whose
+ * result was committed is read back instead of being asked again (XState re-runs an invoked promise
+ * that was in flight when the process died).
+ */
+export interface CallMemo {
+  recall(key: string): Promise<unknown | undefined>;
+  remember(key: string, value: unknown): Promise<void>;
+}
+
+export interface AgentActorDeps {
+  readonly pool: EnginePool;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly definitions: ReadonlyMap<string, AgentDefinition>;
+  readonly degraded: DegradedResponder;
+  readonly memo?: CallMemo;
+}
+
+function internalFault(e: unknown, endpointId: string): Fault {
+  const message = scrubSecrets(e instanceof Error ? e.message : String(e));
+  return { kind: 'bad_request', provider: 'openai', message: `internal error: ${message}`, endpointId };
+}
+
+/**
+ * The real implementations of the agent machine's named actors: the engine call (memoized, logged one line
+ * per attempt with `confirmed_model` on success, as seed 000 counts them), the tools, and the degraded answer.
+ */
+export function createAgentActors(deps: AgentActorDeps) {
+  const { pool, clock, logger, memo } = deps;
+
+  const callEngine = fromPromise<CallOutcome, CallEngineInput>(async ({ input, signal }) => {
+    const key = input.request.idempotencyKey;
+    const remembered = (await memo?.recall(key)) as EngineResult | undefined;
+    if (remembered) return { ok: true, result: remembered, at: clock.now(), memoized: true };
+    const engine = pool.engine(input.endpointId);
+    const started = clock.now();
+    const line = { agent: input.agent, tier: input.tier, endpoint: input.endpointId, waitMs: input.waitMs };
+    if (!engine) {
+      const fault = internalFault(new Error(`endpoint ${input.endpointId} is gone`), input.endpointId);
+      return { ok: false, fault, at: clock.now() };
+    }
+    try {
+      const result = await engine.call({ ...input.request, signal });
+      const at = clock.now();
+      logger.info(
+        {
+          ...line,
+          outcome: 'ok',
+          latencyMs: at - started,
+          confirmed_model: `${result.endpoint.provider}/${result.model}`,
+        },
+        'call',
+      );
+      await memo?.remember(key, result);
+      return { ok: true, result, at, memoized: false };
+    } catch (e) {
+      const at = clock.now();
+      const fault = isEngineFaultError(e) ? e.fault : internalFault(e, input.endpointId);
+      logger.info(
+        {
+          ...line,
+          outcome: 'fault',
+          fault: fault.kind,
+          status: fault.status,
+          retryAfterMs: fault.retryAfterMs,
+          latencyMs: at - started,
+        },
+        'call',
+      );
+      return { ok: false, fault, at };
+    }
+  });
+
+  const runTools = fromPromise<RunToolsOutput, RunToolsInput>(async ({ input, signal }) => {
+    const def = deps.definitions.get(input.agent) as LlmAgentDefinition | undefined;
+    const results: ToolResultRecord[] = [];
+    for (const call of input.calls) {
+      const key = `${input.keyPrefix}:${call.id}`;
+      const remembered = (await memo?.recall(key)) as ToolResultRecord | undefined;
+      if (remembered) {
+        results.push(remembered);
+        continue;
+      }
+      const tool = def?.tools?.[call.name];
+      let record: ToolResultRecord;
+      if (!tool) {
+        record = { turnId: input.turnId, call, result: `unknown tool "${call.name}"`, isError: true };
+      } else {
+        try {
+          const value = await tool.run(call.arguments, { signal, agent: input.agent, idempotencyKey: key });
+          record = {
+            turnId: input.turnId,
+            call,
+            result: typeof value === 'string' ? value : JSON.stringify(value),
+            isError: false,
+          };
+        } catch (e) {
+          const message = scrubSecrets(e instanceof Error ? e.message : String(e));
+          record = { turnId: input.turnId, call, result: `tool failed: ${message}`, isError: true };
+        }
+      }
+      logger.info({ agent: input.agent, tool: call.name, isError: record.isError }, 'tool');
+      await memo?.remember(key, record);
+      results.push(record);
+    }
+    return { results, at: clock.now() };
+  });
+
+  const answerDegraded = fromPromise<AnswerDegradedOutput, AnswerDegradedInput>(async ({ input }) => {
+    const answer = deps.degraded.answer(
+      input.agent,
+      input.prompt,
+      { memory: input.memory.slots },
+      input.reason,
+    );
+    logger.warn({ agent: input.agent, reason: input.reason, source: answer.source }, 'degraded answer');
+    return { answer, at: clock.now() };
+  });
+
+  return { callEngine, runTools, answerDegraded };
+}

@@ -1,0 +1,95 @@
+import type { JsonSchema } from '../engines/engine-types.ts';
+import type { DegradedAnswer } from '../degraded/decision-tree.ts';
+
+/** What a tool implementation gets besides its arguments. */
+export interface ToolRunContext {
+  /** Aborts when the turn is cancelled or the agent stops. */
+  readonly signal: AbortSignal;
+  readonly agent: string;
+  /** Stable key of this tool call (memoized by the durable store: a committed result is not run again). */
+  readonly idempotencyKey: string;
+}
+
+/** A tool an agent offers its model. */
+export interface AgentTool {
+  readonly description?: string;
+  /** JSON Schema of the arguments object. */
+  readonly parameters: JsonSchema;
+  /** Runs the tool. The returned value is sent back to the model as JSON (strings as they are). */
+  run(args: Readonly<Record<string, unknown>>, context: ToolRunContext): Promise<unknown>;
+}
+
+/** The context a decision tree sees when the agent must answer without an engine. */
+export interface DegradedContext {
+  readonly agent: string;
+  readonly prompt: string;
+  readonly memory: Readonly<Record<string, string>>;
+  readonly reason: string;
+}
+
+/**
+ * An LLM agent. It runs as an XState actor through idle → queued → calling/fallback → cooling →
+ * degraded and never halts on an upstream fault.
+ *
+ * @example
+ * ```ts
+ * const analyst = defineAgent({
+ *   name: 'analyst-macro',
+ *   role: 'You are a macro analyst. Answer in three bullet points.',
+ *   tier: 'analysis',
+ *   chain: 'premium',
+ *   memory: { focus: 'rates and FX' },
+ * });
+ * ```
+ */
+export interface LlmAgentDefinition {
+  /** Unique name in the runtime. */
+  readonly name: string;
+  /** System prompt: who the agent is. Default: none. */
+  readonly role?: string;
+  /** Priority tier (must be one of the config's `tiers`). Default: the last (lowest) tier. */
+  readonly tier?: string;
+  /** Name of the engine chain it calls (must be one of the config's `chains`). */
+  readonly chain: string;
+  /** Initial memory slots, rendered into the system prompt. Default: none. */
+  readonly memory?: Readonly<Record<string, string>>;
+  /** Tools the model may call. Default: none. */
+  readonly tools?: Readonly<Record<string, AgentTool>>;
+  /** Structured answer when no engine can answer and the answer cache has nothing close. Default: a summary of memory and prompt. */
+  readonly decisionTree?: (context: DegradedContext) => DegradedAnswer;
+  /** Overrides of the config's `agentDefaults`. */
+  readonly maxWaitMs?: number;
+  readonly maxAttempts?: number;
+  readonly maxTokens?: number;
+  readonly temperature?: number;
+  readonly historyTurns?: number;
+}
+
+/**
+ * Work that needs no LLM (seed 000's `no_agent=True`: e.g. telegram-outbox-flusher). It runs as
+ * plain code, takes no concurrency token and never calls an engine.
+ *
+ * @example
+ * ```ts
+ * const flusher = defineAgent({ name: 'telegram-outbox-flusher', noAgent: true, run: async () => flushOutbox() });
+ * ```
+ */
+export interface NoAgentDefinition {
+  readonly name: string;
+  readonly noAgent: true;
+  readonly tier?: string;
+  run(input: string, context: { readonly signal: AbortSignal }): Promise<unknown>;
+}
+
+/** Either kind of agent. */
+export type AgentDefinition = LlmAgentDefinition | NoAgentDefinition;
+
+/** True for plain-code work. */
+export function isNoAgentDefinition(def: AgentDefinition): def is NoAgentDefinition {
+  return (def as NoAgentDefinition).noAgent === true;
+}
+
+/** Identity helper that gives an agent definition its type (and its editor help). */
+export function defineAgent<const D extends AgentDefinition>(definition: D): D {
+  return definition;
+}

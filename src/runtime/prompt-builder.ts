@@ -1,0 +1,62 @@
+import type { ChatMessage, EngineRequest, ToolDefinition } from '../engines/engine-types.ts';
+import type { AgentMemory } from './turn.ts';
+
+/** What the prompt of one engine call is made of. */
+export interface PromptParts {
+  readonly role?: string;
+  readonly memory: AgentMemory;
+  /** Earlier turns kept verbatim. */
+  readonly historyTurns: number;
+  /** This turn's messages so far: the user prompt, then tool calls and results. */
+  readonly turnMessages: readonly ChatMessage[];
+  readonly tools: readonly ToolDefinition[];
+  readonly maxTokens: number;
+  readonly temperature?: number;
+  readonly idempotencyKey: string;
+}
+
+/**
+ * Builds the engine request of an agent from its memory alone, so the same memory gives the same
+ * prompt on any engine: after a crash or an engine swap the next prompt is the one that would have
+ * been sent.
+ *
+ * @example
+ * ```ts
+ * const req = buildRequest({ role: 'You are Kai.', memory, historyTurns: 6, turnMessages: [{ role: 'user', content: 'Item 3?' }], tools: [], maxTokens: 512, idempotencyKey: 'run1:1:item3:Kai:0' });
+ * ```
+ */
+export function buildRequest(parts: PromptParts): Omit<EngineRequest, 'signal'> {
+  const slots = Object.entries(parts.memory.slots);
+  const systemLines: string[] = [];
+  if (parts.role) systemLines.push(parts.role);
+  if (slots.length > 0) {
+    systemLines.push('Memory:');
+    for (const [k, v] of slots) systemLines.push(`- ${k}: ${v}`);
+  }
+  const messages: ChatMessage[] = [];
+  const history = parts.historyTurns > 0 ? parts.memory.utterances.slice(-parts.historyTurns) : [];
+  for (const u of history) {
+    messages.push({ role: 'user', content: u.prompt });
+    messages.push({ role: 'assistant', content: u.answer });
+  }
+  messages.push(...parts.turnMessages);
+  return {
+    ...(systemLines.length > 0 ? { system: systemLines.join('\n') } : {}),
+    messages,
+    ...(parts.tools.length > 0 ? { tools: parts.tools } : {}),
+    maxTokens: parts.maxTokens,
+    ...(parts.temperature !== undefined ? { temperature: parts.temperature } : {}),
+    idempotencyKey: parts.idempotencyKey,
+  };
+}
+
+/** Rough token estimate (chars ÷ 4) used to reserve TPM before the provider reports usage. */
+export function estimateRequestTokens(request: Omit<EngineRequest, 'signal'>): number {
+  let chars = request.system?.length ?? 0;
+  for (const m of request.messages) {
+    if (m.role === 'tool_call') chars += JSON.stringify(m.call.arguments).length + m.call.name.length;
+    else chars += m.content.length;
+  }
+  if (request.tools) chars += JSON.stringify(request.tools).length;
+  return Math.ceil(chars / 4) + request.maxTokens;
+}

@@ -1,0 +1,162 @@
+import { z } from 'zod';
+import { endpointConfigSchema, type ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import { ConfigError } from '../errors/config-error.ts';
+import { configErrorFromZod } from '../errors/zod-issue.ts';
+
+const positive = z.number().positive();
+const positiveInt = z.number().int().positive();
+const nonNegativeInt = z.number().int().min(0);
+
+const breakerSchema = z
+  .strictObject({
+    /** OPEN when failures ÷ calls in the window exceed this. Default 0.3 (seed 003). */
+    failureRateThreshold: z.number().gt(0).lt(1).default(0.3),
+    /** Sliding window of the failure rate, ms. Default 60 000. */
+    windowMs: positiveInt.default(60_000),
+    /** The rate rule needs at least this many calls in the window. Default 5. */
+    minCallsInWindow: positiveInt.default(5),
+    /** OPEN after this many consecutive 429 / network / timeout faults. Default 3 (seed 003). */
+    consecutiveToOpen: positiveInt.default(3),
+    /** How long OPEN lasts before HALF-OPEN probes, ms (longer when Retry-After says so). Default 30 000. */
+    openMs: positiveInt.default(30_000),
+    /** Consecutive good probes that close it again. Default 2. */
+    probesToClose: positiveInt.default(2),
+  })
+  .default({
+    failureRateThreshold: 0.3,
+    windowMs: 60_000,
+    minCallsInWindow: 5,
+    consecutiveToOpen: 3,
+    openMs: 30_000,
+    probesToClose: 2,
+  });
+
+const retrySchema = z
+  .strictObject({
+    /** Retries allowed as a fraction of first attempts over the window. Default 0.2. */
+    budgetRatio: z.number().min(0).max(10).default(0.2),
+    /** Window of the retry budget, ms. Default 60 000. */
+    budgetWindowMs: positiveInt.default(60_000),
+    /** Retries always allowed per window, however few calls there were. Default 3. */
+    minRetriesPerWindow: nonNegativeInt.default(3),
+    /** First backoff step when the provider gave no Retry-After, ms. Default 500. */
+    baseBackoffMs: positiveInt.default(500),
+    /** Largest backoff step, ms. Default 30 000. */
+    maxBackoffMs: positiveInt.default(30_000),
+  })
+  .default({
+    budgetRatio: 0.2,
+    budgetWindowMs: 60_000,
+    minRetriesPerWindow: 3,
+    baseBackoffMs: 500,
+    maxBackoffMs: 30_000,
+  });
+
+const concurrencySchema = z
+  .strictObject({
+    /** Global concurrency tokens: LLM calls in flight at once across all agents. Default 3 (seed 000). */
+    limit: positiveInt.default(3),
+    /** AIMD per endpoint: halve an endpoint's concurrency on 429/overload, grow it back on success. Default false. */
+    adaptive: z.boolean().default(false),
+    /** A token whose holder has not released it after this long is taken back, ms. Default 120 000. */
+    leaseMs: positiveInt.default(120_000),
+  })
+  .default({ limit: 3, adaptive: false, leaseMs: 120_000 });
+
+const agentDefaultsSchema = z
+  .strictObject({
+    /** Longest an agent waits for a cooling endpoint before it answers degraded, ms. Default 10 000. */
+    maxWaitMs: nonNegativeInt.default(10_000),
+    /** Upstream attempts per engine call before the turn answers degraded. Default 6. */
+    maxAttempts: positiveInt.default(6),
+    /** Output token cap per call. Default 512. */
+    maxTokens: positiveInt.default(512),
+    /** Earlier turns kept verbatim in the prompt. Default 6. */
+    historyTurns: nonNegativeInt.default(6),
+    /** How often a degraded agent checks whether its chain is healthy again, ms. Default 5 000. */
+    probeIntervalMs: positiveInt.default(5_000),
+  })
+  .default({ maxWaitMs: 10_000, maxAttempts: 6, maxTokens: 512, historyTurns: 6, probeIntervalMs: 5_000 });
+
+/** zod schema of {@link RuntimeConfig}. */
+export const runtimeConfigSchema = z
+  .strictObject({
+    /** Every engine endpoint (provider + key + model). At least one. */
+    endpoints: z.array(endpointConfigSchema).min(1),
+    /** Named chains of endpoint ids, in order of preference (e.g. `premium`, `light`). */
+    chains: z.record(z.string().min(1), z.array(z.string().min(1)).min(1)),
+    /** Tiers in priority order, highest first. Tokens go to earlier tiers first, FIFO inside a tier. Default ['analysis', 'ops']. */
+    tiers: z.array(z.string().min(1)).min(1).default(['analysis', 'ops']),
+    concurrency: concurrencySchema,
+    breaker: breakerSchema,
+    retry: retrySchema,
+    /** How long a key whose credit ran out (or that was refused as bad) stays disabled, ms. Default 3 600 000. */
+    creditCooldownMs: positiveInt.default(3_600_000),
+    agentDefaults: agentDefaultsSchema,
+    /** Output tokens of a HALF-OPEN health probe. Default 1. */
+    probeMaxTokens: positive.default(1),
+  })
+  .superRefine((c, ctx) => {
+    const ids = new Set<string>();
+    c.endpoints.forEach((e, i) => {
+      if (ids.has(e.id))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['endpoints', i, 'id'],
+          message: `duplicate endpoint id "${e.id}"; ids must be unique`,
+        });
+      ids.add(e.id);
+    });
+    for (const [name, chain] of Object.entries(c.chains)) {
+      chain.forEach((id, i) => {
+        if (!ids.has(id))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['chains', name, i],
+            message: `names endpoint "${id}", which is not defined; add it under endpoints or fix the name (defined: ${[...ids].join(', ')})`,
+          });
+      });
+    }
+    if (new Set(c.tiers).size !== c.tiers.length)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tiers'],
+        message: 'lists a tier twice; each tier once, highest priority first',
+      });
+  });
+
+/** What a user writes (defaults optional). */
+export type RuntimeConfigInput = z.input<typeof runtimeConfigSchema>;
+/** A validated config with every default filled in. */
+export type RuntimeConfig = Omit<z.output<typeof runtimeConfigSchema>, 'endpoints'> & {
+  readonly endpoints: readonly ParsedEndpointConfig[];
+};
+
+/**
+ * Validates a runtime config at start and fills its defaults. A bad config is refused with one
+ * {@link ConfigError} naming the field (`chains.premium[1]`, `endpoints[0].provider`, …).
+ *
+ * @example
+ * ```ts
+ * const config = defineConfig({
+ *   endpoints: [
+ *     { id: 'sonnet', provider: 'anthropic', model: 'claude-sonnet-4-6', apiKeyEnv: 'ANTHROPIC_API_KEY' },
+ *     { id: 'mini', provider: 'openai', model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY' },
+ *   ],
+ *   chains: { premium: ['sonnet', 'mini'], light: ['mini', 'sonnet'] },
+ *   concurrency: { limit: 3 },
+ * });
+ * ```
+ */
+export function defineConfig(input: RuntimeConfigInput, source = 'defineConfig'): RuntimeConfig {
+  if (input === null || typeof input !== 'object') {
+    throw new ConfigError({
+      source,
+      path: '',
+      message: 'expected a config object with endpoints and chains',
+    });
+  }
+  const parsed = runtimeConfigSchema.safeParse(input);
+  if (!parsed.success) throw configErrorFromZod(parsed.error, source);
+  return parsed.data as RuntimeConfig;
+}

@@ -1,0 +1,81 @@
+import type { DegradedAnswer } from '../degraded/decision-tree.ts';
+import type { ChatMessage, ToolCall, Usage } from '../engines/engine-types.ts';
+import type { Fault } from '../faults/fault.ts';
+
+/**
+ * How a turn ended.
+ * - `answered`: the chain's first endpoint answered.
+ * - `fallback`: a later endpoint of the chain answered.
+ * - `degraded`: no engine could answer in time; the answer comes from the degraded layer and says so.
+ * - `failed`: a fault no engine swap can fix (bad request, a bug); `error` says what.
+ * - `cancelled`: the caller aborted.
+ * - `no_agent`: plain code ran (no LLM).
+ */
+export type TurnOutcome = 'answered' | 'fallback' | 'degraded' | 'failed' | 'cancelled' | 'no_agent';
+
+/** The answer of a turn. */
+export interface TurnAnswer {
+  readonly text: string;
+  /** Present on degraded answers: the structured summary and where it came from. */
+  readonly degraded?: DegradedAnswer;
+}
+
+/** One finished turn of one agent: what `agent.ask()` resolves with. Plain data. */
+export interface Turn {
+  readonly turnId: string;
+  readonly agent: string;
+  readonly tier: string;
+  readonly prompt: string;
+  readonly answer: TurnAnswer;
+  readonly outcome: TurnOutcome;
+  /** The endpoint that gave the answer (absent when degraded, failed or cancelled). */
+  readonly endpointId?: string;
+  readonly model?: string;
+  readonly degraded: boolean;
+  readonly degradedReason?: string;
+  /** Every fault met on the way, in order. */
+  readonly faults: readonly Fault[];
+  /** Time spent waiting for a token or a cooldown, ms. */
+  readonly waitMs: number;
+  /** Upstream calls made (retries and fallbacks included; memoized results count 0). */
+  readonly attempts: number;
+  readonly usage: Usage;
+  /** Tool calls and results exchanged inside this turn, in order. */
+  readonly messages: readonly ChatMessage[];
+  readonly startedAt: number;
+  readonly finishedAt: number;
+  /** For `failed`: one line saying what went wrong and what to do. */
+  readonly error?: string;
+}
+
+/** A tool result remembered in the agent's memory. */
+export interface ToolResultRecord {
+  readonly turnId: string;
+  readonly call: ToolCall;
+  readonly result: string;
+  readonly isError: boolean;
+}
+
+/** One earlier exchange kept in the agent's memory. */
+export interface Utterance {
+  readonly turnId: string;
+  readonly prompt: string;
+  readonly answer: string;
+  readonly endpointId?: string;
+  readonly degraded: boolean;
+}
+
+/**
+ * An agent's working memory: what a resumed or engine-swapped agent needs to send the prompt it
+ * would have sent. Plain JSON; committed per round.
+ */
+export interface AgentMemory {
+  readonly utterances: readonly Utterance[];
+  readonly slots: Readonly<Record<string, string>>;
+  readonly toolResults: readonly ToolResultRecord[];
+}
+
+/** An empty memory with the given slots. */
+export function emptyMemory(slots: Readonly<Record<string, string>> = {}): AgentMemory {
+  return { utterances: [], slots: { ...slots }, toolResults: [] };
+}

@@ -1,0 +1,59 @@
+import { describe, expect, it } from 'vitest';
+import { isConfigError } from '../../src/errors/config-error.ts';
+import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
+import { defineConfig } from '../../src/runtime/runtime-config.ts';
+
+const base = {
+  endpoints: [{ id: 'local', provider: 'openai-compatible', flavor: 'ollama', model: 'llama3.1' }],
+  chains: { light: ['local'] },
+} as const;
+
+function refusal(input: unknown): string {
+  try {
+    defineConfig(input as never);
+  } catch (e) {
+    expect(isConfigError(e)).toBe(true);
+    return (e as Error).message;
+  }
+  throw new Error('config was accepted');
+}
+
+describe('a bad config is refused at start with a message naming the field', () => {
+  it('accepts a good one and fills defaults', () => {
+    const c = defineConfig(base as never);
+    expect(c.concurrency.limit).toBe(3);
+    expect(c.breaker.failureRateThreshold).toBe(0.3);
+    expect(c.breaker.openMs).toBe(30_000);
+    expect(c.tiers).toEqual(['analysis', 'ops']);
+  });
+  it('unknown provider', () => {
+    expect(
+      refusal({ ...base, endpoints: [{ id: 'x', provider: 'cohere', model: 'm', apiKey: 'k' }] }),
+    ).toMatch(/endpoints\[0\]\.provider/);
+  });
+  it('chain naming a missing endpoint', () => {
+    const msg = refusal({ ...base, chains: { light: ['local', 'ghost'] } });
+    expect(msg).toMatch(/chains\.light\[1\]/);
+    expect(msg).toMatch(/"ghost".*not defined/);
+  });
+  it('negative limits', () => {
+    expect(refusal({ ...base, concurrency: { limit: -1 } })).toMatch(/concurrency\.limit/);
+    expect(refusal({ ...base, endpoints: [{ ...base.endpoints[0], limits: { rpm: -5 } }] })).toMatch(
+      /endpoints\[0\]\.limits\.rpm/,
+    );
+  });
+  it('duplicate endpoint ids and a typo in an option', () => {
+    expect(refusal({ ...base, endpoints: [base.endpoints[0], base.endpoints[0]] })).toMatch(
+      /duplicate endpoint id/,
+    );
+    expect(refusal({ ...base, breaker: { openMS: 10 } })).toMatch(/breaker/);
+  });
+  it('an agent naming an unknown chain or tier is refused at spawn', async () => {
+    const s = createSupervisor(base as never);
+    expect(() => s.spawnAgent({ name: 'a', chain: 'gold' })).toThrow(
+      /agents\.a\.chain.*unknown chain "gold"/,
+    );
+    expect(() => s.spawnAgent({ name: 'b', chain: 'light', tier: 'vip' })).toThrow(/agents\.b\.tier/);
+    await s.stop();
+  });
+});
