@@ -144,7 +144,8 @@ export type AgentToSupervisorEvent =
 /** Faults after which trying *another* endpoint is a fallback, not a retry: the endpoint said it has no room for us. */
 const CAPACITY_FAULTS = new Set(['rate_limited', 'credit_exhausted', 'auth']);
 
-const supervisor = ({ system }: { system: ActorSystem<never> }) => system.get('supervisor') as AnyActorRef;
+// biome-ignore lint/suspicious/noExplicitAny: the system's actor map is not typed; the supervisor is found by id.
+const supervisor = ({ system }: { system: ActorSystem<any> }) => system.get('supervisor') as AnyActorRef;
 
 function requestOf(ctx: AgentContext): Omit<EngineRequest, 'signal'> {
   const t = ctx.turn!;

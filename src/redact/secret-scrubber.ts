@@ -13,7 +13,12 @@ const KEY_SHAPES: readonly RegExp[] = [
   /(?<=[Bb]earer\s+)[A-Za-z0-9._~+/-]{16,}=*/g,
 ];
 
-const registered = new Set<string>();
+/**
+ * Registered secrets, each with the number of registrations still holding it: when two holders
+ * register the same key (a configured key injected again as a BYOK key), one forgetting it must not
+ * unmask it for the other.
+ */
+const registered = new Map<string, number>();
 
 /**
  * Masks a key for display: provider prefix, an ellipsis, the last 4 characters (`sk-…a1b2`).
@@ -31,12 +36,20 @@ export function maskSecret(secret: string): string {
 
 /**
  * Registers a secret so that {@link scrubSecrets} removes it verbatim wherever it appears, even when
- * it has no known shape. Returns a function that forgets it again.
+ * it has no known shape. Returns a function that forgets it again (once; the secret stays registered
+ * while another registration of it is alive).
  */
 export function registerSecret(secret: string): () => void {
   if (secret.length < 6) return () => {};
-  registered.add(secret);
-  return () => registered.delete(secret);
+  registered.set(secret, (registered.get(secret) ?? 0) + 1);
+  let forgotten = false;
+  return () => {
+    if (forgotten) return;
+    forgotten = true;
+    const holders = (registered.get(secret) ?? 1) - 1;
+    if (holders > 0) registered.set(secret, holders);
+    else registered.delete(secret);
+  };
 }
 
 /**
@@ -49,7 +62,7 @@ export function registerSecret(secret: string): () => void {
  */
 export function scrubSecrets(text: string): string {
   let out = text;
-  for (const secret of registered) {
+  for (const secret of registered.keys()) {
     if (out.includes(secret)) out = out.split(secret).join(maskSecret(secret));
   }
   for (const shape of KEY_SHAPES) out = out.replace(shape, (m) => maskSecret(m));
@@ -80,6 +93,6 @@ export function scrubValue<T>(value: T): T {
  * ```
  */
 export function containsRegisteredSecret(text: string): boolean {
-  for (const secret of registered) if (text.includes(secret)) return true;
+  for (const secret of registered.keys()) if (text.includes(secret)) return true;
   return false;
 }
