@@ -16,7 +16,8 @@ export interface StopListener {
 
 /**
  * Turns SIGINT/SIGTERM into an `AbortSignal`, so a command can shut down cleanly (close servers and
- * databases) instead of being killed. While listening, the signals no longer end the process.
+ * databases) instead of being killed. While listening, the first signal no longer ends the process;
+ * a second one exits at once with code 130.
  *
  * @example
  * ```ts
@@ -28,7 +29,9 @@ export function listenForStop(): StopListener {
   const controller = new AbortController();
   let got: NodeJS.Signals | undefined;
   const onSignal = (name: NodeJS.Signals) => {
-    got ??= name;
+    // A second signal while shutting down means "now": do not make the user wait on a stuck close.
+    if (got !== undefined) process.exit(130);
+    got = name;
     controller.abort(name);
   };
   for (const s of STOP_SIGNALS) process.on(s, onSignal);
