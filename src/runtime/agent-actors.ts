@@ -34,6 +34,22 @@ export interface AgentActorDeps {
   readonly definitions: ReadonlyMap<string, AgentDefinition>;
   readonly degraded: DegradedResponder;
   readonly memo?: CallMemo;
+  /** Receives one record per upstream attempt (the call log as data). */
+  readonly onCall?: (record: CallRecordEvent) => void;
+}
+
+/** One upstream attempt, as the runtime reports it. */
+export interface CallRecordEvent {
+  readonly agent: string;
+  readonly tier: string;
+  readonly endpointId: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly outcome: 'ok' | 'fault';
+  readonly startedAt: number;
+  readonly at: number;
+  readonly fault?: Fault;
+  readonly memoized?: boolean;
 }
 
 function internalFault(e: unknown, endpointId: string): Fault {
@@ -53,6 +69,17 @@ export function createAgentActors(deps: AgentActorDeps) {
     const remembered = (await memo?.recall(key)) as EngineResult | undefined;
     if (remembered) return { ok: true, result: remembered, at: clock.now(), memoized: true };
     const engine = pool.engine(input.endpointId);
+    const describe = (outcome: 'ok' | 'fault', at: number, fault?: Fault): CallRecordEvent => ({
+      agent: input.agent,
+      tier: input.tier,
+      endpointId: input.endpointId,
+      provider: engine?.endpoint.provider ?? 'unknown',
+      model: engine?.endpoint.model ?? 'unknown',
+      outcome,
+      startedAt: started,
+      at,
+      ...(fault ? { fault } : {}),
+    });
     const started = clock.now();
     const line = { agent: input.agent, tier: input.tier, endpoint: input.endpointId, waitMs: input.waitMs };
     if (!engine) {
@@ -71,6 +98,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         },
         'call',
       );
+      deps.onCall?.({ ...describe('ok', at), model: result.model });
       await memo?.remember(key, result);
       return { ok: true, result, at, memoized: false };
     } catch (e) {
@@ -87,6 +115,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         },
         'call',
       );
+      deps.onCall?.(describe('fault', at, fault));
       return { ok: false, fault, at };
     }
   });

@@ -15,6 +15,14 @@ export interface AskOptions {
   readonly turnId?: string;
   /** Prefix of the turn's idempotency keys (the round runner uses run:round:item:agent). Default `<agent>:<turnId>`. */
   readonly key?: string;
+  /** Where the turn belongs (round, agenda item); carried on its `turn.completed` event. Default none. */
+  readonly meta?: TurnMeta;
+}
+
+/** Where a turn belongs in a run. */
+export interface TurnMeta {
+  readonly round?: number;
+  readonly itemId?: string;
 }
 
 /** A running agent, as the embedding program sees it. */
@@ -52,9 +60,10 @@ export function createAgentHandle(opts: {
   ref: AnyActorRef;
   clock: Clock;
   onState: (c: AgentStateChange) => void;
-  onTurn: (t: Turn) => void;
+  onTurn: (t: Turn, meta: TurnMeta | undefined) => void;
   stop: () => void;
 }): AgentHandle {
+  const metas = new Map<string, TurnMeta>();
   const { ref, clock, name } = opts;
   let tail: Promise<unknown> = Promise.resolve();
   let current: AgentStateName = topState(ref.getSnapshot().value);
@@ -67,13 +76,18 @@ export function createAgentHandle(opts: {
       opts.onState({ agent: name, state: next, previous, at: clock.now() });
     }
   });
-  ref.on('turn.completed', (e: AgentEmitted) => opts.onTurn(e.turn));
+  ref.on('turn.completed', (e: AgentEmitted) => {
+    const meta = metas.get(e.turn.turnId);
+    metas.delete(e.turn.turnId);
+    opts.onTurn(e.turn, meta);
+  });
 
   const askNow = (prompt: string, o: AskOptions): Promise<Turn> =>
     new Promise<Turn>((resolve, reject) => {
       if (stopped) return reject(new Error(`agent ${name} is stopped`));
       const turnId = o.turnId ?? randomUUID();
       const key = o.key ?? `${name}:${turnId}`;
+      if (o.meta) metas.set(turnId, o.meta);
       const onAbort = () => ref.send({ type: 'CANCEL', at: clock.now() });
       const sub = ref.on('turn.completed', (e: AgentEmitted) => {
         if (e.turn.turnId !== turnId) return;
@@ -112,11 +126,21 @@ export function createAgentHandle(opts: {
 }
 
 /** A handle for plain-code work: runs `definition.run`, takes no token, never calls an engine. */
-export function createNoAgentHandle(definition: NoAgentDefinition, tier: string, clock: Clock): AgentHandle {
+export function createNoAgentHandle(
+  definition: NoAgentDefinition,
+  tier: string,
+  clock: Clock,
+  onTurn: (t: Turn, meta: TurnMeta | undefined) => void = () => {},
+): AgentHandle {
   let tail: Promise<unknown> = Promise.resolve();
   let running = false;
   const memory: AgentMemory = { utterances: [], slots: {}, toolResults: [] };
   const runNow = async (prompt: string, o: AskOptions): Promise<Turn> => {
+    const turn = await runPlain(prompt, o);
+    onTurn(turn, o.meta);
+    return turn;
+  };
+  const runPlain = async (prompt: string, o: AskOptions): Promise<Turn> => {
     const turnId = o.turnId ?? randomUUID();
     const startedAt = clock.now();
     running = true;

@@ -9,14 +9,15 @@ import { createEngine as createAdapterEngine } from '../engines/create-engine.ts
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import type { Engine } from '../engines/engine-types.ts';
 import { ConfigError } from '../errors/config-error.ts';
+import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
 import { createLogger } from '../logging/logger.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
 import { type CallMemo, createAgentActors } from './agent-actors.ts';
 import { type AgentDefinition, type LlmAgentDefinition, isNoAgentDefinition } from './agent-definition.ts';
-import { type AgentHandle, createAgentHandle, createNoAgentHandle } from './agent-handle.ts';
+import { type AgentHandle, createAgentHandle, createNoAgentHandle, type TurnMeta } from './agent-handle.ts';
 import { EnginePool, type EndpointHealth } from './engine-pool.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
-import { type AgentMemory, emptyMemory } from './turn.ts';
+import { type AgentMemory, emptyMemory, type Turn } from './turn.ts';
 
 /** The five states an agent is seen in (plus `queued` and `tools`, which are transient). */
 export type AgentStateName =
@@ -53,6 +54,12 @@ export interface SupervisorOptions {
   readonly onReport?: (report: SupervisorReport) => void;
   /** Random source for backoff jitter. Default Math.random. */
   readonly random?: () => number;
+  /**
+   * Receives every runtime event as plain data: agent state changes, call attempts, token grants and
+   * releases, waits, denials, probes, breaker changes, finished turns. The event log and the visualizer
+   * are built from it. Default none.
+   */
+  readonly onEvent?: RuntimeEventListener;
 }
 
 /** The token state at a glance. */
@@ -113,11 +120,19 @@ export function createSupervisor(
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger();
   const build = options.createEngine ?? ((c: ParsedEndpointConfig) => createAdapterEngine(c, { clock }));
+  const emit = (e: RuntimeEvent) => options.onEvent?.(e);
   const pool = new EnginePool(config, {
     clock,
     createEngine: build,
     ...(options.inspect ? { inspect: options.inspect } : {}),
     ...(options.random ? { random: options.random } : {}),
+    onBreakerChange: (c) =>
+      emit({
+        type: 'breaker.state',
+        at: clock.now(),
+        endpoint: c.endpointId,
+        data: { state: c.state, previous: c.previous, openUntil: c.openUntil },
+      }),
   });
   const budget = new RetryBudget({
     ratio: config.retry.budgetRatio,
@@ -135,6 +150,28 @@ export function createSupervisor(
     definitions,
     degraded,
     ...(options.memo ? { memo: options.memo } : {}),
+    onCall: (c) =>
+      emit({
+        type: 'call.attempt',
+        at: c.at,
+        agent: c.agent,
+        endpoint: c.endpointId,
+        data: {
+          tier: c.tier,
+          outcome: c.outcome,
+          startedAt: c.startedAt,
+          latencyMs: c.at - c.startedAt,
+          provider: c.provider,
+          model: c.model,
+          ...(c.fault
+            ? {
+                faultKind: c.fault.kind,
+                ...(c.fault.status !== undefined ? { status: c.fault.status } : {}),
+                ...(c.fault.retryAfterMs !== undefined ? { retryAfterMs: c.fault.retryAfterMs } : {}),
+              }
+            : { status: 200 }),
+        },
+      }),
   });
 
   let root: Actor<ReturnType<typeof createSupervisorMachine>>;
@@ -151,6 +188,7 @@ export function createSupervisor(
     report: (r) => {
       if (r.type === 'probe.started') logger.info({ endpoint: r.endpointId }, 'probe');
       options.onReport?.(r);
+      if (options.onEvent) emit(reportToEvent(r));
     },
   }).provide({ actors: { agent: agentMachine.provide({ actors }) } });
 
@@ -164,6 +202,7 @@ export function createSupervisor(
   const handles = new Map<string, AgentHandle>();
   const listeners = new Set<(c: AgentStateChange) => void>();
   const notify = (c: AgentStateChange) => {
+    emit({ type: 'agent.state', at: c.at, agent: c.agent, data: { state: c.state, previous: c.previous } });
     for (const l of listeners) l(c);
   };
   let stopping = false;
@@ -188,7 +227,7 @@ export function createSupervisor(
       });
     definitions.set(definition.name, definition);
     if (isNoAgentDefinition(definition)) {
-      const h = createNoAgentHandle(definition, tier, clock);
+      const h = createNoAgentHandle(definition, tier, clock, (turn, meta) => emit(turnEvent(turn, meta)));
       handles.set(definition.name, h);
       return h;
     }
@@ -271,4 +310,66 @@ export function createSupervisor(
       pool.stop();
     },
   };
+}
+
+function turnEvent(turn: Turn, meta: TurnMeta | undefined): RuntimeEvent {
+  return {
+    type: 'turn.completed',
+    at: turn.finishedAt,
+    agent: turn.agent,
+    ...(turn.endpointId ? { endpoint: turn.endpointId } : {}),
+    data: {
+      turnId: turn.turnId,
+      tier: turn.tier,
+      ...(meta?.round !== undefined ? { round: meta.round } : {}),
+      ...(meta?.itemId !== undefined ? { itemId: meta.itemId } : {}),
+      outcome: turn.outcome,
+      degraded: turn.degraded,
+      ...(turn.degradedReason ? { degradedReason: turn.degradedReason } : {}),
+      waitMs: turn.waitMs,
+      attempts: turn.attempts,
+      faults: turn.faults.map((f) => f.kind),
+      startedAt: turn.startedAt,
+    },
+  };
+}
+
+function reportToEvent(r: SupervisorReport): RuntimeEvent {
+  switch (r.type) {
+    case 'token.granted':
+      return {
+        type: r.type,
+        at: r.at,
+        agent: r.agent,
+        endpoint: r.endpointId,
+        data: { leaseId: r.leaseId, waitedMs: r.waitedMs, held: r.held },
+      };
+    case 'token.released':
+      return {
+        type: r.type,
+        at: r.at,
+        agent: r.agent,
+        endpoint: r.endpointId,
+        data: { leaseId: r.leaseId, held: r.held },
+      };
+    case 'token.reclaimed':
+      return {
+        type: r.type,
+        at: r.at,
+        endpoint: r.endpointId,
+        data: { leaseId: r.leaseId, holder: r.holder },
+      };
+    case 'token.wait':
+      return {
+        type: r.type,
+        at: r.at,
+        agent: r.agent,
+        endpoint: r.endpointId,
+        data: { until: r.until, cause: r.cause },
+      };
+    case 'token.denied':
+      return { type: r.type, at: r.at, agent: r.agent, data: { reason: r.reason } };
+    case 'probe.started':
+      return { type: r.type, at: r.at, endpoint: r.endpointId, data: { leaseId: r.leaseId } };
+  }
 }

@@ -76,6 +76,13 @@ export interface EnginePoolOptions {
   readonly inspect?: (event: InspectionEvent) => void;
   /** Random source for backoff jitter. Default Math.random. */
   readonly random?: () => number;
+  /** Called when an endpoint's breaker changes state. */
+  readonly onBreakerChange?: (change: {
+    endpointId: string;
+    state: string;
+    previous: string;
+    openUntil: number | null;
+  }) => void;
 }
 
 /**
@@ -107,13 +114,25 @@ export class EnginePool {
   /** Adds an endpoint at run time (e.g. a BYOK key) with its own breaker, buckets and cooldown. */
   addEndpoint(
     config: ParsedEndpointConfig,
-    options: Pick<EnginePoolOptions, 'createEngine' | 'inspect'>,
+    options: Pick<EnginePoolOptions, 'createEngine' | 'inspect' | 'onBreakerChange'>,
   ): void {
     const breaker = createActor(breakerMachine, {
       input: this.#config.breaker,
       clock: this.#clock as never,
       systemId: `breaker:${config.id}`,
       ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
+    let previous = 'closed';
+    breaker.subscribe((snap) => {
+      const state = String(snap.value);
+      if (state === previous) return;
+      options.onBreakerChange?.({
+        endpointId: config.id,
+        state,
+        previous,
+        openUntil: snap.context.openUntil,
+      });
+      previous = state;
     });
     breaker.start();
     const adaptive = this.#config.concurrency.adaptive;

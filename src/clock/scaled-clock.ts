@@ -1,0 +1,49 @@
+import type { Clock } from './clock.ts';
+
+/** Options of {@link createScaledClock}. */
+export interface ScaledClockOptions {
+  /** Simulated epoch ms at the moment the clock is created. Default: the real now. */
+  readonly origin?: number;
+  /** Simulated ms per real ms (60 = one simulated minute per real second). Default 1. */
+  readonly scale?: number;
+  /** The real clock underneath. Default `Date.now` and the host timers. */
+  readonly realNow?: () => number;
+}
+
+/** A clock whose time runs `scale` times faster than real time. */
+export interface ScaledClock extends Clock {
+  readonly scale: number;
+  /** Converts a simulated duration to real ms. */
+  toRealMs(simulatedMs: number): number;
+}
+
+/**
+ * A clock for time-scaled scenarios: an hour-long morning peak replays in a minute. Hand the same clock
+ * to the runtime and to the emulator, and every cooldown, quota window, Retry-After, latency and cron
+ * firing shrinks alike, while all reported times stay in simulated time.
+ *
+ * @example
+ * ```ts
+ * const clock = createScaledClock({ origin: Date.parse('2026-08-17T06:00:00+09:00'), scale: 150 });
+ * clock.setTimeout(() => console.log('07:00 KST'), 60 * 60_000); // fires after 24 real seconds
+ * ```
+ */
+export function createScaledClock(options: ScaledClockOptions = {}): ScaledClock {
+  const realNow = options.realNow ?? (() => Date.now());
+  const scale = options.scale ?? 1;
+  if (!(scale > 0) || !Number.isFinite(scale))
+    throw new RangeError(`scale must be a positive number (got ${scale})`);
+  const realStart = realNow();
+  const origin = options.origin ?? realStart;
+  return Object.freeze({
+    scale,
+    now: () => origin + (realNow() - realStart) * scale,
+    setTimeout(fn: () => void, ms: number) {
+      const t = setTimeout(fn, Math.max(0, ms) / scale);
+      t.unref?.();
+      return t;
+    },
+    clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
+    toRealMs: (simulatedMs: number) => simulatedMs / scale,
+  });
+}

@@ -1,0 +1,88 @@
+import type { FaultKind } from '../faults/fault.ts';
+
+/**
+ * Everything that happens in a run, as plain data: the event log the report and the state visualizer
+ * read. One row per event in the `events` table (`seq`, `at`, `type`, `agent`, `endpoint`, `data`).
+ * `at` is on the run's clock (simulated time in a time-scaled scenario).
+ */
+export type RuntimeEvent =
+  | Ev<
+      'run.started',
+      {
+        runId: string;
+        scenario: string;
+        rounds: number;
+        agents: readonly AgentInfo[];
+        endpoints: readonly string[];
+        resumedFrom?: number;
+      }
+    >
+  | Ev<'run.finished', { runId: string; status: string }>
+  | Ev<'round.started', { round: number }>
+  | Ev<'round.committed', { round: number; turns: number }>
+  /** An agent's top-level state changed (idle, queued, calling, fallback, tools, cooling, degraded, stopped). */
+  | Ev<'agent.state', { state: string; previous: string }, 'agent'>
+  /** One upstream attempt (one line of the call log). `startedAt` + `latencyMs` give its interval. */
+  | Ev<
+      'call.attempt',
+      {
+        tier: string;
+        outcome: 'ok' | 'fault';
+        startedAt: number;
+        latencyMs: number;
+        provider: string;
+        model: string;
+        faultKind?: FaultKind;
+        status?: number;
+        retryAfterMs?: number;
+        memoized?: boolean;
+      },
+      'agent' | 'endpoint'
+    >
+  | Ev<'token.granted', { leaseId: string; waitedMs: number; held: number }, 'agent' | 'endpoint'>
+  | Ev<'token.released', { leaseId: string; held: number }, 'agent' | 'endpoint'>
+  | Ev<'token.reclaimed', { leaseId: string; holder: string }, 'endpoint'>
+  | Ev<'token.wait', { until: number; cause: string }, 'agent' | 'endpoint'>
+  | Ev<'token.denied', { reason: string }, 'agent'>
+  | Ev<'probe.started', { leaseId: string }, 'endpoint'>
+  /** An endpoint's breaker changed state (closed, open, halfOpen). */
+  | Ev<'breaker.state', { state: string; previous: string; openUntil: number | null }, 'endpoint'>
+  | Ev<
+      'turn.completed',
+      {
+        turnId: string;
+        tier: string;
+        round?: number;
+        itemId?: string;
+        outcome: string;
+        degraded: boolean;
+        degradedReason?: string;
+        waitMs: number;
+        attempts: number;
+        faults: readonly FaultKind[];
+        startedAt: number;
+      },
+      'agent'
+    >
+  /** A line a policy writes that the report counts (e.g. "all candidate models are cooling down"). */
+  | Ev<'policy.log', { message: string; tier?: string }, 'agent'>;
+
+/** What the run knows about an agent, for the report and the visualizer. */
+export interface AgentInfo {
+  readonly name: string;
+  readonly tier: string;
+  readonly chain?: string;
+  readonly noAgent?: boolean;
+}
+
+type Ev<T extends string, D, K extends 'agent' | 'endpoint' | never = never> = {
+  readonly type: T;
+  readonly at: number;
+  readonly data: D;
+} & { readonly [P in K]: string } & { readonly agent?: string; readonly endpoint?: string };
+
+/** Every event type name. */
+export type RuntimeEventType = RuntimeEvent['type'];
+
+/** A sink for runtime events. */
+export type RuntimeEventListener = (event: RuntimeEvent) => void;
