@@ -90,5 +90,8 @@ export class EngineFaultError extends Error {
 
 /** Type guard for {@link EngineFaultError}. */
 export function isEngineFaultError(e: unknown): e is EngineFaultError {
-  return e instanceof EngineFaultError || (typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'ENGINE_FAULT');
+  return (
+    e instanceof EngineFaultError ||
+    (typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'ENGINE_FAULT')
+  );
 }
