@@ -1,0 +1,52 @@
+/**
+ * breakwater: keeps multi-agent LLM systems working when the upstream APIs rate-limit, run out of credit,
+ * overload or drop the connection. This file is the public API; everything else is internal.
+ *
+ * @example
+ * ```ts
+ * import { createSupervisor, startEmulator } from 'breakwater';
+ * const emulator = await startEmulator();
+ * const supervisor = createSupervisor({
+ *   endpoints: [{ id: 'mini', provider: 'openai', model: 'gpt-4o-mini', apiKey: 'sk-test', baseURL: emulator.baseURL('openai') }],
+ *   chains: { main: ['mini'] },
+ * });
+ * const turn = await supervisor.spawnAgent({ name: 'Kai', chain: 'main' }).ask('hello');
+ * ```
+ */
+export * from './runtime/index.ts';
+export * from './engines/index.ts';
+export { classifyError, type ClassifyContext } from './faults/classify-error.ts';
+export {
+  EngineFaultError,
+  FAULT_KINDS,
+  type Fault,
+  type FaultKind,
+  isEngineFaultError,
+  isSwappableFault,
+  isTransientFault,
+} from './faults/fault.ts';
+export { readRateLimitState } from './ratelimit/rate-limit-headers.ts';
+export { parseGoDuration, retryAfterFromHeaders } from './ratelimit/retry-after.ts';
+export {
+  type CallRecord,
+  type Emulator,
+  type EmulatorFaultKind,
+  type EmulatorFlavor,
+  type EmulatorOptions,
+  type EmulatorProfile,
+  type EmulatorStats,
+  type FaultRule,
+  loadEmulatorProfile,
+  startEmulator,
+} from './emulator/index.ts';
+export * from './degraded/index.ts';
+export { AimdLimiter, RetryBudget, TokenBucket, backoffDelay, retryDelay } from './resilience/index.ts';
+export { breakerMachine, BREAKER_MACHINE_VERSION } from '../machines/breaker.machine.ts';
+export { agentMachine, AGENT_MACHINE_VERSION } from '../machines/agent.machine.ts';
+export { createSupervisorMachine, SUPERVISOR_MACHINE_VERSION } from '../machines/supervisor.machine.ts';
+export { type Clock, createManualClock, type ManualClock, sleep, systemClock } from './clock/clock.ts';
+export { createScaledClock, type ScaledClock } from './clock/scaled-clock.ts';
+export type { RuntimeEvent, RuntimeEventListener, RuntimeEventType } from './events/runtime-event.ts';
+export { ConfigError, isConfigError } from './errors/config-error.ts';
+export { createLogger, type LoggerOptions } from './logging/logger.ts';
+export { maskSecret, registerSecret, scrubSecrets } from './redact/secret-scrubber.ts';

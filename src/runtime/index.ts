@@ -1,0 +1,35 @@
+/**
+ * The resilience core's public API: the supervisor runtime, agent definitions, turns and config.
+ *
+ * @example
+ * ```ts
+ * import { createSupervisor, defineAgent } from './runtime/index.ts';
+ * const supervisor = createSupervisor(config);
+ * const turn = await supervisor.spawnAgent(defineAgent({ name: 'Kai', chain: 'premium' })).ask('Item 1?');
+ * ```
+ */
+export type {
+  AgentDefinition,
+  AgentTool,
+  DegradedContext,
+  LlmAgentDefinition,
+  NoAgentDefinition,
+  ToolRunContext,
+} from './agent-definition.ts';
+export { defineAgent, isNoAgentDefinition } from './agent-definition.ts';
+export type { AgentHandle, AskOptions, TurnMeta } from './agent-handle.ts';
+export type { CallMemo, CallRecordEvent } from './agent-actors.ts';
+export type {
+  AgentStateChange,
+  AgentStateName,
+  Supervisor,
+  SupervisorOptions,
+  TokenView,
+} from './create-supervisor.ts';
+export { createSupervisor } from './create-supervisor.ts';
+export type { EndpointHealth, Selection, WaitCause } from './engine-pool.ts';
+export { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
+export type { RuntimeConfig, RuntimeConfigInput } from './runtime-config.ts';
+export { defineConfig, runtimeConfigSchema } from './runtime-config.ts';
+export type { AgentMemory, ToolResultRecord, Turn, TurnAnswer, TurnOutcome, Utterance } from './turn.ts';
+export { emptyMemory } from './turn.ts';
