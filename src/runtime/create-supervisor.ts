@@ -87,6 +87,8 @@ export interface Supervisor {
   agents(): readonly AgentHandle[];
   /** Calls `listener` on every agent state change. Returns the unsubscribe function. */
   subscribe(listener: (change: AgentStateChange) => void): () => void;
+  /** Calls `listener` with every runtime event (the same feed as the `onEvent` option). Returns the unsubscribe function. */
+  subscribeEvents(listener: RuntimeEventListener): () => void;
   health(): readonly EndpointHealth[];
   tokens(): TokenView;
   /** Drains: refuses new asks, waits for the turns in progress, then stops every actor. */
@@ -120,7 +122,11 @@ export function createSupervisor(
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger();
   const build = options.createEngine ?? ((c: ParsedEndpointConfig) => createAdapterEngine(c, { clock }));
-  const emit = (e: RuntimeEvent) => options.onEvent?.(e);
+  const eventListeners = new Set<RuntimeEventListener>();
+  if (options.onEvent) eventListeners.add(options.onEvent);
+  const emit = (e: RuntimeEvent) => {
+    for (const l of eventListeners) l(e);
+  };
   const pool = new EnginePool(config, {
     clock,
     createEngine: build,
@@ -188,7 +194,7 @@ export function createSupervisor(
     report: (r) => {
       if (r.type === 'probe.started') logger.info({ endpoint: r.endpointId }, 'probe');
       options.onReport?.(r);
-      if (options.onEvent) emit(reportToEvent(r));
+      if (eventListeners.size > 0) emit(reportToEvent(r));
     },
   }).provide({ actors: { agent: agentMachine.provide({ actors }) } });
 
@@ -287,6 +293,10 @@ export function createSupervisor(
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);
+    },
+    subscribeEvents(listener) {
+      eventListeners.add(listener);
+      return () => eventListeners.delete(listener);
     },
     health: () => pool.health(clock.now()),
     tokens() {
