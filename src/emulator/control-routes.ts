@@ -12,6 +12,8 @@ export interface EmulatorControl {
   setCredit(keyOrAlias: string, tokens: number | null): void;
   setTimeScale(scale: number): void;
   reset(): void;
+  /** Every flavor's base URL, so another process can point its engines at this emulator. */
+  baseURLs(): Record<string, string>;
 }
 
 /** Thrown by control actions for a bad field; answered with 400 naming it. */
@@ -47,7 +49,7 @@ const asObject = (v: unknown): Record<string, unknown> => {
 };
 
 /**
- * Serves `/_emulator/*`: `GET stats`, `POST faults` (FaultRule → `{id}`), `GET faults`,
+ * Serves `/_emulator/*`: `GET stats`, `GET urls` (every flavor's base URL), `POST faults` (FaultRule → `{id}`), `GET faults`,
  * `DELETE faults[/id]`, `POST credit` (`{key, tokens}`), `POST time-scale` (`{scale}`), `POST reset`.
  */
 export async function handleControl(
@@ -60,6 +62,7 @@ export async function handleControl(
   const path = pathname.replace(/^\/_emulator\/?/, '').replace(/\/$/, '');
   try {
     if (method === 'GET' && path === 'stats') return send(res, 200, control.stats());
+    if (method === 'GET' && path === 'urls') return send(res, 200, { baseURLs: control.baseURLs() });
     if (method === 'GET' && path === 'faults') return send(res, 200, { faults: control.listFaults() });
     if (method === 'POST' && path === 'faults')
       return send(res, 200, { id: control.addFault((await readJson(req)) as FaultRule) });

@@ -53,6 +53,8 @@ export interface Emulator {
   readonly controlURL: string;
   /** Exactly what to pass as that SDK's `baseURL` (Gemini: `httpOptions.baseUrl`). */
   baseURL(flavor: EmulatorFlavor): string;
+  /** Every flavor's base URL (also served at `GET /_emulator/urls`). */
+  baseURLs(): Record<string, string>;
   stats(): EmulatorStats;
   /** Validated like the profile (throws ConfigError); returns the rule id. */
   addFault(rule: FaultRule): string;
@@ -220,6 +222,10 @@ class RunningEmulator implements Emulator, EmulatorControl {
     if (flavor === 'openai' || flavor === 'vllm' || flavor === 'ollama') return `${root}/v1`;
     if (flavor === 'gemini-compat') return `${root}/v1beta/openai`;
     return root;
+  }
+
+  baseURLs(): Record<string, string> {
+    return Object.fromEntries(EMULATOR_FLAVORS.map((f) => [f, this.baseURL(f)]));
   }
 
   stats(): EmulatorStats {
