@@ -274,9 +274,10 @@ export function createSupervisor(
       ref,
       clock,
       onState: notify,
-      onTurn: (turn) => {
+      onTurn: (turn, meta) => {
         if (turn.outcome === 'answered' || turn.outcome === 'fallback')
           cache.remember(turn.agent, turn.prompt, turn.answer.text);
+        emit(turnEvent(turn, meta));
       },
       stop: () => root.send({ type: 'AGENT.STOP', name: definition.name }),
     });

@@ -1,0 +1,74 @@
+import type { Logger } from 'pino';
+import type { InspectionEvent } from 'xstate';
+import type { Clock } from '../clock/clock.ts';
+import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import type { Engine } from '../engines/engine-types.ts';
+import type { CallMemo } from '../runtime/agent-actors.ts';
+import type { AgentDefinition } from '../runtime/agent-definition.ts';
+import { createSupervisor, type Supervisor } from '../runtime/create-supervisor.ts';
+import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
+import { type AgentMemory, emptyMemory } from '../runtime/turn.ts';
+import type { TurnExecutor } from './turn-executor.ts';
+
+/** Options of {@link createBreakwaterExecutor}. */
+export interface BreakwaterExecutorOptions {
+  readonly config: RuntimeConfigInput;
+  readonly agents: readonly AgentDefinition[];
+  /** Memories restored from the last committed round (resume). Default: fresh memories. */
+  readonly memories?: Readonly<Record<string, AgentMemory>>;
+  readonly clock: Clock;
+  readonly logger?: Logger;
+  readonly memo?: CallMemo;
+  readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
+  readonly inspect?: (event: InspectionEvent) => void;
+}
+
+/** The breakwater policy as a {@link TurnExecutor}, with the supervisor exposed for the live view and visualizer. */
+export interface BreakwaterExecutor extends TurnExecutor {
+  readonly supervisor: Supervisor;
+}
+
+/**
+ * Runs a scenario's turns through breakwater's supervisor: tiered chains, concurrency tokens, breakers,
+ * cooldowns, pacing, retry budget, degraded layer; memories restored on resume.
+ *
+ * @example
+ * ```ts
+ * const executor = createBreakwaterExecutor({ config, agents, clock, memo: storeCallMemo(store, runId) });
+ * const turn = await executor.ask({ agent: 'Kai', prompt, key, turnId: key, meta: { round: 1, itemId: 'U01' } });
+ * ```
+ */
+export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): BreakwaterExecutor {
+  const supervisor = createSupervisor(options.config, {
+    clock: options.clock,
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.memo ? { memo: options.memo } : {}),
+    ...(options.createEngine ? { createEngine: options.createEngine } : {}),
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+  });
+  for (const def of options.agents) {
+    const memory = options.memories?.[def.name];
+    supervisor.spawnAgent(def, memory ? { memory } : {});
+  }
+  const handle = (name: string) => {
+    const h = supervisor.agent(name);
+    if (!h) throw new Error(`no agent named "${name}" in this run`);
+    return h;
+  };
+  return {
+    policy: 'breakwater',
+    supervisor,
+    ask: (r) =>
+      handle(r.agent).ask(r.prompt, {
+        turnId: r.turnId,
+        key: r.key,
+        meta: r.meta,
+        ...(r.signal ? { signal: r.signal } : {}),
+      }),
+    memory: (agent) => supervisor.agent(agent)?.memory() ?? emptyMemory(),
+    persistedSnapshot: (agent) => supervisor.agent(agent)?.persistedSnapshot(),
+    health: () => ({ endpoints: supervisor.health(), tokens: supervisor.tokens() }),
+    subscribeEvents: (listener) => supervisor.subscribeEvents(listener),
+    stop: () => supervisor.stop(),
+  };
+}

@@ -1,0 +1,157 @@
+import { sleep, type Clock } from '../clock/clock.ts';
+import type { RuntimeEventListener } from '../events/runtime-event.ts';
+import type { Turn } from '../runtime/turn.ts';
+import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
+import type { RunRecord, SnapshotInput, TurnInput } from '../store/store-types.ts';
+import type { RunStore } from '../store/run-store.ts';
+import { type PeerAnswer, roundPrompt } from './round-prompt.ts';
+import type { TurnExecutor } from './turn-executor.ts';
+
+/** Progress of a run, as the live view shows it. */
+export interface RoundProgress {
+  readonly round: number;
+  readonly rounds: number;
+  readonly done: number;
+  readonly total: number;
+}
+
+/** Options of {@link runRounds}. */
+export interface RunRoundsOptions {
+  readonly runId: string;
+  readonly spec: ScenarioSpec;
+  readonly plans: readonly RoundPlan[];
+  readonly executor: TurnExecutor;
+  readonly store: RunStore;
+  readonly clock: Clock;
+  /** Agents whose memory is committed with every round. */
+  readonly agents: readonly string[];
+  readonly machineVersion: string;
+  /** Receives the runner's own events (round.started, round.committed). */
+  readonly emit: RuntimeEventListener;
+  /** Called after each commit (the event recorder flushes here). */
+  readonly afterCommit?: (round: number) => Promise<void>;
+  readonly onProgress?: (progress: RoundProgress) => void;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * Runs the rounds of a run that are not committed yet, committing each one exactly once: its turns, every
+ * agent's memory and actor snapshot, and the endpoints' health, in one transaction with a compare-and-set on
+ * the run's current round. Turns inside a round run concurrently (asks to one agent run in order); scheduled
+ * turns wait on the clock for their firing time. A crash loses at most the round in progress, whose finished
+ * engine calls are read back from the call memo when it is run again.
+ *
+ * @example
+ * ```ts
+ * await runRounds({ runId, spec, plans, executor, store, clock, agents, machineVersion, emit });
+ * ```
+ */
+export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
+  const run = await o.store.getRun(o.runId);
+  if (!run) throw new Error(`run ${o.runId} does not exist; start it with \`breakwater run\``);
+  const rounds = o.plans.length;
+  const seePrevious = o.spec.rounds?.seePreviousRound ?? true;
+  for (const plan of o.plans) {
+    if (plan.round <= run.currentRound) continue;
+    o.signal?.throwIfAborted();
+    o.emit({ type: 'round.started', at: o.clock.now(), data: { round: plan.round } });
+    const peers =
+      seePrevious && o.spec.rounds && plan.round > 1
+        ? await previousAnswers(o.store, o.runId, plan.round - 1)
+        : new Map();
+    let done = 0;
+    const total = plan.turns.length;
+    o.onProgress?.({ round: plan.round, rounds, done, total });
+    const results = await Promise.all(
+      plan.turns.map(async (pt) => {
+        if (pt.at !== undefined) await sleep(o.clock, pt.at - o.clock.now(), o.signal);
+        const others = (peers.get(pt.itemId) ?? []).filter((p: PeerAnswer) => p.agent !== pt.agent);
+        const prompt =
+          pt.prompt ??
+          roundPrompt(pt.item ?? { id: pt.itemId, title: pt.itemId }, plan.round, rounds, others);
+        const key = `${o.runId}:${plan.round}:${pt.itemId}:${pt.agent}`;
+        const turn = await o.executor.ask({
+          agent: pt.agent,
+          prompt,
+          key,
+          turnId: key,
+          meta: { round: plan.round, itemId: pt.itemId },
+          ...(o.signal ? { signal: o.signal } : {}),
+        });
+        o.onProgress?.({ round: plan.round, rounds, done: ++done, total });
+        return { itemId: pt.itemId, key, turn };
+      }),
+    );
+    o.signal?.throwIfAborted();
+    const turns: TurnInput[] = results.map(({ itemId, key, turn }) => toTurnInput(itemId, key, turn));
+    const snapshots: SnapshotInput[] = o.agents.map((agent) => {
+      const memory = o.executor.memory(agent);
+      return {
+        agent,
+        machineVersion: o.machineVersion,
+        data: {
+          utterances: memory.utterances,
+          memory: memory.slots,
+          toolResults: memory.toolResults,
+          actorSnapshot: o.executor.persistedSnapshot(agent) ?? { status: 'active', context: { memory } },
+        },
+      };
+    });
+    await o.store.commitRound(
+      {
+        runId: o.runId,
+        round: plan.round,
+        turns,
+        snapshots,
+        summary: { health: o.executor.health(), counts: countOutcomes(turns) },
+      },
+      o.signal ? { signal: o.signal } : {},
+    );
+    o.emit({ type: 'round.committed', at: o.clock.now(), data: { round: plan.round, turns: turns.length } });
+    await o.afterCommit?.(plan.round);
+  }
+  return o.store.setRunStatus(o.runId, 'completed');
+}
+
+function toTurnInput(itemId: string, key: string, turn: Turn): TurnInput {
+  return {
+    itemId,
+    agent: turn.agent,
+    prompt: { text: turn.prompt },
+    answer: {
+      text: turn.answer.text,
+      ...(turn.answer.degraded ? { degraded: turn.answer.degraded } : {}),
+      ...(turn.error ? { error: turn.error } : {}),
+      ...(turn.messages.length > 0 ? { messages: turn.messages } : {}),
+    },
+    outcome: turn.outcome === 'cancelled' ? 'failed' : turn.outcome,
+    endpointId: turn.endpointId ?? null,
+    degraded: turn.degraded,
+    usage: turn.usage,
+    faults: turn.faults,
+    waitMs: Math.round(turn.waitMs),
+    idempotencyKey: key,
+  };
+}
+
+function countOutcomes(turns: readonly TurnInput[]): Record<string, number> {
+  const counts: Record<string, number> = {};
+  for (const t of turns) counts[t.outcome] = (counts[t.outcome] ?? 0) + 1;
+  return counts;
+}
+
+async function previousAnswers(
+  store: RunStore,
+  runId: string,
+  round: number,
+): Promise<Map<string, PeerAnswer[]>> {
+  const byItem = new Map<string, PeerAnswer[]>();
+  for (const t of await store.listTurns(runId, { round })) {
+    const text = (t.answer as { text?: string } | null)?.text ?? '';
+    if (!text) continue;
+    const list = byItem.get(t.itemId) ?? [];
+    list.push({ agent: t.agent, answer: text });
+    byItem.set(t.itemId, list);
+  }
+  return byItem;
+}
