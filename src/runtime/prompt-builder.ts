@@ -1,6 +1,9 @@
 import type { ChatMessage, EngineRequest, ToolDefinition } from '../engines/engine-types.ts';
 import type { AgentMemory } from './turn.ts';
 
+/** Earlier tool results rendered into the system prompt (the most recent ones). */
+export const MAX_REMEMBERED_TOOL_RESULTS = 20;
+
 /** What the prompt of one engine call is made of. */
 export interface PromptParts {
   readonly role?: string;
@@ -26,12 +29,23 @@ export interface PromptParts {
  * ```
  */
 export function buildRequest(parts: PromptParts): Omit<EngineRequest, 'signal'> {
-  const slots = Object.entries(parts.memory.slots);
+  // Sorted: JSONB does not keep key order, and a resumed agent must send byte-for-byte the same prompt.
+  const slots = Object.entries(parts.memory.slots).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const systemLines: string[] = [];
   if (parts.role) systemLines.push(parts.role);
   if (slots.length > 0) {
     systemLines.push('Memory:');
     for (const [k, v] of slots) systemLines.push(`- ${k}: ${v}`);
+  }
+  // Tool results of earlier turns are working memory too: an agent moved to another engine must still know them.
+  const earlier = parts.memory.toolResults.slice(-MAX_REMEMBERED_TOOL_RESULTS);
+  if (earlier.length > 0) {
+    systemLines.push('Tool results so far:');
+    for (const r of earlier) {
+      systemLines.push(
+        `- ${r.call.name}(${JSON.stringify(r.call.arguments)})${r.isError ? ' failed' : ''}: ${r.result}`,
+      );
+    }
   }
   const messages: ChatMessage[] = [];
   const history = parts.historyTurns > 0 ? parts.memory.utterances.slice(-parts.historyTurns) : [];

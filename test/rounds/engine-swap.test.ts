@@ -1,0 +1,223 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
+import { systemClock } from '../../src/clock/clock.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { createEngine } from '../../src/engines/create-engine.ts';
+import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
+import type { Engine, EngineRequest } from '../../src/engines/engine-types.ts';
+import { createBreakwaterExecutor } from '../../src/rounds/breakwater-executor.ts';
+import { storeCallMemo } from '../../src/rounds/store-call-memo.ts';
+import type { LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
+import type { AgentMemory } from '../../src/runtime/turn.ts';
+import {
+  type BreakwaterDatabase,
+  createRunStore,
+  openDatabase,
+  type RunStore,
+} from '../../src/store/index.ts';
+import { emulatorEndpoint } from '../support/runtime-harness.ts';
+
+let emulator: Emulator;
+let database: BreakwaterDatabase;
+let store: RunStore;
+
+beforeAll(async () => {
+  emulator = await startEmulator({ profile: { seed: 33 } });
+  database = await openDatabase({ dataDir: ':memory:' });
+  store = createRunStore(database);
+});
+afterAll(async () => {
+  await database.close();
+  await emulator.close();
+});
+
+/** Real engines, with every request they are handed written down (what each engine was asked). */
+function recordingEngines() {
+  const seen: { endpointId: string; request: Omit<EngineRequest, 'signal'> }[] = [];
+  const build = (config: ParsedEndpointConfig): Engine => {
+    const real = createEngine(config);
+    return {
+      endpoint: real.endpoint,
+      call(request) {
+        const { signal: _signal, ...plain } = request;
+        seen.push({ endpointId: config.id, request: structuredClone(plain) });
+        return real.call(request);
+      },
+    };
+  };
+  return { seen, build };
+}
+
+const kai: LlmAgentDefinition = {
+  name: 'Kai',
+  role: 'You are Kai, the incident commander.',
+  chain: 'main',
+  tier: 'analysis',
+  memory: { incident: 'INC-4471 payment API 5xx', owner: 'payments-oncall' },
+  tools: {
+    lookup_metric: {
+      description: 'Read a service metric',
+      parameters: { type: 'object', properties: { metric: { type: 'string' } }, required: ['metric'] },
+      run: async (args) => ({ metric: args.metric, value: 0.042 }),
+    },
+  },
+};
+
+function config(emu: Emulator) {
+  return {
+    endpoints: [
+      emulatorEndpoint(emu, 'engine-a', 'openai', 'gpt-4o'),
+      emulatorEndpoint(emu, 'engine-b', 'anthropic', 'claude-sonnet-4-6'),
+    ],
+    chains: { main: ['engine-a', 'engine-b'] },
+  };
+}
+
+function expectFullContext(request: Omit<EngineRequest, 'signal'>, memory: AgentMemory) {
+  const text = JSON.stringify(request);
+  for (const u of memory.utterances) {
+    expect(text).toContain(JSON.stringify(u.prompt).slice(1, -1));
+    expect(text).toContain(JSON.stringify(u.answer).slice(1, -1));
+  }
+  for (const [k, v] of Object.entries(memory.slots)) expect(request.system).toContain(`${k}: ${v}`);
+  for (const r of memory.toolResults) expect(request.system).toContain(r.result);
+}
+
+describe('engine swap keeps the whole working memory', () => {
+  it('engine A dies; the prompt engine B gets equals the one A was sent, with every utterance, slot and tool result', async () => {
+    const runId = `swap-${Date.now()}`;
+    const { seen, build } = recordingEngines();
+    const executor = createBreakwaterExecutor({
+      config: config(emulator),
+      agents: [kai],
+      clock: systemClock,
+      createEngine: build,
+    });
+    const first = await executor.ask({
+      agent: 'Kai',
+      prompt: 'What is the error rate now?',
+      key: `${runId}:1`,
+      turnId: `${runId}:1`,
+      meta: {},
+    });
+    expect(first.endpointId).toBe('engine-a');
+    expect(first.messages.some((m) => m.role === 'tool_result')).toBe(true);
+    await executor.ask({
+      agent: 'Kai',
+      prompt: 'Should we roll back?',
+      key: `${runId}:2`,
+      turnId: `${runId}:2`,
+      meta: {},
+    });
+    const memory = executor.memory('Kai');
+    expect(memory.utterances).toHaveLength(2);
+    expect(memory.toolResults.length).toBeGreaterThan(0);
+
+    // Engine A dies (its server refuses connections); the agent moves to engine B.
+    const dead = emulator.addFault({ kind: 'connection_refused', match: { flavor: 'openai' } });
+    seen.length = 0;
+    const third = await executor.ask({
+      agent: 'Kai',
+      prompt: 'Status for the exec summary?',
+      key: `${runId}:3`,
+      turnId: `${runId}:3`,
+      meta: {},
+    });
+    emulator.removeFault(dead);
+    expect(third.outcome).toBe('fallback');
+    expect(third.endpointId).toBe('engine-b');
+    const toA = seen.find((s) => s.endpointId === 'engine-a')!.request;
+    const toB = seen.find((s) => s.endpointId === 'engine-b')!.request;
+    expect(toB).toEqual(toA);
+    expectFullContext(toB, memory);
+    await executor.stop();
+  });
+
+  it('after a crash, the agent rebuilt from its committed snapshot sends exactly the prompt it would have sent', async () => {
+    const runId = `resume-${Date.now()}`;
+    await store.createRun({ runId, scenario: 'swap', totalRounds: 2, machineVersion: AGENT_MACHINE_VERSION });
+    const original = recordingEngines();
+    const before = createBreakwaterExecutor({
+      config: config(emulator),
+      agents: [kai],
+      clock: systemClock,
+      createEngine: original.build,
+      memo: storeCallMemo(store, runId),
+    });
+    await before.ask({
+      agent: 'Kai',
+      prompt: 'What is the error rate now?',
+      key: `${runId}:1:a:Kai`,
+      turnId: 'a',
+      meta: {},
+    });
+    await before.ask({
+      agent: 'Kai',
+      prompt: 'Should we roll back?',
+      key: `${runId}:1:b:Kai`,
+      turnId: 'b',
+      meta: {},
+    });
+    const memory = before.memory('Kai');
+    await store.commitRound({
+      runId,
+      round: 1,
+      turns: [],
+      snapshots: [
+        {
+          agent: 'Kai',
+          machineVersion: AGENT_MACHINE_VERSION,
+          data: {
+            utterances: memory.utterances,
+            memory: memory.slots,
+            toolResults: memory.toolResults,
+            actorSnapshot: before.persistedSnapshot('Kai'),
+          },
+        },
+      ],
+    });
+    // What the original process would have sent next:
+    original.seen.length = 0;
+    await before.ask({
+      agent: 'Kai',
+      prompt: 'Status for the exec summary?',
+      key: `${runId}:2:c:Kai`,
+      turnId: 'c',
+      meta: {},
+    });
+    const wouldHaveSent = original.seen[0]!.request;
+    const callsOfThatTurn = original.seen.length;
+    await before.stop();
+
+    // The crash: a new process rebuilds Kai from the database only.
+    const snapshots = await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION });
+    const restored: AgentMemory = {
+      utterances: snapshots.Kai!.data.utterances as AgentMemory['utterances'],
+      slots: snapshots.Kai!.data.memory as AgentMemory['slots'],
+      toolResults: snapshots.Kai!.data.toolResults as AgentMemory['toolResults'],
+    };
+    const after = recordingEngines();
+    const resumed = createBreakwaterExecutor({
+      config: config(emulator),
+      agents: [kai],
+      clock: systemClock,
+      createEngine: after.build,
+      memories: { Kai: restored },
+    });
+    const callsBefore = emulator.stats().totalCalls;
+    const turn = await resumed.ask({
+      agent: 'Kai',
+      prompt: 'Status for the exec summary?',
+      key: `${runId}:2:c:Kai`,
+      turnId: 'c',
+      meta: {},
+    });
+    expect(turn.outcome).toBe('answered');
+    expect(after.seen[0]!.request).toEqual(wouldHaveSent);
+    expectFullContext(after.seen[0]!.request, memory);
+    // The rest of the turn (the tool round trip) runs the same way, with no extra upstream call.
+    expect(after.seen.map((s) => s.request)).toEqual(original.seen.map((s) => s.request));
+    expect(emulator.stats().totalCalls).toBe(callsBefore + callsOfThatTurn);
+    await resumed.stop();
+  });
+});
