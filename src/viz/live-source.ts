@@ -1,0 +1,217 @@
+import type { AnyActorRef } from 'xstate';
+import { type Clock, systemClock } from '../clock/clock.ts';
+import type { RuntimeEvent } from '../events/runtime-event.ts';
+import type { Supervisor } from '../runtime/create-supervisor.ts';
+import type { RunStore } from '../store/run-store.ts';
+import {
+  type VizAgentSample,
+  type VizEvent,
+  type VizSampleEvent,
+  type VizState,
+  applyEvent,
+  emptyVizState,
+} from './viz-state.ts';
+
+/** One turn as the agent panel lists it. */
+export interface VizTurn {
+  readonly turnId: string | null;
+  readonly round: number | null;
+  readonly itemId: string | null;
+  readonly prompt: unknown;
+  readonly answer: unknown;
+  readonly outcome: string | null;
+  readonly endpoint: string | null;
+  readonly degraded: boolean;
+  readonly faults: readonly string[];
+}
+
+/** What the agent panel shows for one agent: its turns and its latest snapshot. */
+export interface VizAgentDetail {
+  readonly agent: string;
+  readonly turns: readonly VizTurn[];
+  /** The agent actor's persisted snapshot (live) or the latest committed one (replay). */
+  readonly snapshot: unknown;
+  /** Memory slots, when known. */
+  readonly memory: unknown;
+}
+
+/**
+ * The live feed the visualizer server streams: the reducer's state now, every event as it happens
+ * (runtime events and health samples), and an agent's details on demand.
+ */
+export interface VizLiveSource {
+  /** The run the live runtime belongs to, when there is one (its turns are then read from the store). */
+  readonly runId?: string;
+  /** The state now: the fold of every event seen so far (and of the samples). */
+  snapshot(): VizState;
+  /** Calls `listener` with every event folded after this moment. Returns the unsubscribe function. */
+  subscribe(listener: (event: VizEvent) => void): () => void;
+  /** Turns and snapshot of one agent; `undefined` for an unknown agent. */
+  agentDetail?(name: string, signal?: AbortSignal): Promise<VizAgentDetail | undefined>;
+}
+
+/** Options of {@link createLiveSource}. */
+export interface LiveSourceOptions {
+  /** The run being recorded; with `store`, an agent's turns come from its committed rounds. Default none. */
+  readonly runId?: string;
+  /** The durable store of the run. Default none: turns come from the agents' memory. */
+  readonly store?: RunStore;
+  /** The runtime's clock (the one handed to `createSupervisor`): samples are stamped with it. Default the system clock. */
+  readonly clock?: Clock;
+  /**
+   * Real-time interval between health samples (bucket refills and countdowns move without events), ms.
+   * Samples are also taken right after every burst of events. 0 = only after events. Default 500.
+   */
+  readonly sampleIntervalMs?: number;
+}
+
+/** A live source that can be stopped. */
+export interface LiveSource extends VizLiveSource {
+  /** Stops listening to the runtime and stops sampling. */
+  close(): void;
+}
+
+function pathOf(value: unknown): string {
+  if (typeof value === 'string') return value;
+  if (value && typeof value === 'object') {
+    const [key, child] = Object.entries(value)[0] ?? ['idle', undefined];
+    return child === undefined ? key : `${key}.${pathOf(child)}`;
+  }
+  return 'idle';
+}
+
+/**
+ * Builds the visualizer's live feed from a running supervisor: every runtime event (`subscribeEvents`),
+ * folded with {@link applyEvent}, plus samples of `health()` (breakers, cooldowns, bucket levels, in
+ * flight), `tokens()` (held, limit, queue by tier) and each agent's full state path.
+ *
+ * @example
+ * ```ts
+ * const supervisor = createSupervisor(config, { clock });
+ * const live = createLiveSource(supervisor, { clock });
+ * const viz = await startVizServer({ live, port: 0 });
+ * console.log(`open ${viz.url}`);
+ * ```
+ */
+export function createLiveSource(supervisor: Supervisor, options: LiveSourceOptions = {}): LiveSource {
+  const clock = options.clock ?? systemClock;
+  const listeners = new Set<(event: VizEvent) => void>();
+  let state = emptyVizState({ limit: supervisor.config.concurrency.limit });
+  let closed = false;
+
+  const fold = (event: VizEvent) => {
+    state = applyEvent(state, event);
+    for (const l of listeners) l(event);
+  };
+
+  const agentRef = (name: string) => supervisor.actor.system.get(`agent:${name}`) as AnyActorRef | undefined;
+
+  const takeSample = (): VizSampleEvent => {
+    const agents: VizAgentSample[] = supervisor.agents().map((h) => {
+      const snap = agentRef(h.name)?.getSnapshot() as
+        | { value: unknown; status: string; context?: { settings?: { chain?: string } } }
+        | undefined;
+      const chain = snap?.context?.settings?.chain;
+      const path = snap && snap.status === 'active' ? pathOf(snap.value) : undefined;
+      return {
+        name: h.name,
+        tier: h.tier,
+        state: h.state(),
+        ...(chain ? { chain } : {}),
+        ...(snap ? {} : { noAgent: true }),
+        ...(path ? { path } : {}),
+      };
+    });
+    return {
+      type: 'viz.sample',
+      at: clock.now(),
+      data: { agents, endpoints: supervisor.health(), tokens: supervisor.tokens() },
+    };
+  };
+
+  let pending = false;
+  const sampleSoon = () => {
+    if (pending || closed) return;
+    pending = true;
+    // After the burst: the events of one transition are emitted synchronously, the health they change
+    // is read once they are all out.
+    queueMicrotask(() => {
+      pending = false;
+      if (!closed) fold(takeSample());
+    });
+  };
+
+  const unsubscribe = supervisor.subscribeEvents((event: RuntimeEvent) => {
+    if (closed) return;
+    fold(event);
+    sampleSoon();
+  });
+  fold(takeSample());
+
+  const interval = options.sampleIntervalMs ?? 500;
+  // A display refresh in real time (countdowns, bucket refills): not a runtime deadline.
+  const timer = interval > 0 ? setInterval(() => !closed && fold(takeSample()), interval) : undefined;
+  timer?.unref?.();
+
+  return {
+    ...(options.runId !== undefined ? { runId: options.runId } : {}),
+    snapshot: () => state,
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => listeners.delete(listener);
+    },
+    async agentDetail(name, signal) {
+      const handle = supervisor.agent(name);
+      if (!handle) return undefined;
+      const memory = handle.memory();
+      let turns: VizTurn[];
+      if (options.store && options.runId !== undefined) {
+        const records = await options.store.listTurns(options.runId, signal ? { signal } : {});
+        turns = records.filter((t) => t.agent === name).map(turnFromRecord);
+      } else {
+        turns = memory.utterances.map((u) => ({
+          turnId: u.turnId,
+          round: null,
+          itemId: null,
+          prompt: u.prompt,
+          answer: u.answer,
+          outcome: u.degraded ? 'degraded' : 'answered',
+          endpoint: u.endpointId ?? null,
+          degraded: u.degraded,
+          faults: [],
+        }));
+      }
+      return { agent: name, turns, snapshot: handle.persistedSnapshot() ?? null, memory: memory.slots };
+    },
+    close() {
+      closed = true;
+      unsubscribe();
+      if (timer) clearInterval(timer);
+      listeners.clear();
+    },
+  };
+}
+
+/** A committed turn (store `TurnRecord`) as the agent panel lists it. */
+export function turnFromRecord(t: {
+  round: number;
+  itemId: string;
+  prompt: unknown;
+  answer: unknown;
+  outcome: string;
+  endpointId: string | null;
+  degraded: boolean;
+  faults: readonly { kind?: string }[];
+}): VizTurn {
+  return {
+    turnId: null,
+    round: t.round,
+    itemId: t.itemId,
+    prompt: t.prompt,
+    answer: t.answer,
+    outcome: t.outcome,
+    endpoint: t.endpointId,
+    degraded: t.degraded,
+    faults: (t.faults ?? []).map((f) => f?.kind ?? 'fault'),
+  };
+}

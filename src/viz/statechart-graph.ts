@@ -1,0 +1,139 @@
+import type { AnyStateMachine } from 'xstate';
+import { toDirectedGraph } from 'xstate/graph';
+import { agentMachine } from '../../machines/agent.machine.ts';
+
+/** One state of a statechart, as the page draws it. Plain JSON. */
+export interface VizChartNode {
+  /** Full id (`agent.degraded.resting`). */
+  readonly id: string;
+  /** Path below the root (`degraded.resting`); `''` for the root. */
+  readonly path: string;
+  /** Own key (`resting`). */
+  readonly key: string;
+  readonly type: string;
+  /** Path of the initial child, for compound states. */
+  readonly initial: string | null;
+  /** Actors it invokes (`callEngine`). */
+  readonly invokes: readonly string[];
+  readonly children: readonly VizChartNode[];
+}
+
+/** One transition (parallel transitions with the same source, target and event are merged). */
+export interface VizChartEdge {
+  /** Source path (`queued`). */
+  readonly source: string;
+  /** Target path (`calling`). */
+  readonly target: string;
+  /** Readable event: `ASK`, `done(callEngine)`, `after coolingDelay`. */
+  readonly event: string;
+  /** Guards of the merged transitions (`isPrimary`); empty when unguarded. */
+  readonly guards: readonly string[];
+}
+
+/** A statechart drawn from a machine's real definition (`toDirectedGraph`). */
+export interface VizChart {
+  readonly machine: string;
+  readonly root: VizChartNode;
+  readonly edges: readonly VizChartEdge[];
+}
+
+interface GraphNode {
+  readonly id: string;
+  readonly stateNode: {
+    readonly key: string;
+    readonly type: string;
+    readonly initial?: { readonly target?: readonly { readonly id: string }[] };
+    readonly invoke?: readonly { readonly src: unknown }[];
+  };
+  readonly children: readonly GraphNode[];
+  readonly edges: readonly {
+    readonly source: { readonly id: string };
+    readonly target: { readonly id: string };
+    readonly label: { readonly text: string };
+    readonly transition: { readonly guard?: unknown };
+  }[];
+}
+
+/**
+ * Serializes a machine's statechart from its real definition (`toDirectedGraph` of `xstate/graph`):
+ * states, their nesting and initial children, invoked actors, and transitions with readable events.
+ * Transitions without a target (e.g. `MEMORY.SET` on the root) are left out.
+ *
+ * @example
+ * ```ts
+ * const chart = statechartOf(agentMachine);
+ * chart.edges.find((e) => e.source === 'idle')?.target; // 'queued'
+ * ```
+ */
+export function statechartOf(machine: AnyStateMachine): VizChart {
+  const graph = toDirectedGraph(machine) as unknown as GraphNode;
+  const rootId = graph.id;
+  const pathOf = (id: string) => (id === rootId ? '' : id.slice(rootId.length + 1));
+  const invokesById = new Map<string, readonly string[]>();
+  const edges = new Map<string, { source: string; target: string; event: string; guards: string[] }>();
+
+  const node = (n: GraphNode): VizChartNode => {
+    const invokes = (n.stateNode.invoke ?? []).map((i) => (typeof i.src === 'string' ? i.src : 'actor'));
+    invokesById.set(n.id, invokes);
+    const initial = n.stateNode.initial?.target?.[0]?.id;
+    return {
+      id: n.id,
+      path: pathOf(n.id),
+      key: n.stateNode.key,
+      type: n.stateNode.type,
+      initial: initial ? pathOf(initial) : null,
+      invokes,
+      children: n.children.map(node),
+    };
+  };
+  const root = node(graph);
+
+  const collect = (n: GraphNode) => {
+    for (const e of n.edges) {
+      const source = pathOf(e.source.id);
+      const target = pathOf(e.target.id);
+      if (source === '' || target === '' || e.source.id === e.target.id) continue;
+      const event = readableEvent(e.label.text, invokesById.get(e.source.id) ?? []);
+      const key = `${source}\u0000${target}\u0000${event}`;
+      const guard = guardName(e.transition.guard);
+      const known = edges.get(key);
+      if (known) {
+        if (guard && !known.guards.includes(guard)) known.guards.push(guard);
+      } else edges.set(key, { source, target, event, guards: guard ? [guard] : [] });
+    }
+    n.children.forEach(collect);
+  };
+  collect(graph);
+  return { machine: rootId, root, edges: [...edges.values()] };
+}
+
+function guardName(guard: unknown): string | undefined {
+  if (typeof guard === 'string') return guard;
+  if (guard && typeof guard === 'object' && typeof (guard as { type?: unknown }).type === 'string')
+    return (guard as { type: string }).type;
+  return undefined;
+}
+
+/** `xstate.done.actor.0.agent.calling` → `done(callEngine)`; `xstate.after.coolingDelay.…` → `after coolingDelay`. */
+function readableEvent(text: string, invokes: readonly string[]): string {
+  const done = /^xstate\.(done|error)\.actor\.(\d+)\./.exec(text);
+  if (done) return `${done[1]}(${invokes[Number(done[2])] ?? 'actor'})`;
+  const after = /^xstate\.after\.([^.]+)\./.exec(text);
+  if (after) return `after ${after[1]}`;
+  return text;
+}
+
+let agentChart: VizChart | undefined;
+
+/**
+ * The agent statechart (`agentMachine`), serialized once.
+ *
+ * @example
+ * ```ts
+ * agentStatechart().root.children.map((c) => c.key); // ['idle', 'queued', 'calling', …]
+ * ```
+ */
+export function agentStatechart(): VizChart {
+  agentChart ??= statechartOf(agentMachine);
+  return agentChart;
+}

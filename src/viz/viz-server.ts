@@ -1,0 +1,259 @@
+import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { scrubValue } from '../redact/secret-scrubber.ts';
+import type { RunStore } from '../store/run-store.ts';
+import { isRunNotFoundError } from '../store/store-errors.ts';
+import { isSnapshotRestoreError } from '../store/snapshot-restore-error.ts';
+import { type VizLiveSource, turnFromRecord } from './live-source.ts';
+import { pageAsset } from './page-assets.ts';
+import { agentStatechart } from './statechart-graph.ts';
+import type { VizEvent } from './viz-state.ts';
+
+/** Options of {@link startVizServer}. */
+export interface VizServerOptions {
+  /** Port on 127.0.0.1 (never another interface). 0 = a free port chosen by the OS. Default 0. */
+  readonly port?: number;
+  /** The live feed (`createLiveSource`): served as SSE on `/api/live`. Default none (replay only). */
+  readonly live?: VizLiveSource;
+  /** The durable store: serves the replay APIs (`/api/runs…`). Default none (live only). */
+  readonly store?: RunStore;
+  /** The run the page opens in replay when the URL names none. Default none (the page lists runs). */
+  readonly runId?: string;
+  /** Closes the server when it aborts. Default none. */
+  readonly signal?: AbortSignal;
+  /** Real-time interval of the SSE keep-alive comment, ms. Default 15 000. */
+  readonly heartbeatMs?: number;
+}
+
+/** A running visualizer. */
+export interface VizServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly url: string;
+  readonly port: number;
+  /** Ends every live stream and closes the server. Safe to call twice. */
+  close(): Promise<void>;
+}
+
+/** What `/api/config` tells the page. */
+export interface VizPageConfig {
+  readonly live: boolean;
+  readonly liveRunId: string | null;
+  readonly replay: boolean;
+  readonly runId: string | null;
+}
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+// Nothing the page needs comes from elsewhere: the policy makes the browser refuse any other origin.
+const CSP =
+  "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+
+function sendJson(res: ServerResponse, status: number, value: unknown): void {
+  const body = JSON.stringify(scrubValue(value));
+  res.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'cache-control': 'no-store',
+    'x-content-type-options': 'nosniff',
+  });
+  res.end(body);
+}
+
+function intParam(url: URL, name: string): number | undefined {
+  const raw = url.searchParams.get(name);
+  if (raw === null || raw === '') return undefined;
+  const n = Number(raw);
+  if (!Number.isSafeInteger(n) || n < 0) throw new HttpError(400, `${name} must be a non-negative integer`);
+  return n;
+}
+
+/**
+ * Starts the state visualizer on 127.0.0.1: the page and its assets (bundled locally, nothing loaded from
+ * another origin), the live feed as server-sent events (`/api/live`), and the replay APIs over the store:
+ * `/api/runs`, `/api/runs/:id`, `/api/runs/:id/events?afterSeq=&untilAt=&limit=`,
+ * `/api/runs/:id/turns?agent=`, `/api/runs/:id/snapshots?agent=`; plus `/api/chart` (the agent
+ * statechart from the real machine) and `/api/live/agents/:name`. Everything sent is scrubbed of secrets.
+ *
+ * @example
+ * ```ts
+ * const viz = await startVizServer({ live: createLiveSource(supervisor, { clock }), store, port: 0 });
+ * console.log(`visualizer: ${viz.url}`);
+ * await viz.close();
+ * ```
+ */
+export async function startVizServer(options: VizServerOptions = {}): Promise<VizServer> {
+  const { live, store } = options;
+  const streams = new Set<ServerResponse>();
+  const heartbeatMs = options.heartbeatMs ?? 15_000;
+
+  const config: VizPageConfig = {
+    live: live !== undefined,
+    liveRunId: live?.runId ?? null,
+    replay: store !== undefined,
+    runId: options.runId ?? null,
+  };
+
+  const requireStore = (): RunStore => {
+    if (!store) throw new HttpError(404, 'this visualizer has no store: replay is not available');
+    return store;
+  };
+  const requireLive = (): VizLiveSource => {
+    if (!live) throw new HttpError(404, 'this visualizer has no live runtime');
+    return live;
+  };
+
+  const stream = (req: IncomingMessage, res: ServerResponse) => {
+    const source = requireLive();
+    res.writeHead(200, {
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-store',
+      connection: 'keep-alive',
+      'x-accel-buffering': 'no',
+    });
+    const write = (text: string) => {
+      if (!res.writableEnded) res.write(text);
+    };
+    // Snapshot and subscription in the same tick: no event falls between them.
+    write(
+      `event: init\ndata: ${JSON.stringify(scrubValue({ state: source.snapshot(), runId: source.runId ?? null }))}\n\n`,
+    );
+    const unsubscribe = source.subscribe((event: VizEvent) => {
+      write(`data: ${JSON.stringify(scrubValue(event))}\n\n`);
+    });
+    const beat = setInterval(() => write(': keep-alive\n\n'), heartbeatMs);
+    beat.unref();
+    streams.add(res);
+    const done = () => {
+      clearInterval(beat);
+      unsubscribe();
+      streams.delete(res);
+    };
+    req.once('close', done);
+    res.once('close', done);
+  };
+
+  const api = async (url: URL, parts: readonly string[], signal: AbortSignal): Promise<unknown> => {
+    const [first, id, sub, more] = parts;
+    if (first === 'config' && parts.length === 1) return config;
+    if (first === 'chart' && parts.length === 1) return agentStatechart();
+    if (first === 'live' && id === 'state' && parts.length === 2) return requireLive().snapshot();
+    if (first === 'live' && id === 'agents' && sub !== undefined && more === undefined) {
+      const source = requireLive();
+      const detail = source.agentDetail ? await source.agentDetail(sub, signal) : undefined;
+      if (!detail) throw new HttpError(404, `no live agent "${sub}"`);
+      return detail;
+    }
+    if (first !== 'runs' || more !== undefined) throw new HttpError(404, `no API at ${url.pathname}`);
+    const s = requireStore();
+    if (id === undefined) {
+      const limit = intParam(url, 'limit');
+      return s.listRuns({ signal, ...(limit !== undefined ? { limit } : {}) });
+    }
+    const run = await s.getRun(id, { signal });
+    if (!run) throw new HttpError(404, `no run "${id}"`);
+    if (sub === undefined) return run;
+    if (sub === 'events') {
+      const afterSeq = intParam(url, 'afterSeq');
+      const untilAt = intParam(url, 'untilAt');
+      const limit = intParam(url, 'limit');
+      return s.readEvents(id, {
+        signal,
+        ...(afterSeq !== undefined ? { afterSeq } : {}),
+        ...(untilAt !== undefined ? { untilAt } : {}),
+        ...(limit !== undefined ? { limit } : {}),
+      });
+    }
+    if (sub === 'turns') {
+      const agent = url.searchParams.get('agent');
+      const turns = await s.listTurns(id, { signal });
+      return turns.filter((t) => !agent || t.agent === agent).map(turnFromRecord);
+    }
+    if (sub === 'snapshots') {
+      const agent = url.searchParams.get('agent');
+      const all = await s.loadLatestSnapshots(id, { signal, machineVersion: run.machineVersion });
+      if (!agent) return all;
+      return all[agent] ?? null;
+    }
+    throw new HttpError(404, `no API at ${url.pathname}`);
+  };
+
+  const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    const url = new URL(req.url ?? '/', 'http://127.0.0.1');
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+      return;
+    }
+    if (url.pathname === '/api/live') return stream(req, res);
+    if (url.pathname.startsWith('/api/')) {
+      const parts = url.pathname
+        .slice('/api/'.length)
+        .split('/')
+        .filter((p) => p !== '')
+        .map((p) => decodeURIComponent(p));
+      const aborted = new AbortController();
+      res.once('close', () => aborted.abort());
+      return sendJson(res, 200, await api(url, parts, aborted.signal));
+    }
+    const asset = await pageAsset(url.pathname);
+    if (!asset) throw new HttpError(404, `nothing at ${url.pathname}`);
+    res.writeHead(200, {
+      'content-type': asset.contentType,
+      'cache-control': 'no-store',
+      'content-security-policy': CSP,
+      'x-content-type-options': 'nosniff',
+    });
+    res.end(req.method === 'HEAD' ? undefined : asset.body);
+  };
+
+  const server = createServer((req, res) => {
+    handle(req, res).catch((e: unknown) => {
+      if (res.headersSent) {
+        res.destroy();
+        return;
+      }
+      const status =
+        e instanceof HttpError
+          ? e.status
+          : isRunNotFoundError(e)
+            ? 404
+            : isSnapshotRestoreError(e)
+              ? 409
+              : e instanceof URIError
+                ? 400
+                : 500;
+      sendJson(res, status, { error: e instanceof Error ? e.message : String(e) });
+    });
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(options.port ?? 0, '127.0.0.1', () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (server.address() as AddressInfo).port;
+
+  let closing: Promise<void> | undefined;
+  const close = () => {
+    closing ??= new Promise<void>((resolve) => {
+      options.signal?.removeEventListener('abort', onAbort);
+      for (const res of streams) res.end();
+      streams.clear();
+      server.close(() => resolve());
+      server.closeAllConnections();
+    });
+    return closing;
+  };
+  const onAbort = () => void close();
+  if (options.signal?.aborted) await close();
+  else options.signal?.addEventListener('abort', onAbort, { once: true });
+
+  return { url: `http://127.0.0.1:${port}`, port, close };
+}
