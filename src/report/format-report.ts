@@ -1,0 +1,189 @@
+import type { ReportCheck, RunReport, TierStats } from './report-types.ts';
+
+/**
+ * Options of {@link formatRunReport}.
+ *
+ * @example
+ * ```ts
+ * formatRunReport(report, { timeZone: 'Asia/Seoul', details: false });
+ * ```
+ */
+export interface FormatReportOptions {
+  /** IANA zone the times are printed in. Default `UTC`. */
+  readonly timeZone?: string;
+  /** Print each check's one-line detail after its result. Default true. */
+  readonly details?: boolean;
+}
+
+const OP_SYMBOL = { '<=': '≤', '>=': '≥', '=': '=' } as const;
+
+/**
+ * A check's value as a person reads it: rates in percent, waits in ms or s, counts as integers.
+ *
+ * @example
+ * ```ts
+ * formatValue(0.0213, 'ratio'); // '2.1 %'
+ * formatValue(1500, 'ms'); // '1.5 s'
+ * ```
+ */
+export function formatValue(value: number | null, unit: ReportCheck['unit']): string {
+  if (value === null) return 'n/a';
+  switch (unit) {
+    case 'ratio':
+      return `${(value * 100).toFixed(1)} %`;
+    case 'ms':
+      return value < 1000 ? `${Math.round(value)} ms` : `${(value / 1000).toFixed(1)} s`;
+    case 'calls/h':
+      return `${Math.round(value)}/h`;
+    default:
+      return String(Math.round(value));
+  }
+}
+
+function threshold(c: ReportCheck): string {
+  if (c.op === null || c.threshold === null) return '—';
+  return `${OP_SYMBOL[c.op]} ${formatValue(c.threshold, c.unit)}`;
+}
+
+function result(c: ReportCheck): string {
+  if (c.op === null) return 'info';
+  if (c.pass === null) return 'n/a';
+  return c.pass ? 'PASS' : 'FAIL';
+}
+
+/** Left-aligned columns, two spaces apart; trailing spaces trimmed. */
+function table(rows: readonly (readonly string[])[], indent = ''): string[] {
+  const widths: number[] = [];
+  for (const row of rows) {
+    row.forEach((cell, i) => {
+      widths[i] = Math.max(widths[i] ?? 0, cell.length);
+    });
+  }
+  return rows.map((row) =>
+    `${indent}${row.map((cell, i) => (i === row.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ')}`.trimEnd(),
+  );
+}
+
+function formatTime(t: number | null, timeZone: string): string {
+  if (t === null) return 'n/a';
+  const parts = new Intl.DateTimeFormat('en-CA', {
+    timeZone,
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
+    hourCycle: 'h23',
+  }).formatToParts(new Date(t));
+  const get = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
+  return `${get('year')}-${get('month')}-${get('day')} ${get('hour')}:${get('minute')}:${get('second')}`;
+}
+
+function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m ${s % 60}s`;
+  return `${Math.floor(m / 60)}h ${m % 60}m`;
+}
+
+const pct = (v: number | null) => formatValue(v, 'ratio');
+const wait = (v: number | null) => formatValue(v, 'ms');
+
+function tierRows(byTier: Readonly<Record<string, TierStats>>): string[][] {
+  const head = [
+    'tier',
+    'turns',
+    'answered',
+    'fallback',
+    'degraded',
+    'failed',
+    'no_agent',
+    'failure',
+    'success',
+  ];
+  const rows = Object.entries(byTier).map(([tier, s]) => [
+    tier,
+    String(s.total),
+    String(s.answered),
+    String(s.fallback),
+    String(s.degraded),
+    String(s.failed),
+    String(s.noAgent),
+    pct(s.failureRate),
+    pct(s.successRate),
+    `avg wait ${wait(s.avgWaitMs)}, p95 ${wait(s.p95WaitMs)}`,
+  ]);
+  return [[...head, 'wait'], ...rows];
+}
+
+/**
+ * The human summary of a run report: a header (run, scenario, policy, status, window), the checks as
+ * a table (check, value, threshold, PASS/FAIL), the turn counts, a per-tier table, the upstream calls
+ * per model and a one-line verdict. One string per line, no trailing newline; plain text (no colour).
+ *
+ * @example
+ * ```ts
+ * for (const line of formatRunReport(report)) console.log(line);
+ * // check                                  value  threshold  result
+ * // max LLM calls in flight in any second  3      ≤ 3        PASS
+ * ```
+ */
+export function formatRunReport(report: RunReport, options: FormatReportOptions = {}): string[] {
+  const zone = options.timeZone ?? 'UTC';
+  const details = options.details ?? true;
+  const t = report.turns;
+  const lines: string[] = [];
+  lines.push(
+    `run ${report.runId}  scenario ${report.scenario}  policy ${report.policy}  status ${report.status}  ` +
+      `rounds ${report.rounds.committed}/${report.rounds.total}`,
+  );
+  const { window: w } = report;
+  const whole = w.peak.from === w.from && w.peak.to === w.to;
+  lines.push(
+    `window ${formatTime(w.from, zone)} → ${formatTime(w.to, zone)} ${zone} (${formatDuration(w.durationMs)})` +
+      (whole
+        ? '; checks over the whole run'
+        : `; checks over ${formatTime(w.peak.from, zone)} → ${formatTime(w.peak.to, zone)}`),
+  );
+  lines.push('');
+  lines.push(
+    ...table([
+      ['check', 'value', 'threshold', 'result', ...(details ? [''] : [])],
+      ...report.checks.map((c) => [
+        c.id.startsWith('failure-rate:') ? `  ${c.name}` : c.name,
+        formatValue(c.value, c.unit),
+        threshold(c),
+        result(c),
+        ...(details ? [c.detail ?? ''] : []),
+      ]),
+    ]),
+  );
+  lines.push('');
+  lines.push(
+    `turns ${t.total}: ${t.answered} answered, ${t.fallback} fallback, ${t.degraded} degraded (labelled), ` +
+      `${t.failed} failed, ${t.noAgent} no_agent` +
+      (t.cancelled > 0 ? `, ${t.cancelled} cancelled` : '') +
+      `; placeholders ${t.placeholders ?? 'n/a'}`,
+  );
+  if (Object.keys(report.byTier).length > 0) lines.push(...table(tierRows(report.byTier), '  '));
+  const c = report.calls;
+  const models = Object.entries(report.callsPerModelPerHour)
+    .map(([model, r]) => `${model} ${r.calls} (busiest hour ${r.peakHour})`)
+    .join(', ');
+  lines.push(
+    `calls ${c.upstream} upstream: ${c.ok} ok, ${c.faults} faults, ${c.rateLimited} × 429, ` +
+      `max ${c.maxInFlight} in flight` +
+      (models ? `; by model: ${models}` : ''),
+  );
+  const failing = report.checks.filter((k) => k.pass === false);
+  lines.push(
+    report.allPassed === null
+      ? 'result n/a — nothing to check'
+      : failing.length === 0
+        ? 'result PASS — every check passed'
+        : `result FAIL — ${failing.map((k) => k.name).join('; ')}`,
+  );
+  return lines;
+}

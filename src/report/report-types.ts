@@ -1,0 +1,189 @@
+import type { AgentInfo } from '../events/runtime-event.ts';
+
+/**
+ * Plain-data shapes of the run report: what `breakwater report --json` prints and what
+ * {@link buildRunReport} returns. Times are epoch ms on the run's clock (simulated time for a
+ * time-scaled run); rates are fractions (0.02 = 2 %).
+ */
+
+/**
+ * What a check's value counts.
+ *
+ * @example
+ * ```ts
+ * const unit: CheckUnit = 'ratio'; // 0.02 prints as "2.0 %"
+ * ```
+ */
+export type CheckUnit = 'calls' | 'calls/h' | 'count' | 'ratio' | 'ms';
+
+/**
+ * How a check's value is compared with its threshold.
+ *
+ * @example
+ * ```ts
+ * const op: CheckOp = '<='; // value ≤ threshold passes
+ * ```
+ */
+export type CheckOp = '<=' | '>=' | '=';
+
+/**
+ * One of seed 000's success checks, computed from the event log.
+ *
+ * @example
+ * ```ts
+ * const failing = report.checks.filter((c: ReportCheck) => c.pass === false).map((c) => c.name);
+ * ```
+ */
+export interface ReportCheck {
+  /**
+   * Stable id for machines: `max-in-flight`, `sonnet-calls-per-hour`, `cooling-down-messages`,
+   * `failure-rate`, `failure-rate:<tier>`, `analysis-success-rate`, `rate-limited`, `avg-wait`,
+   * `p95-wait`, `placeholders`.
+   */
+  readonly id: string;
+  /** What a person reads in the table. */
+  readonly name: string;
+  /** The measured value; `null` when there was nothing to measure (no LLM turns, answers not given). */
+  readonly value: number | null;
+  readonly unit: CheckUnit;
+  /** `null` for a check that is only reported (no threshold in the seed). */
+  readonly op: CheckOp | null;
+  readonly threshold: number | null;
+  /** `true`/`false` against the threshold; `null` when only reported or when `value` is `null`. */
+  readonly pass: boolean | null;
+  /** One line of context (when the maximum happened, out of how many). */
+  readonly detail?: string;
+}
+
+/**
+ * How the turns of a run ended.
+ *
+ * @example
+ * ```ts
+ * const { total, answered, fallback, degraded } = report.turns;
+ * ```
+ */
+export interface TurnCounts {
+  readonly total: number;
+  readonly answered: number;
+  readonly fallback: number;
+  /** Answered by the degraded layer, labelled as such. */
+  readonly degraded: number;
+  readonly failed: number;
+  /** Aborted by the caller (a stopped run); neither success nor failure. */
+  readonly cancelled: number;
+  /** Plain-code jobs (`no_agent`), no LLM involved. */
+  readonly noAgent: number;
+  /** Answers that are the seed's placeholder or empty while not failed; `null` when the answers were not given. */
+  readonly placeholders: number | null;
+}
+
+/**
+ * The turns of one tier.
+ *
+ * @example
+ * ```ts
+ * report.byTier.analysis?.successRate; // 0.97
+ * ```
+ */
+export interface TierStats extends Omit<TurnCounts, 'placeholders'> {
+  /** failed ÷ LLM turns (answered + fallback + degraded + failed); `null` without LLM turns. */
+  readonly failureRate: number | null;
+  /** (answered + fallback) ÷ LLM turns; `null` without LLM turns. */
+  readonly successRate: number | null;
+  /** Mean `waitMs` of its LLM turns; `null` without LLM turns. */
+  readonly avgWaitMs: number | null;
+  /** 95th percentile (nearest rank) of `waitMs`; `null` without LLM turns. */
+  readonly p95WaitMs: number | null;
+}
+
+/**
+ * Upstream calls to one model inside the checks' window.
+ *
+ * @example
+ * ```ts
+ * report.callsPerModelPerHour['claude-sonnet-4-6']?.peakHour; // 18
+ * ```
+ */
+export interface ModelRate {
+  readonly provider: string;
+  /** Upstream attempts (answered or not) that started inside the window. */
+  readonly calls: number;
+  readonly ok: number;
+  /** The most attempts that started in any 60-minute span of the window (a shorter window counts what it holds). */
+  readonly peakHour: number;
+  /** Start of that span; `null` without calls. */
+  readonly peakHourFrom: number | null;
+}
+
+/**
+ * Upstream calls inside the checks' window (memoized results are not calls).
+ *
+ * @example
+ * ```ts
+ * `${report.calls.rateLimited} of ${report.calls.upstream} calls got 429`;
+ * ```
+ */
+export interface CallSummary {
+  readonly upstream: number;
+  readonly ok: number;
+  readonly faults: number;
+  /** HTTP 429 (or a `rate_limited` fault): the "429s received" of seed 000. */
+  readonly rateLimited: number;
+  readonly byFaultKind: Readonly<Record<string, number>>;
+  readonly byEndpoint: Readonly<Record<string, number>>;
+  /** The most calls in flight at one instant (`startedAt`..`at` intervals). */
+  readonly maxInFlight: number;
+  /** The most calls started inside one clock second (what seed 000 counted from its log lines). */
+  readonly maxStartedInOneSecond: number;
+}
+
+/**
+ * The time span of a run and of its checks.
+ *
+ * @example
+ * ```ts
+ * new Date(report.window.peak.from ?? 0).toISOString();
+ * ```
+ */
+export interface ReportWindow {
+  /** First event (`run.started` when there is one); `null` for a run without events. */
+  readonly from: number | null;
+  /** `run.finished`, else the last event; `null` for a run without events. */
+  readonly to: number | null;
+  readonly durationMs: number;
+  /** The window the checks look at: the `peak` option, else the whole run. */
+  readonly peak: { readonly from: number | null; readonly to: number | null };
+}
+
+/**
+ * The report of one run: seed 000's checks with thresholds and PASS/FAIL, turn counts, per-tier
+ * statistics and per-model call rates. Plain JSON (what `breakwater report --json` prints).
+ *
+ * @example
+ * ```ts
+ * const report = buildRunReport(run, events, { turns });
+ * if (report.allPassed === false) process.exitCode = 2;
+ * ```
+ */
+export interface RunReport {
+  readonly runId: string;
+  readonly scenario: string;
+  readonly status: string;
+  /** `breakwater` or `status-quo` (from the run's config), else `breakwater`. */
+  readonly policy: string;
+  readonly rounds: { readonly committed: number; readonly total: number };
+  readonly window: ReportWindow;
+  /** Every turn of the run (deduplicated by turn id). */
+  readonly turns: TurnCounts;
+  readonly checks: readonly ReportCheck[];
+  /** `false` when a check with a threshold failed; `true` when every such check passed; `null` when none could be judged. */
+  readonly allPassed: boolean | null;
+  /** Every turn of the run, by tier. */
+  readonly byTier: Readonly<Record<string, TierStats>>;
+  /** By model name, inside the checks' window. */
+  readonly callsPerModelPerHour: Readonly<Record<string, ModelRate>>;
+  readonly calls: CallSummary;
+  /** The agents `run.started` announced. */
+  readonly agents: readonly AgentInfo[];
+}
