@@ -1,0 +1,167 @@
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { isAbsolute, join, relative, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LineCounter, parseDocument } from 'yaml';
+import { ConfigError } from '../errors/config-error.ts';
+import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import { describeIssue, formatPath, lineOf } from './scenario-issue.ts';
+import { scenarioSchema } from './scenario-schema.ts';
+import type { ScenarioSpec } from './scenario-types.ts';
+
+/** The package root (where `scenarios/` ships), whatever the working directory. */
+export const PACKAGE_ROOT: string = fileURLToPath(new URL('../../', import.meta.url));
+
+const SCENARIO_FILES = ['scenario.yaml', 'scenario.yml', 'scenario.json'];
+
+function scenarioFileIn(dir: string): string | undefined {
+  for (const f of SCENARIO_FILES) {
+    const p = join(dir, f);
+    if (existsSync(p)) return p;
+  }
+  return undefined;
+}
+
+/**
+ * The scenarios shipped with breakwater (folders of `scenarios/` holding a `scenario.yaml`), sorted.
+ *
+ * @example
+ * ```ts
+ * listScenarios(); // ['agent8-storm', 'morning-peak']
+ * ```
+ */
+export function listScenarios(): string[] {
+  const root = join(PACKAGE_ROOT, 'scenarios');
+  if (!existsSync(root)) return [];
+  return readdirSync(root, { withFileTypes: true })
+    .filter((d) => d.isDirectory() && scenarioFileIn(join(root, d.name)) !== undefined)
+    .map((d) => d.name)
+    .sort();
+}
+
+/**
+ * Finds a scenario file: a path to a file as it is, a folder's `scenario.yaml` (or `.yml`, `.json`),
+ * else the shipped `scenarios/<name>` under the package root — so `breakwater run agent8-storm` works
+ * from any directory. Returns an absolute path; an unknown name is a {@link ConfigError} listing the
+ * shipped scenarios.
+ *
+ * @example
+ * ```ts
+ * resolveScenario('morning-peak'); // '/…/breakwater/scenarios/morning-peak/scenario.yaml'
+ * resolveScenario('./my-scenario.yaml'); // '/cwd/my-scenario.yaml'
+ * ```
+ */
+export function resolveScenario(nameOrPath: string): string {
+  const direct = resolve(nameOrPath);
+  if (existsSync(direct)) {
+    if (statSync(direct).isFile()) return direct;
+    const inside = scenarioFileIn(direct);
+    if (inside) return inside;
+    throw new ConfigError({
+      source: nameOrPath,
+      path: '',
+      message: `is a folder without a scenario file; put a ${SCENARIO_FILES.join(' / ')} in it`,
+    });
+  }
+  if (!isAbsolute(nameOrPath) && !nameOrPath.includes('/')) {
+    const shipped = scenarioFileIn(join(PACKAGE_ROOT, 'scenarios', nameOrPath));
+    if (shipped) return shipped;
+  }
+  throw new ConfigError({
+    source: nameOrPath,
+    path: '',
+    message: `is neither a scenario file or folder nor a shipped scenario; give a path, or one of: ${listScenarios().join(', ') || 'none'}`,
+  });
+}
+
+/** How a file is named in messages: relative to the working directory when it is inside it. */
+function label(file: string): string {
+  const rel = relative(process.cwd(), file);
+  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file;
+}
+
+function deepFreeze<T>(value: T): T {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+}
+
+/**
+ * Parses and validates scenario text (YAML, or JSON — JSON is read as YAML so its lines are known too).
+ * A bad scenario is refused with ONE {@link ConfigError} naming `source`, the line, the field and what
+ * to do, e.g. `scenarios/x/scenario.yaml:42 at agents[3].chain: names chain "gold", which is not
+ * defined under runtime.chains (defined: premium, light)`.
+ *
+ * @example
+ * ```ts
+ * const spec = parseScenario(readFileSync('my.yaml', 'utf8'), 'my.yaml');
+ * ```
+ */
+export function parseScenario(text: string, source: string): ScenarioSpec {
+  const counter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
+  const bad = doc.errors[0];
+  if (bad) {
+    const line = bad.linePos?.[0]?.line ?? counter.linePos(bad.pos[0]).line;
+    throw new ConfigError({
+      source,
+      path: '',
+      line,
+      message: `is not valid YAML/JSON: ${bad.message.split('\n')[0]}; fix the syntax on that line`,
+    });
+  }
+  const value: unknown = doc.toJS({ maxAliasCount: 1_000 });
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new ConfigError({
+      source,
+      path: '',
+      line: 1,
+      message: 'must be a mapping with name, runtime, agents and rounds: or schedule:',
+    });
+  }
+  const parsed = scenarioSchema.safeParse(value);
+  if (!parsed.success) {
+    const first = parsed.error.issues[0]!;
+    const { path, message } = describeIssue(first, value, scenarioSchema);
+    const line = lineOf(doc, counter, path);
+    const more =
+      parsed.error.issues.length > 1
+        ? ` (${parsed.error.issues.length - 1} more problem(s) after this one)`
+        : '';
+    throw new ConfigError({
+      source,
+      path: formatPath(path),
+      ...(line !== undefined ? { line } : {}),
+      message: scrubSecrets(message) + more,
+    });
+  }
+  return deepFreeze(parsed.data as unknown as ScenarioSpec);
+}
+
+/**
+ * Loads a scenario: a `scenario.yaml` path, a folder holding one, or the name of a shipped scenario
+ * (see {@link resolveScenario}); YAML or JSON. Validated by {@link parseScenario}: unknown fields,
+ * wrong types and broken cross-references are refused with one {@link ConfigError} naming the file,
+ * its line and the field. The result is frozen, with the runtime's defaults filled in.
+ *
+ * @example
+ * ```ts
+ * const spec = loadScenario('agent8-storm');
+ * spec.agents.map((a) => a.name); // ['Kai', 'Yuna', …, 'Andrew']
+ * ```
+ */
+export function loadScenario(pathOrDir: string): ScenarioSpec {
+  const file = resolveScenario(pathOrDir);
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new ConfigError({
+      source: label(file),
+      path: '',
+      message: `cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message}); check the path and its permissions`,
+    });
+  }
+  return parseScenario(text, label(file));
+}

@@ -1,0 +1,326 @@
+import { Cron } from 'croner';
+import { z } from 'zod';
+import { emulatorProfileSchema } from '../emulator/emulator-profile.ts';
+import { EMULATOR_FLAVORS, type EmulatorFlavor } from '../emulator/emulator-types.ts';
+import { endpointConfigSchema } from '../engines/endpoint-config.ts';
+import { runtimeConfigSchema } from '../runtime/runtime-config.ts';
+import { SCENARIO_TOOL_NAMES, scenarioTool } from './scenario-tools.ts';
+import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from './zoned-time.ts';
+
+const name = z.string().min(1);
+const positiveInt = z.number().int().positive();
+
+/** An endpoint of a scenario: an {@link endpointConfigSchema} plus `emulator: <flavor>`. */
+export const scenarioEndpointSchema = endpointConfigSchema.safeExtend({
+  /** Served by the in-process emulator's listener of this flavor; `baseURL` is filled in at run time. */
+  emulator: z.enum(EMULATOR_FLAVORS as [EmulatorFlavor, ...EmulatorFlavor[]]).optional(),
+});
+
+/** `runtime:` of a scenario: the runtime config, its endpoints allowed to name an emulator flavor. */
+export const scenarioRuntimeSchema = runtimeConfigSchema.safeExtend({
+  endpoints: z.array(scenarioEndpointSchema).min(1),
+});
+
+const agentSchema = z.strictObject({
+  name,
+  role: z.string().optional(),
+  tier: name.optional(),
+  chain: name.optional(),
+  memory: z.record(z.string(), z.string()).optional(),
+  tools: z.array(name).optional(),
+  noAgent: z.boolean().optional(),
+  maxWaitMs: z.number().int().min(0).optional(),
+  maxTokens: positiveInt.optional(),
+});
+
+const agendaItemSchema = z.strictObject({
+  id: name,
+  title: name,
+  detail: z.string().optional(),
+  kind: name.optional(),
+});
+
+const roundsSchema = z.strictObject({
+  count: positiveInt,
+  items: z.array(agendaItemSchema).min(1),
+  seePreviousRound: z.boolean().optional(),
+  agents: z.array(name).min(1).optional(),
+});
+
+const cronJobSchema = z.strictObject({
+  name,
+  cron: name,
+  agent: name,
+  prompt: z.string().min(1).optional(),
+});
+
+const scheduleSchema = z.strictObject({
+  from: name,
+  to: name,
+  timezone: name,
+  sliceMinutes: z.number().positive().optional(),
+  jobs: z.array(cronJobSchema).min(1),
+});
+
+/** The provider an endpoint must declare to be served by each emulator flavor. */
+const FLAVOR_WIRE: Readonly<Record<EmulatorFlavor, { provider: string; flavor?: string }>> = {
+  anthropic: { provider: 'anthropic' },
+  openai: { provider: 'openai' },
+  gemini: { provider: 'gemini' },
+  'gemini-compat': { provider: 'openai-compatible', flavor: 'gemini-compat' },
+  vllm: { provider: 'openai-compatible', flavor: 'vllm' },
+  ollama: { provider: 'openai-compatible', flavor: 'ollama' },
+};
+
+/**
+ * Parses a cron expression the way the planner expands it (croner, 5 or 6 fields, in `timezone`);
+ * returns croner's complaint, or `undefined` when it parses.
+ */
+export function cronProblem(expression: string, timezone?: string): string | undefined {
+  try {
+    new Cron(expression, { mode: '5-or-6-parts', ...(timezone ? { timezone } : {}) });
+    return undefined;
+  } catch (e) {
+    return (e instanceof Error ? e.message : String(e)).replace(/^CronPattern: /, '');
+  }
+}
+
+type Spec = z.output<typeof baseScenarioSchema>;
+type Ctx = z.RefinementCtx;
+
+const baseScenarioSchema = z.strictObject({
+  name: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-" (it names the run)'),
+  description: z.string().optional(),
+  start: name.optional(),
+  timeScale: z.number().positive().optional(),
+  runtime: scenarioRuntimeSchema,
+  agents: z.array(agentSchema).min(1),
+  rounds: roundsSchema.optional(),
+  schedule: scheduleSchema.optional(),
+  emulator: emulatorProfileSchema.optional(),
+});
+
+const issue = (ctx: Ctx, path: (string | number)[], message: string) =>
+  ctx.addIssue({ code: 'custom', path, message });
+
+const list = (names: Iterable<string>) => [...names].join(', ') || 'none';
+
+function checkAgents(s: Spec, ctx: Ctx): void {
+  const chains = Object.keys(s.runtime.chains);
+  const seen = new Map<string, number>();
+  s.agents.forEach((a, i) => {
+    const first = seen.get(a.name);
+    if (first !== undefined)
+      issue(
+        ctx,
+        ['agents', i, 'name'],
+        `"${a.name}" is already agents[${first}]; agent names must be unique`,
+      );
+    else seen.set(a.name, i);
+    if (a.tier !== undefined && !s.runtime.tiers.includes(a.tier))
+      issue(
+        ctx,
+        ['agents', i, 'tier'],
+        `names tier "${a.tier}", which is not defined under runtime.tiers (defined: ${list(s.runtime.tiers)})`,
+      );
+    if (a.chain !== undefined && !chains.includes(a.chain))
+      issue(
+        ctx,
+        ['agents', i, 'chain'],
+        `names chain "${a.chain}", which is not defined under runtime.chains (defined: ${list(chains)})`,
+      );
+    if (a.chain === undefined && !a.noAgent)
+      issue(
+        ctx,
+        ['agents', i],
+        `agent "${a.name}" needs a chain (one of ${list(chains)}), or noAgent: true for plain-code work`,
+      );
+    if (a.noAgent && a.tools?.length)
+      issue(ctx, ['agents', i, 'tools'], 'a noAgent agent runs plain code and calls no tools; remove tools');
+    a.tools?.forEach((t, j) => {
+      if (!scenarioTool(t))
+        issue(
+          ctx,
+          ['agents', i, 'tools', j],
+          `names tool "${t}", which is not a built-in scenario tool; use one of ${list(SCENARIO_TOOL_NAMES)}`,
+        );
+    });
+  });
+}
+
+function checkEmulator(s: Spec, ctx: Ctx): void {
+  const profile = s.emulator;
+  if (profile?.timeScale !== undefined)
+    issue(
+      ctx,
+      ['emulator', 'timeScale'],
+      "the emulator runs on the scenario's clock; set the scenario's top-level timeScale instead",
+    );
+  const keys = profile?.keys ?? [];
+  const known = new Set(keys.flatMap((k) => [k.alias, k.key]));
+  const strictKeys = keys.length > 0 && profile?.acceptAnyKey !== true;
+  s.runtime.endpoints.forEach((e, i) => {
+    if (e.emulator === undefined) return;
+    if (!profile) {
+      issue(
+        ctx,
+        ['runtime', 'endpoints', i, 'emulator'],
+        `endpoint "${e.id}" is served by the emulator, but the scenario has no emulator: profile; add one (emulator: {} will do) or give the endpoint a real baseURL`,
+      );
+      return;
+    }
+    const wire = FLAVOR_WIRE[e.emulator];
+    if (e.provider !== wire.provider || (wire.flavor !== undefined && e.flavor !== wire.flavor)) {
+      const want = wire.flavor
+        ? `provider: ${wire.provider} with flavor: ${wire.flavor}`
+        : `provider: ${wire.provider}`;
+      issue(
+        ctx,
+        ['runtime', 'endpoints', i, 'emulator'],
+        `the ${e.emulator} listener speaks ${want}; make the endpoint match or pick another flavor`,
+      );
+    }
+    if (e.baseURL !== undefined)
+      issue(
+        ctx,
+        ['runtime', 'endpoints', i, 'baseURL'],
+        'is filled in from the emulator for an emulator: endpoint; remove it',
+      );
+    if (strictKeys && e.apiKey !== undefined && !known.has(e.apiKey))
+      issue(
+        ctx,
+        ['runtime', 'endpoints', i, 'apiKey'],
+        `names no key of the emulator profile (aliases: ${list(keys.map((k) => k.alias))}); use an alias or set emulator.acceptAnyKey: true`,
+      );
+  });
+  profile?.faults?.forEach((f, i) => {
+    const key = f.match?.key;
+    if (key !== undefined && keys.length > 0 && !known.has(key) && !/^[0-9a-f]{8}$/.test(key))
+      issue(
+        ctx,
+        ['emulator', 'faults', i, 'match', 'key'],
+        `names no key of the emulator profile (aliases: ${list(keys.map((k) => k.alias))}); the rule would never fire`,
+      );
+  });
+}
+
+function checkRounds(s: Spec, ctx: Ctx): void {
+  const r = s.rounds;
+  if (!r) return;
+  const ids = new Map<string, number>();
+  r.items.forEach((item, i) => {
+    const first = ids.get(item.id);
+    if (first !== undefined)
+      issue(
+        ctx,
+        ['rounds', 'items', i, 'id'],
+        `"${item.id}" is already rounds.items[${first}].id; item ids must be unique`,
+      );
+    else ids.set(item.id, i);
+  });
+  const byName = new Map(s.agents.map((a) => [a.name, a]));
+  r.agents?.forEach((n, i) => {
+    const a = byName.get(n);
+    if (!a)
+      issue(
+        ctx,
+        ['rounds', 'agents', i],
+        `names agent "${n}", which is not defined under agents (defined: ${list(byName.keys())})`,
+      );
+    else if (a.noAgent)
+      issue(
+        ctx,
+        ['rounds', 'agents', i],
+        `"${n}" is plain-code (noAgent) work; round work is answered by LLM agents`,
+      );
+  });
+  if (!r.agents && s.agents.every((a) => a.noAgent))
+    issue(ctx, ['rounds'], 'round work needs at least one LLM agent (every agent is noAgent)');
+}
+
+function checkSchedule(s: Spec, ctx: Ctx): void {
+  const sch = s.schedule;
+  if (!sch) return;
+  const tzOk = isTimeZone(sch.timezone);
+  if (!tzOk)
+    issue(
+      ctx,
+      ['schedule', 'timezone'],
+      `"${sch.timezone}" is not an IANA time zone; write e.g. Asia/Seoul or UTC`,
+    );
+  for (const bound of ['from', 'to'] as const) {
+    const v = sch[bound];
+    if (!isAbsoluteInstant(v) && !isTimeOfDay(v))
+      issue(
+        ctx,
+        ['schedule', bound],
+        `"${v}" is neither an ISO 8601 date-time with offset (2026-08-17T06:00:00+09:00) nor a time of day (06:00)`,
+      );
+  }
+  if (isAbsoluteInstant(sch.from) && isAbsoluteInstant(sch.to) && tzOk) {
+    const from = resolveInstant(sch.from, sch.timezone, 0);
+    const to = resolveInstant(sch.to, sch.timezone, 0);
+    if (to <= from) issue(ctx, ['schedule', 'to'], `must be after schedule.from (${sch.from})`);
+  }
+  const byName = new Map(s.agents.map((a) => [a.name, a]));
+  const jobs = new Map<string, number>();
+  sch.jobs.forEach((job, i) => {
+    const first = jobs.get(job.name);
+    if (first !== undefined)
+      issue(
+        ctx,
+        ['schedule', 'jobs', i, 'name'],
+        `"${job.name}" is already schedule.jobs[${first}].name; job names must be unique`,
+      );
+    else jobs.set(job.name, i);
+    if (!byName.has(job.agent))
+      issue(
+        ctx,
+        ['schedule', 'jobs', i, 'agent'],
+        `names agent "${job.agent}", which is not defined under agents (defined: ${list(byName.keys())})`,
+      );
+    const problem = cronProblem(job.cron, tzOk ? sch.timezone : undefined);
+    if (problem)
+      issue(
+        ctx,
+        ['schedule', 'jobs', i, 'cron'],
+        `"${job.cron}" does not parse: ${problem}; write 5 fields (min hour day month weekday) or 6 (with seconds first)`,
+      );
+  });
+}
+
+/**
+ * The zod schema of a {@link ScenarioSpec}. Unknown fields are refused at every level (a typo must
+ * not fall back to a default). Once the shape is right, the cross-checks run: agents' chains and tiers
+ * exist, chains name defined endpoints, `emulator:` endpoints have an emulator profile and match its
+ * flavor, jobs name existing agents, cron expressions parse (croner), exactly one of rounds/schedule,
+ * names (agents, items, jobs) unique, tools are built-in ones.
+ *
+ * @example
+ * ```ts
+ * const parsed = scenarioSchema.safeParse(yaml.parse(text));
+ * if (!parsed.success) console.log(parsed.error.issues[0]?.path);
+ * ```
+ */
+export const scenarioSchema = baseScenarioSchema.superRefine((s, ctx) => {
+  if (s.rounds && s.schedule)
+    issue(ctx, ['schedule'], 'a scenario has either rounds: or schedule:, not both; remove one');
+  if (!s.rounds && !s.schedule)
+    issue(
+      ctx,
+      [],
+      'needs its work: rounds: (agents answer agenda items round after round) or schedule: (cron jobs over a window)',
+    );
+  if (s.start !== undefined && !isAbsoluteInstant(s.start))
+    issue(
+      ctx,
+      ['start'],
+      `"${s.start}" is not an ISO 8601 date-time with offset; write e.g. 2026-08-17T06:00:00+09:00`,
+    );
+  checkAgents(s, ctx);
+  checkEmulator(s, ctx);
+  checkRounds(s, ctx);
+  checkSchedule(s, ctx);
+});
