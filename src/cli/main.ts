@@ -2,6 +2,7 @@ import { type CommandRegistrar, runCli } from './cli-program.ts';
 import { registerEmulatorCommand } from './commands/emulator-command.ts';
 import { registerMigrateCommand } from './commands/migrate-command.ts';
 import { registerStartCommand } from './commands/start-command.ts';
+import { registerVizCommand } from './commands/viz-command.ts';
 
 /*
  * The `breakwater` command (bin/breakwater.js runs this file through tsx). Each command lives in
@@ -13,6 +14,7 @@ export const COMMANDS: readonly CommandRegistrar[] = Object.freeze([
   registerStartCommand,
   registerEmulatorCommand,
   registerMigrateCommand,
+  registerVizCommand,
 ]);
 
 process.exitCode = await runCli(process.argv, COMMANDS);
