@@ -51,6 +51,11 @@ function result(c: ReportCheck): string {
   return c.pass ? 'PASS' : 'FAIL';
 }
 
+function detail(c: ReportCheck, zone: string): string {
+  const when = c.at !== undefined ? `at ${formatTime(c.at, zone)}` : '';
+  return [c.detail ?? '', when].filter(Boolean).join(' ');
+}
+
 /** Left-aligned columns, two spaces apart; trailing spaces trimmed. */
 function table(rows: readonly (readonly string[])[], indent = ''): string[] {
   const widths: number[] = [];
@@ -156,7 +161,7 @@ export function formatRunReport(report: RunReport, options: FormatReportOptions 
         formatValue(c.value, c.unit),
         threshold(c),
         result(c),
-        ...(details ? [c.detail ?? ''] : []),
+        ...(details ? [detail(c, zone)] : []),
       ]),
     ]),
   );

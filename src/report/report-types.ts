@@ -51,8 +51,10 @@ export interface ReportCheck {
   readonly threshold: number | null;
   /** `true`/`false` against the threshold; `null` when only reported or when `value` is `null`. */
   readonly pass: boolean | null;
-  /** One line of context (when the maximum happened, out of how many). */
+  /** One line of context (out of how many, where the maximum happened). */
   readonly detail?: string;
+  /** When the value was reached: the maximum's first instant, the busiest hour's start (run clock). */
+  readonly at?: number;
 }
 
 /**

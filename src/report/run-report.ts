@@ -1,5 +1,5 @@
 import type { AgentInfo, RuntimeEvent } from '../events/runtime-event.ts';
-import type { RunRecord, TurnRecord } from '../store/store-types.ts';
+import type { RunRecord } from '../store/store-types.ts';
 import {
   type Interval,
   maxInSlidingWindow,
@@ -67,8 +67,11 @@ export interface RunReportOptions {
   readonly peak?: { readonly from: number; readonly to: number };
   /** Tiers whose agents count as analysis agents for the success-rate check. Default `['analysis']`. */
   readonly analysisTiers?: readonly string[];
-  /** The stored turns (`store.listTurns`): their answer texts give the placeholder count. Default: none (count `null`). */
-  readonly turns?: readonly TurnRecord[];
+  /**
+   * The stored turns (`store.listTurns`, or the `TurnInput`s of `commitRound`): their answer texts give
+   * the placeholder count. Default: none (the count is `null`).
+   */
+  readonly turns?: readonly { readonly answer?: unknown; readonly outcome: string }[];
   /** The policy name to print. Default: `run.config.policy`, else `breakwater`. */
   readonly policy?: string;
 }
@@ -93,7 +96,6 @@ const num = (v: unknown): number | undefined => (typeof v === 'number' && Number
 const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 const record = (v: unknown): Record<string, unknown> =>
   v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
-const iso = (t: number) => new Date(t).toISOString();
 
 const OUTCOMES = ['answered', 'fallback', 'degraded', 'failed', 'cancelled', 'no_agent'] as const;
 
@@ -367,7 +369,7 @@ export function buildRunReport(
       unit: 'calls',
       op: '<=',
       threshold: SEED_THRESHOLDS.maxInFlight,
-      ...(flight.at !== null ? { detail: `first reached at ${iso(flight.at)}` } : {}),
+      ...(flight.at !== null ? { detail: 'first reached', at: flight.at } : {}),
     }),
     check({
       id: 'sonnet-calls-per-hour',
@@ -376,10 +378,9 @@ export function buildRunReport(
       unit: 'calls/h',
       op: '<=',
       threshold: SEED_THRESHOLDS.sonnetPerHour,
-      detail:
-        sonnet.from !== null
-          ? `${sonnetTotal} sonnet calls in the window; busiest hour from ${iso(sonnet.from)}`
-          : 'no sonnet calls in the window',
+      ...(sonnet.from !== null
+        ? { detail: `${sonnetTotal} sonnet calls in the window; busiest hour starts`, at: sonnet.from }
+        : { detail: 'no sonnet calls in the window' }),
     }),
     check({
       id: 'cooling-down-messages',
