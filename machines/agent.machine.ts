@@ -450,6 +450,25 @@ export const agentMachine = setup({
         reservedTokens: estimateRequestTokens(requestOf(context)),
       };
     }),
+    // The engine call threw instead of resolving with an outcome (a bug, a call memo that failed): free the
+    // token so the supervisor is not left short; `bad_request` leaves the endpoint's health untouched.
+    releaseThrown: sendTo(supervisor, ({ context, event }): AgentToSupervisorEvent => {
+      const err = (event as { error?: unknown }).error;
+      const t = context.turn!;
+      const fault: Fault = {
+        kind: 'bad_request',
+        provider: 'openai',
+        message: `internal error: ${scrubSecrets(err instanceof Error ? err.message : String(err))}`,
+        ...(t.endpointId ? { endpointId: t.endpointId } : {}),
+      };
+      return {
+        type: 'TOKEN.RELEASE',
+        agent: context.settings.name,
+        leaseId: t.leaseId ?? '',
+        outcome: { ok: false, fault, at: t.startedAt },
+        reservedTokens: estimateRequestTokens(requestOf(context)),
+      };
+    }),
     internalFailure: assign(({ context, event }) => {
       const err = (event as { error?: unknown }).error;
       const message = scrubSecrets(err instanceof Error ? err.message : String(err));
@@ -550,6 +569,7 @@ export const agentMachine = setup({
           { guard: 'attemptsExhausted', target: 'degraded', actions: ['releaseToken', 'recordAttempt'] },
           { target: 'queued', actions: ['releaseToken', 'recordAttempt'] },
         ],
+        onError: { target: 'idle', actions: ['releaseThrown', 'internalFailure', 'emitLastTurn'] },
       },
       on: { CANCEL: { target: 'idle', actions: ['releaseCancelled', 'cancelTurn', 'emitLastTurn'] } },
     },
@@ -582,6 +602,7 @@ export const agentMachine = setup({
           { guard: 'attemptsExhausted', target: 'degraded', actions: ['releaseToken', 'recordAttempt'] },
           { target: 'queued', actions: ['releaseToken', 'recordAttempt'] },
         ],
+        onError: { target: 'idle', actions: ['releaseThrown', 'internalFailure', 'emitLastTurn'] },
       },
       on: { CANCEL: { target: 'idle', actions: ['releaseCancelled', 'cancelTurn', 'emitLastTurn'] } },
     },

@@ -1,0 +1,298 @@
+import { describe, expect, it } from 'vitest';
+import { type ActorLogic, createActor, initialTransition } from 'xstate';
+import { TestModel } from 'xstate/graph';
+import { type AgentEvent, type AgentInput, agentMachine } from '../../machines/agent.machine.ts';
+import { createManualClock } from '../../src/clock/clock.ts';
+import {
+  ActorScript,
+  AFTER_COOLING,
+  type AgentSnapshot,
+  abstractState,
+  agentOf,
+  CALLING_INVOKE,
+  type CallOutcomeName,
+  contextOf,
+  definedTransitions,
+  ev,
+  FALLBACK_INVOKE,
+  INPUT,
+  type ModelEvent,
+  modelEvents,
+  serializeEvent,
+  stateName,
+  supervisorHarness,
+  T0,
+} from './agent-model-harness.ts';
+import { type Live, type PathStep, replay, startLive } from './agent-model-replay.ts';
+
+// createTestModel() refuses machines with invokes and `after`; TestModel itself walks any actor logic.
+const traversal = {
+  events: modelEvents as unknown as (s: AgentSnapshot) => AgentEvent[],
+  // Only events the state handles (guards included): the rest would be self-loops that test nothing.
+  filterEvents: (s: AgentSnapshot, e: AgentEvent) => s.can(e),
+  serializeEvent: serializeEvent as (e: AgentEvent) => string,
+  input: INPUT,
+};
+// Each vertex is a transition (state reached, by which event, from where): shortest paths to every vertex
+// take every edge of the abstract graph, not only every state.
+const model = new TestModel(agentMachine as unknown as ActorLogic<AgentSnapshot, AgentEvent, AgentInput>, {
+  ...traversal,
+  serializeState: (s: AgentSnapshot, e: AgentEvent | undefined, prev?: AgentSnapshot) =>
+    `${abstractState(s)}${e && prev ? ` via ${serializeEvent(e)} from ${abstractState(prev)}` : ''}`,
+});
+
+const describePath = (steps: readonly { event: unknown }[]) =>
+  steps
+    .slice(1)
+    .map((s) => serializeEvent(s.event as ModelEvent))
+    .join(' → ');
+
+async function run(steps: readonly PathStep[], taken = new Set<string>()): Promise<Live> {
+  const live = startLive(taken);
+  try {
+    await replay(live, steps);
+  } catch (e) {
+    (e as Error).message += `\n  path: ${describePath(steps)}`;
+    live.root.stop();
+    throw e;
+  }
+  return live;
+}
+
+/** The model path of an exact event sequence (throws if the machine does not handle one of them). */
+function pathOf(events: ModelEvent[]): PathStep[] {
+  const [path] = model.getPathsFromEvents(events as unknown as AgentEvent[], {
+    ...traversal,
+    fromState: initialTransition(agentMachine, INPUT)[0],
+    serializeState: abstractState,
+  });
+  if (!path) throw new Error('no path');
+  return path.steps as unknown as PathStep[];
+}
+
+const called = (name: CallOutcomeName) => ev.called(CALLING_INVOKE, name);
+const calledBackup = (name: CallOutcomeName) => ev.called(FALLBACK_INVOKE, name);
+
+describe('agent machine — model-based, every transition replayed on a live actor', () => {
+  it('the shortest paths to every transition take every transition the definition declares', async () => {
+    const declared = definedTransitions(agentMachine);
+    // Guards and targets spelled out, so a changed chart shows up here by name.
+    expect(declared).toContain(
+      'agent.calling --xstate.done.actor.0.agent.calling#3 [attemptsExhausted]--> agent.degraded',
+    );
+    expect(declared).toContain('agent.cooling --xstate.after.coolingDelay.agent.cooling#0--> agent.queued');
+    expect(declared).toContain('agent --MEMORY.SET#0--> (stays)');
+
+    const paths = model.getShortestPaths();
+    const reached = new Set(paths.map((p) => stateName(p.state.value)));
+    expect(reached).toEqual(
+      new Set([
+        'idle',
+        'queued',
+        'calling',
+        'fallback',
+        'tools',
+        'cooling',
+        'degraded.answering',
+        'degraded.resting',
+        'degraded.checking',
+      ]),
+    );
+    const taken = new Set<string>();
+    for (const path of paths) (await run(path.steps as unknown as PathStep[], taken)).root.stop();
+    const missing = declared.filter((k) => !taken.has(k));
+    expect(missing, 'transitions no replayed path took').toEqual([]);
+    expect(paths.length).toBeGreaterThan(declared.length);
+  });
+
+  it('every simple path of one turn through capacity and transient faults, cooling and fallback ends answered', async () => {
+    const allowed = (e: AgentEvent) => {
+      const x = e as ModelEvent & {
+        output?: { ok: boolean; fault?: { kind: string }; result?: { toolCalls: [] } };
+      };
+      if (['ASK', 'TOKEN.GRANTED', 'TOKEN.WAIT', AFTER_COOLING].includes(x.type)) return true;
+      if (
+        x.type !== `xstate.done.actor.${CALLING_INVOKE}` &&
+        x.type !== `xstate.done.actor.${FALLBACK_INVOKE}`
+      )
+        return false;
+      return x.output?.ok
+        ? x.output.result?.toolCalls.length === 0
+        : ['rate_limited', 'overloaded'].includes(x.output?.fault?.kind ?? '');
+    };
+    const paths = model.getSimplePaths({
+      ...traversal,
+      filterEvents: (s, e) => allowed(e) && s.can(e),
+      serializeState: (s: AgentSnapshot) => `${abstractState(s)} ${s.context.lastTurn?.outcome ?? ''}`,
+      stopWhen: (s: AgentSnapshot) => s.context.lastTurn !== undefined || s.matches('degraded'),
+      toState: (s: AgentSnapshot) => s.context.lastTurn !== undefined,
+    });
+    const outcomes = new Map<string, number>();
+    for (const path of paths) {
+      const live = await run(path.steps as unknown as PathStep[]);
+      const [turn] = live.turns;
+      outcomes.set(turn!.outcome, (outcomes.get(turn!.outcome) ?? 0) + 1);
+      // At most one upstream fault per step reaches here (two would answer degraded), and the answer says
+      // which endpoint gave it.
+      expect(turn!.attempts).toBe(turn!.faults.length + 1);
+      expect(['primary', 'backup']).toContain(turn!.endpointId);
+      live.root.stop();
+    }
+    expect([...outcomes.keys()].sort()).toEqual(['answered', 'fallback']);
+    expect(paths.length).toBeGreaterThanOrEqual(20);
+  });
+});
+
+describe('agent machine — scripted turns', () => {
+  it('success on the primary: answered, one lease granted and released with the outcome', async () => {
+    const live = await run(pathOf([ev.ask(), ev.grant(0), called('answer')]));
+    const [turn] = live.turns;
+    expect(turn).toMatchObject({ outcome: 'answered', endpointId: 'primary', attempts: 1, faults: [] });
+    expect(live.received().map((m) => m.type)).toEqual(['TOKEN.REQUEST', 'TOKEN.RELEASE']);
+    expect(contextOf(live.agent).memory.utterances.map((u) => u.endpointId)).toEqual(['primary']);
+    live.root.stop();
+  });
+
+  it('success on a later endpoint of the chain: outcome fallback', async () => {
+    const live = await run(pathOf([ev.ask(), ev.grant(1), calledBackup('answer')]));
+    expect(live.turns[0]).toMatchObject({ outcome: 'fallback', endpointId: 'backup' });
+    live.root.stop();
+  });
+
+  it('tool calls then success: the tool result goes into the next request and into memory', async () => {
+    const live = await run(
+      pathOf([ev.ask(), ev.grant(0), called('tools'), ev.toolsDone(), ev.grant(0), called('answer')]),
+    );
+    const [turn] = live.turns;
+    expect(turn!.outcome).toBe('answered');
+    expect(turn!.messages.map((m) => m.role)).toEqual(['tool_call', 'tool_result']);
+    const second = live.script.started.filter((s) => s.kind === 'callEngine')[1]!.input as {
+      request: { idempotencyKey: string; messages: { role: string; content?: string }[] };
+    };
+    expect(second.request.idempotencyKey).toBe('model:turn-1:call1');
+    expect(second.request.messages.at(-1)).toMatchObject({ role: 'tool_result', content: '1.0842' });
+    expect(contextOf(live.agent).memory.toolResults).toHaveLength(1);
+    // The tool round trip starts a new step: its first request is not a retry either.
+    expect(live.book.requests.map((r) => [r.attempt, r.retry])).toEqual([
+      [0, false],
+      [0, false],
+    ]);
+    live.root.stop();
+  });
+
+  it('a transient fault is retried and charged as a retry; a capacity fault falls back uncharged', async () => {
+    const transient = await run(
+      pathOf([ev.ask(), ev.grant(0), called('overloaded'), ev.grant(0), called('answer')]),
+    );
+    expect(transient.book.requests.map((r) => [r.attempt, r.retry])).toEqual([
+      [0, false],
+      [1, true],
+    ]);
+    expect(transient.turns[0]).toMatchObject({ outcome: 'answered', attempts: 2 });
+    transient.root.stop();
+
+    const capacity = await run(
+      pathOf([ev.ask(), ev.grant(0), called('rate_limited'), ev.grant(1), calledBackup('answer')]),
+    );
+    expect(capacity.book.requests.map((r) => [r.attempt, r.retry])).toEqual([
+      [0, false],
+      [1, false],
+    ]);
+    expect(capacity.turns[0]).toMatchObject({ outcome: 'fallback', endpointId: 'backup' });
+    expect(capacity.turns[0]!.faults.map((f) => f.kind)).toEqual(['rate_limited']);
+    capacity.root.stop();
+  });
+
+  it('a bad request ends the turn failed with a clear error, releasing its lease', async () => {
+    const live = await run(pathOf([ev.ask(), ev.grant(0), called('bad_request')]));
+    expect(live.turns[0]!.error).toMatch(/^bad_request: .* no engine swap fixes this/);
+    expect(live.agent.getSnapshot().value).toBe('idle');
+    expect(live.book.released).toEqual(live.book.granted);
+    live.root.stop();
+  });
+
+  it('attempts exhausted: answers degraded, labelled, then returns to idle when its chain is healthy', async () => {
+    const degraded = await run(
+      pathOf([
+        ev.ask(),
+        ev.grant(0),
+        called('overloaded'),
+        ev.grant(1),
+        calledBackup('overloaded'),
+        ev.degradedDone(),
+        ev.afterProbe(),
+        ev.health(false),
+        ev.afterProbe(),
+        ev.health(true),
+      ]),
+    );
+    const [turn] = degraded.turns;
+    expect(turn).toMatchObject({ outcome: 'degraded', degraded: true, attempts: 2 });
+    expect(turn!.degradedReason).toBe('gave up after 2 attempts; last fault overloaded');
+    expect(degraded.received().filter((m) => m.type === 'HEALTH.CHECK')).toHaveLength(2);
+    expect(degraded.agent.getSnapshot().value).toBe('idle');
+    degraded.root.stop();
+  });
+
+  it('cancelled: by the caller while calling (lease released as cancelled), or by the engine call itself', async () => {
+    const byCaller = await run(pathOf([ev.ask(), ev.grant(0), ev.cancel()]));
+    expect(byCaller.turns[0]!.outcome).toBe('cancelled');
+    expect(byCaller.script.aborted).toEqual(['callEngine']);
+    expect(byCaller.received().at(-1)).toMatchObject({
+      type: 'TOKEN.RELEASE',
+      leaseId: 'lease-1',
+      outcome: { ok: false, fault: { kind: 'cancelled' } },
+    });
+    byCaller.root.stop();
+
+    const byCall = await run(pathOf([ev.ask(), ev.grant(1), calledBackup('cancelled')]));
+    expect(byCall.turns[0]!.outcome).toBe('cancelled');
+    byCall.root.stop();
+  });
+
+  it('an engine call that throws (a bug, a broken call memo) ends the turn failed and frees its lease', async () => {
+    const live = await run(pathOf([ev.ask(), ev.grant(0), ev.callThrew(CALLING_INVOKE), ev.ask()]));
+    expect(live.turns[0]!.outcome).toBe('failed');
+    expect(live.turns[0]!.error).toMatch(/internal error in agent model: .*this is a bug/);
+    expect(live.book.released).toEqual(['lease-1']);
+    // The agent is still alive and takes the next turn.
+    expect(live.agent.getSnapshot().value).toBe('queued');
+    live.root.stop();
+  });
+});
+
+describe('agent machine — restored from a persisted snapshot', () => {
+  it('a cooling agent restored from JSON has no timer; a TICK past coolingUntil moves it on', async () => {
+    const live = await run(pathOf([ev.ask(), ev.grant(0), called('rate_limited'), ev.wait()]));
+    const cooling = contextOf(live.agent).turn!;
+    expect(cooling.coolingUntil).toBe(T0 + 5_000);
+    const json = JSON.stringify(live.root.getPersistedSnapshot());
+    live.root.stop();
+
+    const clock = createManualClock(T0);
+    const script = new ActorScript();
+    const root = createActor(supervisorHarness(script.provide()), {
+      systemId: 'supervisor',
+      clock,
+      snapshot: JSON.parse(json),
+    }).start();
+    const agent = agentOf(root);
+    expect(agent.getSnapshot().value).toBe('cooling');
+    expect(contextOf(agent).turn).toEqual(cooling);
+    // XState does not persist `after` timers: time passing alone never wakes it.
+    expect(clock.pending()).toBe(0);
+    clock.advance(60_000);
+    expect(agent.getSnapshot().value).toBe('cooling');
+    agent.send({ type: 'TICK', at: cooling.coolingUntil! - 1 });
+    expect(agent.getSnapshot().value).toBe('cooling');
+    const before = root.getSnapshot().context.received.length;
+    agent.send({ type: 'TICK', at: cooling.coolingUntil! + 55_000 });
+    expect(agent.getSnapshot().value).toBe('queued');
+    expect(contextOf(agent).turn?.stepAttempts).toBe(1);
+    expect(contextOf(agent).turn?.leaseId).toBeUndefined();
+    expect(root.getSnapshot().context.received.slice(before)).toEqual([
+      expect.objectContaining({ type: 'TOKEN.REQUEST', attempt: 1, retry: false }),
+    ]);
+    root.stop();
+  });
+});
