@@ -471,7 +471,8 @@ function moveAgent(state: VizState, agent: VizAgent, to: string, at: number, pat
     state: to,
     path,
     since: at,
-    coolingUntil: to === 'cooling' ? agent.coolingUntil : null,
+    // The supervisor's wait is reported before the agent's own move through `queued` into `cooling`.
+    coolingUntil: to === 'cooling' || to === 'queued' ? agent.coolingUntil : null,
     segments: capped([...segments, { state: to, from: at, to: null }], MAX_SEGMENTS),
   };
   return withQueue(putAgent(state, moved), moved, agent.state);

@@ -37,13 +37,13 @@ export interface ChartLayout {
   readonly arrows: readonly ChartArrow[];
 }
 
-const PAD = 14;
-const COLUMN = 150;
-const ATOMIC_W = 104;
-const ATOMIC_H = 28;
-const CHILD_STEP = 32;
-const GAP = 16;
-const BEND = 16;
+const PAD = 28;
+const COLUMN = 178;
+const ATOMIC_W = 128;
+const ATOMIC_H = 34;
+const CHILD_STEP = 40;
+const GAP = 22;
+const BEND = 14;
 
 /**
  * Lays out a chart's top level in columns (breadth-first depth from the initial state).
@@ -77,26 +77,33 @@ export function layoutChart(chart: VizChart): ChartLayout {
   for (const n of top) if (!depth.has(n.path)) depth.set(n.path, deepest + 1);
 
   const boxes: ChartBox[] = [];
-  const columnY = new Map<number, number>();
-  let height = 0;
   const place = (n: VizChartNode, x: number, y: number, w: number): number => {
     const compound = n.children.length > 0;
-    const h = compound ? 24 + n.children.length * CHILD_STEP + 4 : ATOMIC_H;
+    const h = heightOf(n);
     boxes.push({ path: n.path, key: n.key, x, y, w, h, compound, invokes: n.invokes });
     n.children.forEach((c, i) => {
-      place(c, x + 10, y + 24 + i * CHILD_STEP, w - 20);
+      place(c, x + 10, y + 26 + i * CHILD_STEP, w - 20);
     });
     return h;
   };
+  // Columns are centred on the tallest one, so transitions fan out evenly.
+  const columns = new Map<number, VizChartNode[]>();
   for (const n of top) {
     const col = depth.get(n.path) ?? 0;
-    const y = columnY.get(col) ?? PAD;
-    const w = n.children.length > 0 ? ATOMIC_W + 24 : ATOMIC_W;
-    const h = place(n, PAD + col * COLUMN, y, w);
-    columnY.set(col, y + h + GAP);
-    height = Math.max(height, y + h + PAD);
+    columns.set(col, [...(columns.get(col) ?? []), n]);
   }
-  const width = PAD * 2 + (Math.max(0, ...depth.values()) + 1) * COLUMN;
+  const columnHeight = (nodes: readonly VizChartNode[]) =>
+    nodes.reduce((sum, n) => sum + heightOf(n), 0) + GAP * Math.max(0, nodes.length - 1);
+  const tallest = Math.max(0, ...[...columns.values()].map(columnHeight));
+  for (const [col, nodes] of columns) {
+    let y = PAD + (tallest - columnHeight(nodes)) / 2;
+    for (const n of nodes) {
+      const w = n.children.length > 0 ? ATOMIC_W + 24 : ATOMIC_W;
+      y += place(n, PAD + col * COLUMN, y, w) + GAP;
+    }
+  }
+  const height = tallest + PAD * 2;
+  const width = PAD * 2 + Math.max(0, ...depth.values()) * COLUMN + ATOMIC_W + 24;
 
   const byPath = new Map(boxes.map((b) => [b.path, b]));
   const pairs = new Map<string, { source: string; target: string; events: string[] }>();
@@ -114,7 +121,11 @@ export function layoutChart(chart: VizChart): ChartLayout {
     if (!a || !b) continue;
     arrows.push({ ...p, ...curve(a, b) });
   }
-  return { width, height: Math.max(height, 60), boxes, arrows };
+  return { width, height, boxes, arrows };
+}
+
+function heightOf(n: VizChartNode): number {
+  return n.children.length > 0 ? 30 + n.children.length * CHILD_STEP : ATOMIC_H;
 }
 
 function centre(b: ChartBox): [number, number] {
@@ -140,8 +151,10 @@ function curve(a: ChartBox, b: ChartBox): { d: string; labelX: number; labelY: n
   const [nx, ny] = [-dy / len, dx / len];
   const [sx, sy] = border(a, dx, dy);
   const [ex, ey] = border(b, -dx, -dy);
-  const cx = (sx + ex) / 2 + nx * BEND;
-  const cy = (sy + ey) / 2 + ny * BEND;
+  // Backward transitions bow wider, so they pass around the boxes between.
+  const bend = dx < 0 ? BEND + len * 0.22 : BEND;
+  const cx = (sx + ex) / 2 + nx * bend;
+  const cy = (sy + ey) / 2 + ny * bend;
   const r = (v: number) => Math.round(v * 10) / 10;
   return {
     d: `M${r(sx)},${r(sy)} Q${r(cx)},${r(cy)} ${r(ex)},${r(ey)}`,

@@ -57,7 +57,7 @@ function testid(id: string): HTMLElement {
 
 function clockText(t: number | null): string {
   if (t === null || !Number.isFinite(t)) return '—';
-  return new Date(t).toISOString().replace('T', ' ').slice(0, 23);
+  return `${new Date(t).toISOString().replace('T', ' ').slice(0, 23)}Z`;
 }
 
 function seconds(ms: number): string {
@@ -305,8 +305,8 @@ function renderChart(state: VizState): void {
     for (let i = 1; i <= parts.length; i++) active.add(parts.slice(0, i).join('.'));
   }
   const svg = s('svg', {
-    width: layout.width,
-    height: layout.height,
+    class: 'chart',
+    width: '100%',
     viewBox: `0 0 ${layout.width} ${layout.height}`,
     'data-agent': agent?.name ?? '',
   });
@@ -325,10 +325,27 @@ function renderChart(state: VizState): void {
           markerHeight: 7,
           orient: 'auto',
         },
-        s('path', { d: 'M0,0 L10,5 L0,10 z', fill: '#56616e' }),
+        s('path', { d: 'M0,0 L10,5 L0,10 z', class: 'arrow-head' }),
       ),
     ),
   );
+  // Transitions first, states on top; the transitions out of the active state are lit and labelled.
+  const leaf = agent ? (agent.path ?? agent.state) : '';
+  const lit = (source: string) => agent !== undefined && (source === leaf || leaf.startsWith(`${source}.`));
+  for (const a of layout.arrows) {
+    const on = lit(a.source);
+    const first = a.events[0] ?? '';
+    const label = (first.split(' [')[0] ?? first) + (a.events.length > 1 ? ` +${a.events.length - 1}` : '');
+    svg.append(
+      s(
+        'g',
+        { class: `transition${on ? ' lit' : ''}`, 'data-testid': `chart-edge-${a.source}-${a.target}` },
+        s('title', {}, `${a.source} → ${a.target}\n${a.events.join('\n')}`),
+        s('path', { class: 'edge', d: a.d, 'marker-end': 'url(#arrow)' }),
+        on ? s('text', { class: 'edge-label', x: a.labelX, y: a.labelY }, label) : null,
+      ),
+    );
+  }
   for (const b of layout.boxes) {
     const top = b.path.split('.')[0]!;
     svg.append(
@@ -340,24 +357,10 @@ function renderChart(state: VizState): void {
           'data-active': active.has(b.path) ? 'true' : 'false',
         },
         s('rect', { x: b.x, y: b.y, width: b.w, height: b.h, rx: 5 }),
-        s(
-          'text',
-          { x: b.x + 8, y: b.y + (b.compound ? 16 : b.h / 2 + 4) },
-          b.key + (b.invokes.length ? ` ⟲${b.invokes.join(',')}` : ''),
-        ),
-      ),
-    );
-  }
-  for (const a of layout.arrows) {
-    const first = a.events[0] ?? '';
-    const label = (first.split(' [')[0] ?? first) + (a.events.length > 1 ? ` +${a.events.length - 1}` : '');
-    svg.append(
-      s(
-        'g',
-        { 'data-testid': `chart-edge-${a.source}-${a.target}` },
-        s('title', {}, `${a.source} → ${a.target}\n${a.events.join('\n')}`),
-        s('path', { class: 'edge', d: a.d, 'marker-end': 'url(#arrow)' }),
-        s('text', { class: 'edge-label', x: a.labelX, y: a.labelY }, label),
+        s('text', { x: b.x + 8, y: b.y + (b.compound ? 17 : 15) }, b.key),
+        b.invokes.length > 0 && !b.compound
+          ? s('text', { class: 'invoke', x: b.x + 8, y: b.y + 28 }, `invokes ${b.invokes.join(', ')}`)
+          : null,
       ),
     );
   }
@@ -440,7 +443,7 @@ function renderRecent(state: VizState): void {
     ...[...state.recent]
       .reverse()
       .slice(0, 25)
-      .map((l) => h('li', {}, `${clockText(l.at).slice(11)}  ${l.text}`)),
+      .map((l) => h('li', {}, `${clockText(l.at).slice(11, 23)}  ${l.text}`)),
   );
 }
 

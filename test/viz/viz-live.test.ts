@@ -1,0 +1,109 @@
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { createLiveSource, type LiveSource } from '../../src/viz/live-source.ts';
+import { startVizServer, type VizServer } from '../../src/viz/viz-server.ts';
+import { BROWSER_TESTS, launchChromium, screenshotPath, textOf, waitForText, watchPage } from './browser.ts';
+import { breakerScenario, SONNET_KEY } from './viz-scenario.ts';
+
+let emulator: Emulator;
+let clock: ManualClock;
+let browser: Browser | undefined;
+let live: LiveSource | undefined;
+let viz: VizServer | undefined;
+
+describe.skipIf(!BROWSER_TESTS)('live visualizer in Chromium (supervisor + emulator over real HTTP)', () => {
+  beforeAll(async () => {
+    clock = createManualClock(Date.parse('2026-08-17T07:32:00+09:00'));
+    emulator = await startEmulator({ profile: { seed: 21 }, clock });
+    browser = await launchChromium();
+  });
+  afterAll(async () => {
+    await browser?.close();
+    live?.close();
+    await viz?.close();
+    await emulator?.close();
+  });
+
+  it('shows analyst cooling while sonnet is OPEN, then idle with sonnet CLOSED; nothing leaves 127.0.0.1', async () => {
+    const scenario = breakerScenario(emulator, clock);
+    live = createLiveSource(scenario.supervisor, { clock, sampleIntervalMs: 100 });
+    viz = await startVizServer({ live, port: 0 });
+    expect(viz.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    const page = await browser!.newPage({ viewport: { width: 1400, height: 1100 } });
+    const watched = watchPage(page);
+    await page.goto(viz.url);
+    await page.waitForSelector('[data-testid="connection"][data-connected="true"]');
+    await waitForText(page, 'mode', 'live');
+    await waitForText(page, 'agent-analyst-state', 'idle');
+    await waitForText(page, 'endpoint-sonnet-breaker', 'CLOSED');
+
+    // sonnet answers 429 (Retry-After 30 s): its breaker opens, analyst cools without a token.
+    await scenario.storm();
+    await waitForText(page, 'agent-analyst-state', 'cooling');
+    await waitForText(page, 'endpoint-sonnet-breaker', 'OPEN');
+    expect(await textOf(page, 'agent-analyst-state')).toBe('cooling');
+    expect(await textOf(page, 'endpoint-sonnet-breaker')).toBe('OPEN');
+    expect(await textOf(page, 'endpoint-flash-breaker')).toBe('CLOSED');
+    expect(await textOf(page, 'agent-ops-state')).toBe('idle');
+    expect(await textOf(page, 'agent-analyst-endpoint')).toBe('sonnet');
+    // Simulated time has not moved: the countdowns read the full 30 s.
+    expect(await textOf(page, 'endpoint-sonnet-open-until')).toBe('half-open in 30.0 s');
+    expect(await textOf(page, 'endpoint-sonnet-cooldown')).toBe('30.0 s');
+    expect(await textOf(page, 'agent-analyst-countdown')).toBe(' 30.0 s');
+    expect(await textOf(page, 'tokens-held')).toBe('0');
+    expect(await textOf(page, 'tokens-limit')).toBe('2');
+    expect(await page.locator('[data-testid="marker-analyst"][data-status="429"]').count()).toBe(1);
+    expect(await page.locator('[data-testid="marker-ops"]').count()).toBe(0);
+
+    // The statechart is drawn from the real machine, the selected agent's state lit.
+    await page.click('[data-testid="agent-analyst"]');
+    await page.waitForSelector('[data-testid="chart-state-cooling"][data-active="true"]');
+    expect(await page.locator('[data-testid="chart-state-calling"]').getAttribute('data-active')).toBe(
+      'false',
+    );
+    expect(await page.locator('[data-testid^="chart-state-degraded."]').count()).toBe(3);
+    expect(await page.locator('[data-testid="chart-edge-idle-queued"]').count()).toBe(1);
+    await page.waitForSelector('[data-testid="agent-snapshot"]');
+    expect(await textOf(page, 'agent-snapshot')).toContain('"cooling"');
+    await page.screenshot({ path: screenshotPath('viz-live.png'), fullPage: true });
+
+    // The fault goes away; simulated time runs past the cooldown: probes close the breaker, analyst answers.
+    const { analyst } = await scenario.recover();
+    expect(analyst.outcome).toBe('answered');
+    await waitForText(page, 'agent-analyst-state', 'idle');
+    await waitForText(page, 'endpoint-sonnet-breaker', 'CLOSED');
+    expect(await textOf(page, 'agent-analyst-state')).toBe('idle');
+    expect(await textOf(page, 'endpoint-sonnet-breaker')).toBe('CLOSED');
+    expect(await textOf(page, 'endpoint-sonnet-cooldown')).toBe('—');
+    // Bucket levels come from the runtime's health: sonnet's were corrected from the emulator's headers.
+    expect(await textOf(page, 'endpoint-sonnet-rpm')).toMatch(/^\d+ \/ \d+$/);
+    await page.waitForSelector('[data-testid="chart-state-idle"][data-active="true"]');
+    // Clicking an agent lists its turns: prompt, answer, endpoint, not degraded.
+    await page.waitForSelector('[data-testid="turn-row"]');
+    const row = page.locator('[data-testid="turn-row"]').first();
+    expect(await row.getAttribute('data-degraded')).toBe('false');
+    expect(await row.locator('[data-testid="turn-prompt"]').textContent()).toBe(
+      'What moved rates overnight?',
+    );
+    expect(await row.locator('[data-testid="turn-endpoint"]').textContent()).toBe('sonnet');
+    expect(await row.locator('[data-testid="turn-answer"]').textContent()).toBe(
+      analyst.answer.text.slice(0, 600),
+    );
+    const segments = await page
+      .locator('[data-testid="timeline-analyst"] rect[data-state]')
+      .evaluateAll((els) => els.map((e) => e.getAttribute('data-state')));
+    expect(segments).toContain('cooling');
+    expect(segments.at(-1)).toBe('idle');
+    await page.screenshot({ path: screenshotPath('viz-live-recovered.png'), fullPage: true });
+
+    const html = await page.content();
+    expect(html).not.toContain(SONNET_KEY);
+    expect(watched.errors).toEqual([]);
+    expect(watched.requests.length).toBeGreaterThan(3);
+    for (const url of watched.requests) expect(url.startsWith(`${viz.url}/`)).toBe(true);
+    await page.close();
+    await scenario.supervisor.stop();
+  });
+});
