@@ -1,0 +1,594 @@
+import { randomUUID } from 'node:crypto';
+import type { Logger } from 'pino';
+import { type Clock, systemClock } from '../clock/clock.ts';
+import { createAnthropicEngine } from '../engines/anthropic-engine.ts';
+import {
+  describeEndpoint,
+  type EndpointConfig,
+  keyFingerprint,
+  type ParsedEndpointConfig,
+  parseEndpointConfig,
+} from '../engines/endpoint-config.ts';
+import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
+import { createGeminiEngine } from '../engines/gemini-engine.ts';
+import { createOpenAIEngine } from '../engines/openai-engine.ts';
+import { ConfigError } from '../errors/config-error.ts';
+import { EngineFaultError, type Fault, isEngineFaultError } from '../faults/fault.ts';
+import { maskSecret, registerSecret, scrubSecrets } from '../redact/secret-scrubber.ts';
+import { ByokRejectedError, ByokVaultClosedError } from './byok-errors.ts';
+import type {
+  ByokExpiryReason,
+  ByokListener,
+  ByokReceipt,
+  ByokTemplate,
+  ProviderName,
+} from './byok-types.ts';
+import { KeySealer, type SealedKey } from './sealed-key.ts';
+
+/** Default idle TTL of an injected key: 2 hours without use. */
+export const DEFAULT_BYOK_IDLE_TTL_MS = 2 * 60 * 60 * 1000;
+
+const SOURCE = 'byok';
+const NAME_PATTERN = /^[a-z][a-z0-9._-]{0,31}$/;
+const MIN_KEY_LENGTH = 8;
+const MAX_KEY_LENGTH = 1024;
+
+/** Options of {@link createKeyVault}. */
+export interface KeyVaultOptions {
+  /** Time source of the idle TTL and of every call's deadlines. Default: `systemClock`. */
+  readonly clock?: Clock;
+  /** A key expires after this many ms without use (sliding). Default: 2 h ({@link DEFAULT_BYOK_IDLE_TTL_MS}). */
+  readonly idleTtlMs?: number;
+  /** How a key for each provider name becomes an endpoint. Names are case-insensitive. Required, at least one. */
+  readonly templates: Readonly<Record<ProviderName, ByokTemplate>>;
+  /** Check every injected key with a tiny probe call (max 1 output token) before accepting it. Default: true. */
+  readonly validate?: boolean;
+  /** Where the vault logs injections, refusals and expiries (masked keys, fingerprints only). Default: none. */
+  readonly logger?: Logger;
+}
+
+/** Options of {@link KeyVault.inject}. */
+export interface InjectOptions {
+  /** Cancels the check call; the key is then discarded. Default: none. */
+  readonly signal?: AbortSignal;
+  /** Idle TTL of this key, in ms. Default: the vault's `idleTtlMs`. */
+  readonly ttlMs?: number;
+}
+
+/**
+ * Session-bound user keys (`/byok PROVIDER KEY`), kept AES-256-GCM-encrypted in memory and served as
+ * engines. See {@link createKeyVault}.
+ */
+export interface KeyVault {
+  /**
+   * Checks `key` with one tiny probe call through a real engine and, when it answers, keeps it
+   * (encrypted) for `sessionId`. A refused key rejects with `ByokRejectedError` and is discarded; an
+   * unknown provider name throws `ConfigError` listing the known ones. A second key for the same
+   * session and provider replaces the first once it passed its check.
+   */
+  inject(
+    sessionId: string,
+    providerName: ProviderName,
+    key: string,
+    options?: InjectOptions,
+  ): Promise<ByokReceipt>;
+  /**
+   * The engine of a live BYOK endpoint, or undefined. Each `call()` decrypts the key for that call
+   * only and slides the idle TTL; once the key is gone it rejects with an `EngineFaultError` of kind
+   * `auth` (code `byok_expired`) and sends nothing upstream.
+   */
+  engineFor(endpointId: string): Engine | undefined;
+  /** Live endpoint ids of one session, oldest first. Only that session's agents may use them. */
+  endpointsFor(sessionId: string): string[];
+  /** The loggable identity (key fingerprint, never the key) of a live endpoint, or undefined. */
+  describe(endpointId: string): EndpointDescriptor | undefined;
+  /** The key-less endpoint config of a live endpoint (for the engine pool's breaker and buckets), or undefined. */
+  endpointConfig(endpointId: string): ParsedEndpointConfig | undefined;
+  /** Receipts of the live keys (of one session, or all), masked. */
+  list(sessionId?: string): ByokReceipt[];
+  /** Removes a session's key for one provider, or all its keys; returns the receipts removed. */
+  revoke(sessionId: string, providerName?: ProviderName): ByokReceipt[];
+  /** Removes every key of a session (it ended); returns the receipts removed. */
+  endSession(sessionId: string): ByokReceipt[];
+  /** Provider names the vault accepts, sorted. */
+  providers(): string[];
+  /** Subscribes to injections and expiries. Returns the unsubscribe function. */
+  subscribe(listener: ByokListener): () => void;
+  /** Wipes every key and the vault's own encryption key. Later injections throw `ByokVaultClosedError`. */
+  close(): void;
+}
+
+interface Template {
+  readonly name: string;
+  /** The endpoint config without id and key. */
+  readonly endpoint: Omit<ParsedEndpointConfig, 'id' | 'apiKey' | 'apiKeyEnv'>;
+}
+
+interface Entry {
+  readonly sessionId: string;
+  readonly template: Template;
+  readonly endpointId: string;
+  readonly descriptor: EndpointDescriptor;
+  readonly masked: string;
+  readonly ttlMs: number;
+  readonly sealed: SealedKey;
+  /** Forgets the key in the secret scrubber; dropped once called, so a wiped entry holds no plaintext. */
+  forget: (() => void) | undefined;
+  readonly engine: Engine;
+  state: 'checking' | 'live' | 'gone';
+  goneReason?: ByokExpiryReason;
+  lastUsedAt: number;
+  timer: unknown;
+}
+
+/**
+ * The provider engine of one call. Not `createEngine`: that registers the key with the scrubber for
+ * good, and a BYOK key must be forgotten when it expires.
+ */
+function buildEngine(config: ParsedEndpointConfig, endpoint: EndpointDescriptor, clock: Clock): Engine {
+  switch (config.provider) {
+    case 'anthropic':
+      return createAnthropicEngine(config, endpoint, clock);
+    case 'gemini':
+      return createGeminiEngine(config, endpoint, clock);
+    case 'openai':
+    case 'openai-compatible':
+      return createOpenAIEngine(config, endpoint, clock);
+  }
+}
+
+function formatDuration(ms: number): string {
+  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
+  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
+  if (ms % 1_000 === 0) return `${ms / 1_000} s`;
+  return `${ms} ms`;
+}
+
+function expiryText(entry: Entry): string {
+  switch (entry.goneReason) {
+    case 'idle':
+      return `after ${formatDuration(entry.ttlMs)} without use`;
+    case 'revoked':
+      return 'because it was revoked';
+    case 'session-ended':
+      return 'because its session ended';
+    case 'replaced':
+      return 'because the session injected another key for this provider';
+    default:
+      return 'because the key vault was closed';
+  }
+}
+
+function positiveMs(value: unknown, path: string): number {
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
+    throw new ConfigError({ source: SOURCE, path, message: 'must be a positive number of milliseconds' });
+  }
+  return value;
+}
+
+function parseTemplates(
+  input: Readonly<Record<ProviderName, ByokTemplate>> | undefined,
+): Map<string, Template> {
+  const source = 'createKeyVault';
+  if (!input || typeof input !== 'object' || Object.keys(input).length === 0) {
+    throw new ConfigError({
+      source,
+      path: 'templates',
+      message:
+        'give at least one provider template, e.g. { openai: { provider: "openai", model: "gpt-4o-mini" } }',
+    });
+  }
+  const out = new Map<string, Template>();
+  for (const [rawName, template] of Object.entries(input)) {
+    const name = rawName.trim().toLowerCase();
+    const path = `templates.${rawName}`;
+    if (!NAME_PATTERN.test(name)) {
+      throw new ConfigError({
+        source,
+        path,
+        message:
+          'is not a usable provider name; use a letter, then letters, digits, ".", "_" or "-" (max 32)',
+      });
+    }
+    if (out.has(name)) {
+      throw new ConfigError({
+        source,
+        path,
+        message: `names provider "${name}" twice (names are case-insensitive)`,
+      });
+    }
+    if (!template || typeof template !== 'object') {
+      throw new ConfigError({ source, path, message: 'must be an object with at least provider and model' });
+    }
+    const { chainPosition, ...fields } = template as ByokTemplate & Record<string, unknown>;
+    if ('apiKey' in fields || 'apiKeyEnv' in fields) {
+      throw new ConfigError({
+        source,
+        path: `${path}.${'apiKey' in fields ? 'apiKey' : 'apiKeyEnv'}`,
+        message: 'a BYOK template carries no key (the user brings it with /byok); remove it',
+      });
+    }
+    if (chainPosition !== undefined && chainPosition !== 'before-degraded') {
+      throw new ConfigError({ source, path: `${path}.chainPosition`, message: 'must be "before-degraded"' });
+    }
+    // Validated as a real endpoint (with a stand-in key) so a bad template fails now, not at the user's /byok.
+    const {
+      id: _id,
+      apiKey: _key,
+      ...endpoint
+    } = parseEndpointConfig(
+      { id: `byok-template-${name}`, ...fields, apiKey: 'template-check' },
+      `${source} ${path}`,
+    );
+    out.set(name, { name, endpoint: Object.freeze(endpoint) });
+  }
+  return out;
+}
+
+/**
+ * Creates the runtime BYOK key vault: when the platform's credit is gone, a user types
+ * `/byok PROVIDER KEY` and that session's agents carry on with their own key.
+ *
+ * - A key is checked with one tiny probe call (max 1 output token) through a real engine before it
+ *   is accepted; a refused key is discarded and reported as a `ByokRejectedError`.
+ * - It is kept only as AES-256-GCM ciphertext + IV + tag under an ephemeral key made here; it is
+ *   decrypted for one call at a time (that call's SDK client is built from it, then both are dropped),
+ *   and never written to disk, a database, a snapshot, an event or a log line. While it lives it is
+ *   registered with the secret scrubber, so any echo of it is masked.
+ * - It is bound to one session: only `endpointsFor(thatSession)` lists it.
+ * - It expires after `idleTtlMs` without use (sliding, on the injected clock), at session end, or on
+ *   revoke; its buffers are then zero-filled and listeners get `onExpired`.
+ *
+ * @example
+ * ```ts
+ * const vault = createKeyVault({
+ *   templates: {
+ *     anthropic: { provider: 'anthropic', model: 'claude-sonnet-4-5' },
+ *     openai: { provider: 'openai', model: 'gpt-4o-mini' },
+ *   },
+ * });
+ * vault.subscribe({ onExpired: (r) => pool.removeEndpoint(r.endpointId) });
+ * const receipt = await vault.inject('tty-1', 'OpenAI', 'sk-proj-…');
+ * const result = await vault.engineFor(receipt.endpointId)!.call({
+ *   messages: [{ role: 'user', content: 'Status?' }], maxTokens: 256, idempotencyKey: 'run-1/r2/kai',
+ * });
+ * ```
+ */
+export function createKeyVault(options: KeyVaultOptions): KeyVault {
+  const clock = options.clock ?? systemClock;
+  const idleTtlMs = positiveMs(options.idleTtlMs ?? DEFAULT_BYOK_IDLE_TTL_MS, 'idleTtlMs');
+  const templates = parseTemplates(options.templates);
+  const validate = options.validate ?? true;
+  const logger = options.logger?.child({ component: 'byok' });
+  const sealer = new KeySealer();
+  const live = new Map<string, Entry>();
+  const checking = new Set<Entry>();
+  const listeners = new Set<ByokListener>();
+  let closed = false;
+
+  const knownNames = () => [...templates.keys()].sort();
+
+  const unknownProvider = (providerName: unknown): ConfigError => {
+    const raw = typeof providerName === 'string' ? providerName.trim().toLowerCase() : '';
+    // Never echo something that could be a key typed in the wrong place.
+    const shown = NAME_PATTERN.test(raw) && scrubSecrets(raw) === raw ? `"${raw}"` : 'that provider name';
+    return new ConfigError({
+      source: SOURCE,
+      path: 'provider',
+      message: `${shown} is not a BYOK provider; use one of ${knownNames().join(', ')}`,
+    });
+  };
+
+  const templateOf = (providerName: unknown): Template => {
+    const name = typeof providerName === 'string' ? providerName.trim().toLowerCase() : '';
+    const template = templates.get(name);
+    if (!template) throw unknownProvider(providerName);
+    return template;
+  };
+
+  const expiresAt = (entry: Entry) => entry.lastUsedAt + entry.ttlMs;
+
+  const receiptOf = (entry: Entry): ByokReceipt =>
+    Object.freeze({
+      sessionId: entry.sessionId,
+      provider: entry.template.name,
+      masked: entry.masked,
+      endpointId: entry.endpointId,
+      expiresAt: expiresAt(entry),
+    });
+
+  const logFields = (entry: Entry) => ({
+    sessionId: entry.sessionId,
+    provider: entry.template.name,
+    endpointId: entry.endpointId,
+    keyFingerprint: entry.descriptor.keyFingerprint,
+    masked: entry.masked,
+  });
+
+  const emit = (fn: (l: ByokListener) => void): void => {
+    for (const listener of [...listeners]) {
+      try {
+        fn(listener);
+      } catch (err) {
+        logger?.error({ err }, 'byok listener failed');
+      }
+    }
+  };
+
+  /** Wipes an entry. Idempotent; tells listeners only about keys that had been live. */
+  const end = (entry: Entry, reason: ByokExpiryReason): void => {
+    if (entry.state === 'gone') return;
+    const wasLive = entry.state === 'live';
+    entry.state = 'gone';
+    entry.goneReason = reason;
+    if (entry.timer !== undefined) clock.clearTimeout(entry.timer);
+    entry.timer = undefined;
+    sealer.wipe(entry.sealed);
+    entry.forget?.();
+    entry.forget = undefined;
+    checking.delete(entry);
+    if (live.get(entry.endpointId) === entry) live.delete(entry.endpointId);
+    if (!wasLive) return;
+    const receipt = receiptOf(entry);
+    logger?.info({ ...logFields(entry), reason }, 'byok key expired');
+    emit((l) => l.onExpired?.(receipt, reason));
+  };
+
+  // One timer per key, re-armed for the remainder when the key was used meanwhile: a call then costs
+  // one clock read instead of a clear + set.
+  const arm = (entry: Entry): void => {
+    const onTimer = () => {
+      entry.timer = undefined;
+      if (entry.state !== 'live') return;
+      const left = expiresAt(entry) - clock.now();
+      if (left > 0) entry.timer = clock.setTimeout(onTimer, left);
+      else end(entry, 'idle');
+    };
+    entry.timer = clock.setTimeout(onTimer, Math.max(0, expiresAt(entry) - clock.now()));
+  };
+
+  /** Expires keys whose deadline passed even if their timer has not fired yet (a late host timer). */
+  const sweep = (): void => {
+    const now = clock.now();
+    for (const entry of [...live.values()]) if (now >= expiresAt(entry)) end(entry, 'idle');
+  };
+
+  const liveEntry = (endpointId: string): Entry | undefined => {
+    const entry = live.get(endpointId);
+    if (!entry) return undefined;
+    if (clock.now() >= expiresAt(entry)) {
+      end(entry, 'idle');
+      return undefined;
+    }
+    return entry;
+  };
+
+  /** One upstream call with the key decrypted for its duration only. */
+  const sendThrough = (entry: Entry, request: EngineRequest): Promise<EngineResult> => {
+    const engine = sealer.open(entry.sealed, entry.endpointId, (key) =>
+      buildEngine({ id: entry.endpointId, ...entry.template.endpoint, apiKey: key }, entry.descriptor, clock),
+    );
+    return engine.call(request);
+  };
+
+  const expiredFault = (entry: Entry): EngineFaultError =>
+    new EngineFaultError({
+      kind: 'auth',
+      provider: entry.template.endpoint.provider,
+      code: 'byok_expired',
+      message: `BYOK ${entry.template.name} key ${entry.masked} expired ${expiryText(entry)}; nothing was sent. Inject it again with /byok ${entry.template.name} KEY`,
+      endpointId: entry.endpointId,
+    });
+
+  const callLive = async (entry: Entry, request: EngineRequest): Promise<EngineResult> => {
+    if (entry.state === 'live' && clock.now() >= expiresAt(entry)) end(entry, 'idle');
+    if (entry.state !== 'live') throw expiredFault(entry);
+    entry.lastUsedAt = clock.now();
+    try {
+      return await sendThrough(entry, request);
+    } finally {
+      // A long call counts as activity until it ends; a key that went away meanwhile stays gone.
+      if (entry.state === 'live') entry.lastUsedAt = Math.max(entry.lastUsedAt, clock.now());
+    }
+  };
+
+  const faultOf = (err: unknown, entry: Entry): Fault => {
+    if (isEngineFaultError(err)) return err.fault;
+    return {
+      kind: 'bad_request',
+      provider: entry.template.endpoint.provider,
+      message: scrubSecrets(err instanceof Error ? err.message : String(err)),
+      endpointId: entry.endpointId,
+    };
+  };
+
+  const checkKey = (key: unknown, sessionId: string): string => {
+    if (typeof key !== 'string') {
+      throw new ConfigError({ source: SOURCE, path: 'key', message: 'must be the API key as a string' });
+    }
+    const trimmed = key.trim();
+    if (trimmed.length === 0) throw new ConfigError({ source: SOURCE, path: 'key', message: 'is empty' });
+    // The key itself never appears in these messages: only its length or what is wrong with it.
+    if (/[\s\p{Cc}]/u.test(trimmed)) {
+      throw new ConfigError({
+        source: SOURCE,
+        path: 'key',
+        message: 'contains spaces or control characters; paste the key alone (it was not stored)',
+      });
+    }
+    if (trimmed.length < MIN_KEY_LENGTH || trimmed.length > MAX_KEY_LENGTH) {
+      throw new ConfigError({
+        source: SOURCE,
+        path: 'key',
+        message: `is ${trimmed.length} characters long, which is not an API key; paste the whole key (it was not stored)`,
+      });
+    }
+    if (sessionId.includes(trimmed)) {
+      throw new ConfigError({ source: SOURCE, path: 'sessionId', message: 'must not contain the key' });
+    }
+    return trimmed;
+  };
+
+  const checkSessionId = (sessionId: unknown): string => {
+    if (typeof sessionId !== 'string' || sessionId.length === 0) {
+      throw new ConfigError({ source: SOURCE, path: 'sessionId', message: 'must be a non-empty string' });
+    }
+    return sessionId;
+  };
+
+  const ofSession = (sessionId: string, name?: string): Entry[] => [
+    ...[...live.values()].filter(
+      (e) => e.sessionId === sessionId && (name === undefined || e.template.name === name),
+    ),
+    ...[...checking].filter(
+      (e) => e.sessionId === sessionId && (name === undefined || e.template.name === name),
+    ),
+  ];
+
+  const removeAll = (entries: Entry[], reason: ByokExpiryReason): ByokReceipt[] => {
+    const out: ByokReceipt[] = [];
+    for (const entry of entries) {
+      if (entry.state === 'live') out.push(receiptOf(entry));
+      end(entry, reason);
+    }
+    return out;
+  };
+
+  return Object.freeze({
+    async inject(sessionIdIn, providerName, keyIn, injectOptions: InjectOptions = {}) {
+      if (closed) throw new ByokVaultClosedError();
+      const sessionId = checkSessionId(sessionIdIn);
+      const template = templateOf(providerName);
+      const ttlMs = positiveMs(injectOptions.ttlMs ?? idleTtlMs, 'ttlMs');
+      const key = checkKey(keyIn, sessionId);
+      const endpointId = `byok:${sessionId}:${template.name}:${keyFingerprint(key)}`;
+      const sealed = sealer.seal(key, endpointId);
+      // Registered while the key lives, so an echo of it in any provider message or log is masked.
+      const forget = registerSecret(key);
+      const descriptor = describeEndpoint({
+        id: endpointId,
+        ...template.endpoint,
+        apiKey: key,
+      } as EndpointConfig);
+      const entry: Entry = {
+        sessionId,
+        template,
+        endpointId,
+        descriptor,
+        masked: maskSecret(key),
+        ttlMs,
+        sealed,
+        forget,
+        engine: Object.freeze({ endpoint: descriptor, call: (r: EngineRequest) => callLive(entry, r) }),
+        state: 'checking',
+        lastUsedAt: clock.now(),
+        timer: undefined,
+      };
+      checking.add(entry);
+
+      const refuse = (fault: Fault): never => {
+        const err = new ByokRejectedError({ provider: template.name, masked: entry.masked, fault });
+        end(entry, 'revoked');
+        logger?.warn(
+          { ...logFields(entry), faultKind: fault.kind, status: fault.status },
+          'byok key refused',
+        );
+        throw err;
+      };
+
+      if (validate) {
+        try {
+          await sendThrough(entry, {
+            messages: [{ role: 'user', content: 'ping' }],
+            maxTokens: 1,
+            idempotencyKey: `byok-check:${endpointId}:${randomUUID()}`,
+            ...(injectOptions.signal ? { signal: injectOptions.signal } : {}),
+          });
+        } catch (err) {
+          if (entry.state === 'gone') {
+            refuse({
+              kind: 'cancelled',
+              provider: template.endpoint.provider,
+              message: 'the key was removed while it was being checked',
+              endpointId,
+            });
+          }
+          refuse(faultOf(err, entry));
+        }
+      }
+      if (closed) {
+        end(entry, 'closed');
+        throw new ByokVaultClosedError();
+      }
+      if (entry.state === 'gone') {
+        refuse({
+          kind: 'cancelled',
+          provider: template.endpoint.provider,
+          message: 'the key was removed while it was being checked',
+          endpointId,
+        });
+      }
+      for (const other of ofSession(sessionId, template.name)) if (other !== entry) end(other, 'replaced');
+      checking.delete(entry);
+      entry.state = 'live';
+      entry.lastUsedAt = clock.now();
+      live.set(endpointId, entry);
+      arm(entry);
+      const receipt = receiptOf(entry);
+      logger?.info({ ...logFields(entry), expiresAt: receipt.expiresAt }, 'byok key injected');
+      emit((l) => l.onInjected?.(receipt));
+      return receipt;
+    },
+
+    engineFor(endpointId) {
+      return liveEntry(endpointId)?.engine;
+    },
+
+    endpointsFor(sessionId) {
+      sweep();
+      return [...live.values()].filter((e) => e.sessionId === sessionId).map((e) => e.endpointId);
+    },
+
+    describe(endpointId) {
+      return liveEntry(endpointId)?.descriptor;
+    },
+
+    endpointConfig(endpointId) {
+      const entry = liveEntry(endpointId);
+      return entry ? Object.freeze({ id: entry.endpointId, ...entry.template.endpoint }) : undefined;
+    },
+
+    list(sessionId) {
+      sweep();
+      return [...live.values()]
+        .filter((e) => sessionId === undefined || e.sessionId === sessionId)
+        .map((e) => receiptOf(e));
+    },
+
+    revoke(sessionId, providerName) {
+      const name = providerName === undefined ? undefined : templateOf(providerName).name;
+      return removeAll(ofSession(sessionId, name), 'revoked');
+    },
+
+    endSession(sessionId) {
+      return removeAll(ofSession(sessionId), 'session-ended');
+    },
+
+    providers: knownNames,
+
+    subscribe(listener) {
+      listeners.add(listener);
+      return () => {
+        listeners.delete(listener);
+      };
+    },
+
+    close() {
+      if (closed) return;
+      closed = true;
+      removeAll([...live.values(), ...checking], 'closed');
+      listeners.clear();
+      sealer.destroy();
+    },
+  } satisfies KeyVault);
+}
