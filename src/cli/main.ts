@@ -1,6 +1,8 @@
 import { type CommandRegistrar, runCli } from './cli-program.ts';
 import { registerEmulatorCommand } from './commands/emulator-command.ts';
 import { registerMigrateCommand } from './commands/migrate-command.ts';
+import { registerReportCommand } from './commands/report-command.ts';
+import { registerRunsCommand } from './commands/runs-command.ts';
 import { registerStartCommand } from './commands/start-command.ts';
 import { registerVizCommand } from './commands/viz-command.ts';
 
@@ -15,6 +17,8 @@ export const COMMANDS: readonly CommandRegistrar[] = Object.freeze([
   registerEmulatorCommand,
   registerMigrateCommand,
   registerVizCommand,
+  registerReportCommand,
+  registerRunsCommand,
 ]);
 
 process.exitCode = await runCli(process.argv, COMMANDS);
