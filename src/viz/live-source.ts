@@ -42,7 +42,7 @@ export interface VizAgentDetail {
 export interface VizLiveSource {
   /** The run the live runtime belongs to, when there is one (its turns are then read from the store). */
   readonly runId?: string;
-  /** The state now: the fold of every event seen so far (and of the samples). */
+  /** The state now: the fold of every event seen so far and of a sample of the runtime taken now. */
   snapshot(): VizState;
   /** Calls `listener` with every event folded after this moment. Returns the unsubscribe function. */
   subscribe(listener: (event: VizEvent) => void): () => void;
@@ -155,7 +155,11 @@ export function createLiveSource(supervisor: Supervisor, options: LiveSourceOpti
 
   return {
     ...(options.runId !== undefined ? { runId: options.runId } : {}),
-    snapshot: () => state,
+    snapshot() {
+      // Read the runtime now: agents spawned since the last event or sample are in it too.
+      if (!closed) fold(takeSample());
+      return state;
+    },
     subscribe(listener) {
       listeners.add(listener);
       return () => listeners.delete(listener);

@@ -82,6 +82,8 @@ interface View {
   selected: string | null;
   chart: VizChart | null;
   detailKey: string;
+  /** Replay: the run's first and last event times (the timeline spans the whole run). */
+  span: { start: number; end: number } | null;
 }
 
 const view: View = {
@@ -92,6 +94,7 @@ const view: View = {
   selected: null,
   chart: null,
   detailKey: '',
+  span: null,
 };
 
 let frame = 0;
@@ -376,13 +379,14 @@ function renderTimeline(state: VizState): void {
     box.replaceChildren(h('p', { class: 'muted' }, 'no state changes yet'));
     return;
   }
-  const start = Math.min(...starts);
-  const span = Math.max(1, end - start);
+  const start = view.span?.start ?? Math.min(...starts);
+  const last = view.span?.end ?? end;
+  const span = Math.max(1, last - start);
   const width = Math.max(600, box.clientWidth - 4);
   const left = 130;
   const lane = 22;
   const plot = width - left - 10;
-  const x = (t: number) => left + ((Math.min(Math.max(t, start), end) - start) / span) * plot;
+  const x = (t: number) => left + ((Math.min(Math.max(t, start), last) - start) / span) * plot;
   const svg = s('svg', { width, height: names.length * lane + 24 });
   names.forEach((name, i) => {
     const a = state.agents[name]!;
@@ -433,7 +437,18 @@ function renderTimeline(state: VizState): void {
   });
   const axisY = names.length * lane + 18;
   svg.append(s('text', { class: 'axis', x: left, y: axisY }, clockText(start)));
-  svg.append(s('text', { class: 'axis', x: width - 170, y: axisY }, clockText(end)));
+  svg.append(s('text', { class: 'axis', x: width - 170, y: axisY }, clockText(last)));
+  if (view.span)
+    svg.append(
+      s('line', {
+        class: 'cursor',
+        x1: x(end),
+        x2: x(end),
+        y1: 0,
+        y2: names.length * lane,
+        'data-testid': 'timeline-cursor',
+      }),
+    );
   box.replaceChildren(svg);
 }
 
@@ -490,6 +505,9 @@ async function renderDetail(state: VizState): Promise<void> {
     return;
   }
   if (view.selected !== name) return;
+  // In replay, a turn belongs to the instant once its round is committed in the log.
+  const committed = (t: VizTurn) =>
+    view.mode !== 'replay' || t.round === null || t.round <= view.state.run.committedRound;
   const table = h(
     'table',
     { class: 'turns', 'data-testid': 'agent-turns' },
@@ -499,8 +517,13 @@ async function renderDetail(state: VizState): Promise<void> {
     table.append(
       h(
         'tr',
-        { 'data-testid': 'turn-row', 'data-degraded': t.degraded ? 'true' : 'false' },
-        h('td', {}, t.round === null ? '—' : String(t.round)),
+        {
+          'data-testid': 'turn-row',
+          'data-degraded': t.degraded ? 'true' : 'false',
+          'data-committed': committed(t) ? 'true' : 'false',
+          class: committed(t) ? '' : 'later',
+        },
+        h('td', {}, t.round === null ? '—' : `${t.round}${committed(t) ? '' : ' (committed later)'}`),
         h('td', { 'data-testid': 'turn-prompt' }, text(t.prompt).slice(0, 400)),
         h('td', { 'data-testid': 'turn-answer' }, text(t.answer).slice(0, 600)),
         h('td', { 'data-testid': 'turn-endpoint' }, t.endpoint ?? '—'),
@@ -574,6 +597,7 @@ async function startReplay(runId: string): Promise<void> {
   const times = events.map((e) => Number(e.at)).filter(Number.isFinite);
   const first = times.length ? Math.min(...times) : 0;
   const last = times.length ? Math.max(...times) : 0;
+  view.span = { start: first, end: last };
   byId('replay-bar').hidden = false;
   const scrubber = byId('scrubber') as HTMLInputElement;
   scrubber.min = String(first);
