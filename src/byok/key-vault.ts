@@ -1,21 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock/clock.ts';
-import { createAnthropicEngine } from '../engines/anthropic-engine.ts';
 import {
   describeEndpoint,
   type EndpointConfig,
   keyFingerprint,
   type ParsedEndpointConfig,
-  parseEndpointConfig,
 } from '../engines/endpoint-config.ts';
 import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
-import { createGeminiEngine } from '../engines/gemini-engine.ts';
-import { createOpenAIEngine } from '../engines/openai-engine.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { EngineFaultError, type Fault, isEngineFaultError } from '../faults/fault.ts';
 import { maskSecret, registerSecret, scrubSecrets } from '../redact/secret-scrubber.ts';
 import { ByokRejectedError, ByokVaultClosedError } from './byok-errors.ts';
+import { checkByokKey, checkSessionId, positiveMs } from './byok-input.ts';
+import {
+  buildByokEngine,
+  PROVIDER_NAME_PATTERN,
+  parseByokTemplates,
+  type ResolvedByokTemplate,
+} from './byok-template.ts';
 import type {
   ByokExpiryReason,
   ByokListener,
@@ -25,15 +28,31 @@ import type {
 } from './byok-types.ts';
 import { KeySealer, type SealedKey } from './sealed-key.ts';
 
-/** Default idle TTL of an injected key: 2 hours without use. */
+/**
+ * Default idle TTL of an injected key: 2 hours without use.
+ *
+ * @example
+ * ```ts
+ * createKeyVault({ templates, idleTtlMs: DEFAULT_BYOK_IDLE_TTL_MS / 4 }); // 30 min
+ * ```
+ */
 export const DEFAULT_BYOK_IDLE_TTL_MS = 2 * 60 * 60 * 1000;
 
 const SOURCE = 'byok';
-const NAME_PATTERN = /^[a-z][a-z0-9._-]{0,31}$/;
-const MIN_KEY_LENGTH = 8;
-const MAX_KEY_LENGTH = 1024;
 
-/** Options of {@link createKeyVault}. */
+/**
+ * Options of {@link createKeyVault}.
+ *
+ * @example
+ * ```ts
+ * const options: KeyVaultOptions = {
+ *   clock: createManualClock(0),
+ *   idleTtlMs: 60_000,
+ *   templates: { openai: { provider: 'openai', model: 'gpt-4o-mini', baseURL: emulator.baseURL('openai') } },
+ *   logger: createLogger({ level: 'info' }),
+ * };
+ * ```
+ */
 export interface KeyVaultOptions {
   /** Time source of the idle TTL and of every call's deadlines. Default: `systemClock`. */
   readonly clock?: Clock;
@@ -47,7 +66,14 @@ export interface KeyVaultOptions {
   readonly logger?: Logger;
 }
 
-/** Options of {@link KeyVault.inject}. */
+/**
+ * Options of {@link KeyVault.inject}.
+ *
+ * @example
+ * ```ts
+ * await vault.inject('tty-1', 'openai', key, { signal: AbortSignal.timeout(10_000), ttlMs: 30 * 60_000 });
+ * ```
+ */
 export interface InjectOptions {
   /** Cancels the check call; the key is then discarded. Default: none. */
   readonly signal?: AbortSignal;
@@ -57,7 +83,15 @@ export interface InjectOptions {
 
 /**
  * Session-bound user keys (`/byok PROVIDER KEY`), kept AES-256-GCM-encrypted in memory and served as
- * engines. See {@link createKeyVault}.
+ * engines. See {@link createKeyVault}. A call already in flight when its key expires finishes (its
+ * client was built before); everything after is refused without touching the network.
+ *
+ * @example
+ * ```ts
+ * const ids = vault.endpointsFor(agentSession);       // only this session's keys
+ * const engine = ids[0] ? vault.engineFor(ids[0]) : undefined;
+ * vault.endSession(agentSession);                     // wipes them; listeners get onExpired
+ * ```
  */
 export interface KeyVault {
   /**
@@ -98,15 +132,9 @@ export interface KeyVault {
   close(): void;
 }
 
-interface Template {
-  readonly name: string;
-  /** The endpoint config without id and key. */
-  readonly endpoint: Omit<ParsedEndpointConfig, 'id' | 'apiKey' | 'apiKeyEnv'>;
-}
-
 interface Entry {
   readonly sessionId: string;
-  readonly template: Template;
+  readonly template: ResolvedByokTemplate;
   readonly endpointId: string;
   readonly descriptor: EndpointDescriptor;
   readonly masked: string;
@@ -121,22 +149,6 @@ interface Entry {
   timer: unknown;
 }
 
-/**
- * The provider engine of one call. Not `createEngine`: that registers the key with the scrubber for
- * good, and a BYOK key must be forgotten when it expires.
- */
-function buildEngine(config: ParsedEndpointConfig, endpoint: EndpointDescriptor, clock: Clock): Engine {
-  switch (config.provider) {
-    case 'anthropic':
-      return createAnthropicEngine(config, endpoint, clock);
-    case 'gemini':
-      return createGeminiEngine(config, endpoint, clock);
-    case 'openai':
-    case 'openai-compatible':
-      return createOpenAIEngine(config, endpoint, clock);
-  }
-}
-
 function formatDuration(ms: number): string {
   if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
   if (ms % 60_000 === 0) return `${ms / 60_000} min`;
@@ -144,10 +156,10 @@ function formatDuration(ms: number): string {
   return `${ms} ms`;
 }
 
-function expiryText(entry: Entry): string {
-  switch (entry.goneReason) {
+function expiryText(reason: ByokExpiryReason | undefined, ttlMs: number): string {
+  switch (reason) {
     case 'idle':
-      return `after ${formatDuration(entry.ttlMs)} without use`;
+      return `after ${formatDuration(ttlMs)} without use`;
     case 'revoked':
       return 'because it was revoked';
     case 'session-ended':
@@ -157,72 +169,6 @@ function expiryText(entry: Entry): string {
     default:
       return 'because the key vault was closed';
   }
-}
-
-function positiveMs(value: unknown, path: string): number {
-  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) {
-    throw new ConfigError({ source: SOURCE, path, message: 'must be a positive number of milliseconds' });
-  }
-  return value;
-}
-
-function parseTemplates(
-  input: Readonly<Record<ProviderName, ByokTemplate>> | undefined,
-): Map<string, Template> {
-  const source = 'createKeyVault';
-  if (!input || typeof input !== 'object' || Object.keys(input).length === 0) {
-    throw new ConfigError({
-      source,
-      path: 'templates',
-      message:
-        'give at least one provider template, e.g. { openai: { provider: "openai", model: "gpt-4o-mini" } }',
-    });
-  }
-  const out = new Map<string, Template>();
-  for (const [rawName, template] of Object.entries(input)) {
-    const name = rawName.trim().toLowerCase();
-    const path = `templates.${rawName}`;
-    if (!NAME_PATTERN.test(name)) {
-      throw new ConfigError({
-        source,
-        path,
-        message:
-          'is not a usable provider name; use a letter, then letters, digits, ".", "_" or "-" (max 32)',
-      });
-    }
-    if (out.has(name)) {
-      throw new ConfigError({
-        source,
-        path,
-        message: `names provider "${name}" twice (names are case-insensitive)`,
-      });
-    }
-    if (!template || typeof template !== 'object') {
-      throw new ConfigError({ source, path, message: 'must be an object with at least provider and model' });
-    }
-    const { chainPosition, ...fields } = template as ByokTemplate & Record<string, unknown>;
-    if ('apiKey' in fields || 'apiKeyEnv' in fields) {
-      throw new ConfigError({
-        source,
-        path: `${path}.${'apiKey' in fields ? 'apiKey' : 'apiKeyEnv'}`,
-        message: 'a BYOK template carries no key (the user brings it with /byok); remove it',
-      });
-    }
-    if (chainPosition !== undefined && chainPosition !== 'before-degraded') {
-      throw new ConfigError({ source, path: `${path}.chainPosition`, message: 'must be "before-degraded"' });
-    }
-    // Validated as a real endpoint (with a stand-in key) so a bad template fails now, not at the user's /byok.
-    const {
-      id: _id,
-      apiKey: _key,
-      ...endpoint
-    } = parseEndpointConfig(
-      { id: `byok-template-${name}`, ...fields, apiKey: 'template-check' },
-      `${source} ${path}`,
-    );
-    out.set(name, { name, endpoint: Object.freeze(endpoint) });
-  }
-  return out;
 }
 
 /**
@@ -257,7 +203,7 @@ function parseTemplates(
 export function createKeyVault(options: KeyVaultOptions): KeyVault {
   const clock = options.clock ?? systemClock;
   const idleTtlMs = positiveMs(options.idleTtlMs ?? DEFAULT_BYOK_IDLE_TTL_MS, 'idleTtlMs');
-  const templates = parseTemplates(options.templates);
+  const templates = parseByokTemplates(options.templates);
   const validate = options.validate ?? true;
   const logger = options.logger?.child({ component: 'byok' });
   const sealer = new KeySealer();
@@ -271,7 +217,8 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
   const unknownProvider = (providerName: unknown): ConfigError => {
     const raw = typeof providerName === 'string' ? providerName.trim().toLowerCase() : '';
     // Never echo something that could be a key typed in the wrong place.
-    const shown = NAME_PATTERN.test(raw) && scrubSecrets(raw) === raw ? `"${raw}"` : 'that provider name';
+    const shown =
+      PROVIDER_NAME_PATTERN.test(raw) && scrubSecrets(raw) === raw ? `"${raw}"` : 'that provider name';
     return new ConfigError({
       source: SOURCE,
       path: 'provider',
@@ -279,7 +226,7 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
     });
   };
 
-  const templateOf = (providerName: unknown): Template => {
+  const templateOf = (providerName: unknown): ResolvedByokTemplate => {
     const name = typeof providerName === 'string' ? providerName.trim().toLowerCase() : '';
     const template = templates.get(name);
     if (!template) throw unknownProvider(providerName);
@@ -366,7 +313,11 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
   /** One upstream call with the key decrypted for its duration only. */
   const sendThrough = (entry: Entry, request: EngineRequest): Promise<EngineResult> => {
     const engine = sealer.open(entry.sealed, entry.endpointId, (key) =>
-      buildEngine({ id: entry.endpointId, ...entry.template.endpoint, apiKey: key }, entry.descriptor, clock),
+      buildByokEngine(
+        { id: entry.endpointId, ...entry.template.endpoint, apiKey: key },
+        entry.descriptor,
+        clock,
+      ),
     );
     return engine.call(request);
   };
@@ -376,7 +327,7 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
       kind: 'auth',
       provider: entry.template.endpoint.provider,
       code: 'byok_expired',
-      message: `BYOK ${entry.template.name} key ${entry.masked} expired ${expiryText(entry)}; nothing was sent. Inject it again with /byok ${entry.template.name} KEY`,
+      message: `BYOK ${entry.template.name} key ${entry.masked} expired ${expiryText(entry.goneReason, entry.ttlMs)}; nothing was sent. Inject it again with /byok ${entry.template.name} KEY`,
       endpointId: entry.endpointId,
     });
 
@@ -400,40 +351,6 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
       message: scrubSecrets(err instanceof Error ? err.message : String(err)),
       endpointId: entry.endpointId,
     };
-  };
-
-  const checkKey = (key: unknown, sessionId: string): string => {
-    if (typeof key !== 'string') {
-      throw new ConfigError({ source: SOURCE, path: 'key', message: 'must be the API key as a string' });
-    }
-    const trimmed = key.trim();
-    if (trimmed.length === 0) throw new ConfigError({ source: SOURCE, path: 'key', message: 'is empty' });
-    // The key itself never appears in these messages: only its length or what is wrong with it.
-    if (/[\s\p{Cc}]/u.test(trimmed)) {
-      throw new ConfigError({
-        source: SOURCE,
-        path: 'key',
-        message: 'contains spaces or control characters; paste the key alone (it was not stored)',
-      });
-    }
-    if (trimmed.length < MIN_KEY_LENGTH || trimmed.length > MAX_KEY_LENGTH) {
-      throw new ConfigError({
-        source: SOURCE,
-        path: 'key',
-        message: `is ${trimmed.length} characters long, which is not an API key; paste the whole key (it was not stored)`,
-      });
-    }
-    if (sessionId.includes(trimmed)) {
-      throw new ConfigError({ source: SOURCE, path: 'sessionId', message: 'must not contain the key' });
-    }
-    return trimmed;
-  };
-
-  const checkSessionId = (sessionId: unknown): string => {
-    if (typeof sessionId !== 'string' || sessionId.length === 0) {
-      throw new ConfigError({ source: SOURCE, path: 'sessionId', message: 'must be a non-empty string' });
-    }
-    return sessionId;
   };
 
   const ofSession = (sessionId: string, name?: string): Entry[] => [
@@ -460,7 +377,7 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
       const sessionId = checkSessionId(sessionIdIn);
       const template = templateOf(providerName);
       const ttlMs = positiveMs(injectOptions.ttlMs ?? idleTtlMs, 'ttlMs');
-      const key = checkKey(keyIn, sessionId);
+      const key = checkByokKey(keyIn, sessionId);
       const endpointId = `byok:${sessionId}:${template.name}:${keyFingerprint(key)}`;
       const sealed = sealer.seal(key, endpointId);
       // Registered while the key lives, so an echo of it in any provider message or log is masked.

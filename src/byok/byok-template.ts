@@ -1,0 +1,128 @@
+/**
+ * BYOK templates: how a user's key for a provider name becomes an engine endpoint.
+ */
+import type { Clock } from '../clock/clock.ts';
+import { createAnthropicEngine } from '../engines/anthropic-engine.ts';
+import { type ParsedEndpointConfig, parseEndpointConfig } from '../engines/endpoint-config.ts';
+import type { EndpointDescriptor, Engine } from '../engines/engine-types.ts';
+import { createGeminiEngine } from '../engines/gemini-engine.ts';
+import { createOpenAIEngine } from '../engines/openai-engine.ts';
+import { ConfigError } from '../errors/config-error.ts';
+import type { ByokTemplate, ProviderName } from './byok-types.ts';
+
+/**
+ * What a provider name may look like: a letter, then letters, digits, `.`, `_` or `-` (max 32).
+ *
+ * @example
+ * ```ts
+ * PROVIDER_NAME_PATTERN.test('azure-openai'); // true
+ * ```
+ */
+export const PROVIDER_NAME_PATTERN = /^[a-z][a-z0-9._-]{0,31}$/;
+
+/**
+ * A validated template: its lowercased name and the endpoint config it yields, without id or key.
+ *
+ * @example
+ * ```ts
+ * parseByokTemplates({ OpenAI: { provider: 'openai', model: 'gpt-4o-mini' } }).get('openai')!.endpoint.headersTimeoutMs; // 60000
+ * ```
+ */
+export interface ResolvedByokTemplate {
+  readonly name: string;
+  readonly endpoint: Omit<ParsedEndpointConfig, 'id' | 'apiKey' | 'apiKeyEnv'>;
+}
+
+/**
+ * Validates the vault's templates: names (case-insensitive, unique), no key in a template, and each
+ * one as a real endpoint config (with a stand-in key), so a bad template fails when the vault is
+ * made, not at the user's `/byok`. Throws one `ConfigError` naming the field.
+ *
+ * @example
+ * ```ts
+ * const templates = parseByokTemplates({ anthropic: { provider: 'anthropic', model: 'claude-sonnet-4-5' } });
+ * ```
+ */
+export function parseByokTemplates(
+  input: Readonly<Record<ProviderName, ByokTemplate>> | undefined,
+): Map<string, ResolvedByokTemplate> {
+  const source = 'createKeyVault';
+  if (!input || typeof input !== 'object' || Object.keys(input).length === 0) {
+    throw new ConfigError({
+      source,
+      path: 'templates',
+      message:
+        'give at least one provider template, e.g. { openai: { provider: "openai", model: "gpt-4o-mini" } }',
+    });
+  }
+  const out = new Map<string, ResolvedByokTemplate>();
+  for (const [rawName, template] of Object.entries(input)) {
+    const name = rawName.trim().toLowerCase();
+    const path = `templates.${rawName}`;
+    if (!PROVIDER_NAME_PATTERN.test(name)) {
+      throw new ConfigError({
+        source,
+        path,
+        message:
+          'is not a usable provider name; use a letter, then letters, digits, ".", "_" or "-" (max 32)',
+      });
+    }
+    if (out.has(name)) {
+      throw new ConfigError({
+        source,
+        path,
+        message: `names provider "${name}" twice (names are case-insensitive)`,
+      });
+    }
+    if (!template || typeof template !== 'object') {
+      throw new ConfigError({ source, path, message: 'must be an object with at least provider and model' });
+    }
+    const { chainPosition, ...fields } = template as ByokTemplate & Record<string, unknown>;
+    if ('apiKey' in fields || 'apiKeyEnv' in fields) {
+      throw new ConfigError({
+        source,
+        path: `${path}.${'apiKey' in fields ? 'apiKey' : 'apiKeyEnv'}`,
+        message: 'a BYOK template carries no key (the user brings it with /byok); remove it',
+      });
+    }
+    if (chainPosition !== undefined && chainPosition !== 'before-degraded') {
+      throw new ConfigError({ source, path: `${path}.chainPosition`, message: 'must be "before-degraded"' });
+    }
+    // Validated as a real endpoint (with a stand-in key) so a bad template fails now, not at the user's /byok.
+    const {
+      id: _id,
+      apiKey: _key,
+      ...endpoint
+    } = parseEndpointConfig(
+      { id: `byok-template-${name}`, ...fields, apiKey: 'template-check' },
+      `${source} ${path}`,
+    );
+    out.set(name, { name, endpoint: Object.freeze(endpoint) });
+  }
+  return out;
+}
+
+/**
+ * The provider engine of one call. Not `createEngine`: that registers the key with the scrubber for
+ * good, and a BYOK key must be forgotten when it expires.
+ *
+ * @example
+ * ```ts
+ * const engine = buildByokEngine({ id, ...template.endpoint, apiKey: key }, descriptor, clock);
+ * ```
+ */
+export function buildByokEngine(
+  config: ParsedEndpointConfig,
+  endpoint: EndpointDescriptor,
+  clock: Clock,
+): Engine {
+  switch (config.provider) {
+    case 'anthropic':
+      return createAnthropicEngine(config, endpoint, clock);
+    case 'gemini':
+      return createGeminiEngine(config, endpoint, clock);
+    case 'openai':
+    case 'openai-compatible':
+      return createOpenAIEngine(config, endpoint, clock);
+  }
+}
