@@ -1,0 +1,290 @@
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { InspectionEvent } from 'xstate';
+import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
+import { createScaledClock, type ScaledClock } from '../clock/scaled-clock.ts';
+import { type Emulator, type EmulatorStats, startEmulator } from '../emulator/index.ts';
+import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
+import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
+import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
+import type { AgentMemory } from '../runtime/turn.ts';
+import { planRounds } from '../scenarios/round-planner.ts';
+import { scenarioOrigin, scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
+import { scenarioAgents } from '../scenarios/scenario-tools.ts';
+import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
+import { type BreakwaterDatabase, openDatabase } from '../store/open-database.ts';
+import { createRunStore, type RunStore } from '../store/run-store.ts';
+import type { RunRecord } from '../store/store-types.ts';
+import { createBreakwaterExecutor } from './breakwater-executor.ts';
+import { createEventRecorder } from './event-recorder.ts';
+import { type RoundProgress, runRounds } from './round-runner.ts';
+import { storeCallMemo } from './store-call-memo.ts';
+import type { TurnExecutor } from './turn-executor.ts';
+
+/** Which policy runs the turns. */
+export type RunPolicy = 'breakwater' | 'status-quo';
+
+/** Options of {@link runScenario}. */
+export interface RunScenarioOptions {
+  readonly scenario: ScenarioSpec;
+  /** Where the scenario was loaded from; stored with the run so `resume` can load it again. */
+  readonly scenarioSource?: string;
+  /** Run id. Default: `<scenario>-<UTC timestamp>-<4 hex>`. */
+  readonly runId?: string;
+  /** Continue the run `runId` from its last committed round. Default false. */
+  readonly resume?: boolean;
+  /** Default `breakwater`. `status-quo` replays seed 000's worker as it was. */
+  readonly policy?: RunPolicy;
+  /** An open database (not closed by the run). Default: opened from `databaseUrl` / `dataDir` and closed at the end. */
+  readonly database?: BreakwaterDatabase;
+  readonly databaseUrl?: string;
+  readonly dataDir?: string;
+  /** Control URL of an already running emulator to use instead of an in-process one (crash tests). */
+  readonly emulatorUrl?: string;
+  readonly logger?: Logger;
+  readonly signal?: AbortSignal;
+  /** Every runtime event of the run (live view, visualizer). */
+  readonly onEvent?: RuntimeEventListener;
+  readonly onProgress?: (progress: RoundProgress) => void;
+  /** XState inspection events of the breakwater policy's actors. */
+  readonly inspect?: (event: InspectionEvent) => void;
+  /** Called once everything is set up, before the first turn (attach a live view or a visualizer here). */
+  readonly onStart?: (context: ScenarioRunContext) => void | Promise<void>;
+}
+
+/** What a starting run exposes to its observers. */
+export interface ScenarioRunContext {
+  readonly runId: string;
+  readonly policy: RunPolicy;
+  readonly executor: TurnExecutor;
+  readonly store: RunStore;
+  readonly clock: ScaledClock;
+  readonly agents: readonly AgentInfo[];
+  readonly rounds: number;
+  readonly emulator?: Emulator;
+}
+
+/** The outcome of {@link runScenario}. */
+export interface ScenarioRunResult {
+  readonly runId: string;
+  readonly run: RunRecord;
+  /** The in-process emulator's stats at the end (absent for real providers or an external emulator). */
+  readonly emulatorStats?: EmulatorStats;
+  /** How long the run took in real time, ms. */
+  readonly realMs: number;
+}
+
+/** What is stored with a run so it can be resumed. */
+interface StoredRunConfig {
+  readonly policy: RunPolicy;
+  readonly scenarioSource?: string;
+  readonly timeScale: number;
+  readonly origin: number;
+}
+
+/**
+ * Runs a scenario end to end: starts the emulator when the scenario has one (on the same time-scaled clock as
+ * the runtime), opens the database (PGlite by default), builds the policy's executor, records every event, and
+ * runs the rounds, committing each one exactly once. With `resume`, it continues a run from its last committed
+ * round with every agent rebuilt from its snapshot. An interrupted run (signal) is marked `interrupted`.
+ *
+ * @example
+ * ```ts
+ * const result = await runScenario({ scenario: loadScenario('scenarios/agent8-storm'), dataDir: '.breakwater' });
+ * console.log(result.runId, result.run.status);
+ * ```
+ */
+export async function runScenario(options: RunScenarioOptions): Promise<ScenarioRunResult> {
+  const spec = options.scenario;
+  const realStart = Date.now();
+  const database = options.database ?? (await openDatabase(databaseOptions(options)));
+  const store = createRunStore(database);
+  const owned: { close(): Promise<void> }[] = options.database ? [] : [database];
+  let executor: TurnExecutor | undefined;
+  let emulator: Emulator | undefined;
+  const runId = options.runId ?? defaultRunId(spec.name);
+  try {
+    const existing = await store.getRun(runId);
+    if (options.resume && !existing)
+      throw new Error(`no run "${runId}" to resume; list runs with \`breakwater runs\``);
+    if (!options.resume && existing)
+      throw new Error(`run "${runId}" exists already; resume it with \`breakwater resume ${runId}\``);
+    if (existing?.status === 'completed') return { runId, run: existing, realMs: Date.now() - realStart };
+
+    const stored = existing?.config as StoredRunConfig | undefined;
+    const policy: RunPolicy = options.policy ?? stored?.policy ?? 'breakwater';
+    const timeScale = spec.timeScale ?? 1;
+    const specOrigin = scenarioOrigin(spec, realStart);
+    const plans = planRounds(spec, { origin: specOrigin });
+    const next = plans.find((p) => p.round > (existing?.currentRound ?? 0));
+    // A resumed scheduled run picks its timeline up where the next round begins.
+    const firstAt = next?.turns.reduce(
+      (m, t) => (t.at !== undefined ? Math.min(m, t.at) : m),
+      Number.POSITIVE_INFINITY,
+    );
+    const origin = existing && firstAt !== undefined && Number.isFinite(firstAt) ? firstAt : specOrigin;
+    const clock = createScaledClock({ origin, scale: timeScale });
+
+    const baseURLs = await emulatorBaseURLs(spec, options, clock, (e) => {
+      emulator = e;
+      owned.unshift(e);
+    });
+    const resolved: ScenarioSpec = {
+      ...spec,
+      runtime: scenarioRuntimeConfig(spec, {
+        baseURL: (flavor) => {
+          const url = baseURLs[flavor];
+          if (!url) throw new Error(`the emulator does not serve flavor "${flavor}"`);
+          return url;
+        },
+      }) as ScenarioSpec['runtime'],
+    };
+    const definitions = scenarioAgents(resolved);
+    const agents: AgentInfo[] = definitions.map((d) => ({
+      name: d.name,
+      tier: d.tier ?? resolved.runtime.tiers?.[resolved.runtime.tiers.length - 1] ?? 'ops',
+      ...(isNoAgentDefinition(d) ? { noAgent: true } : { chain: d.chain }),
+    }));
+
+    if (!existing) {
+      const config: StoredRunConfig = {
+        policy,
+        ...(options.scenarioSource ? { scenarioSource: options.scenarioSource } : {}),
+        timeScale,
+        origin,
+      };
+      await store.createRun({
+        runId,
+        scenario: spec.name,
+        config,
+        totalRounds: plans.length,
+        machineVersion: AGENT_MACHINE_VERSION,
+      });
+    } else {
+      await store.setRunStatus(runId, 'running');
+    }
+    const memories = existing ? await restoreMemories(store, runId) : undefined;
+
+    executor =
+      policy === 'status-quo'
+        ? createStatusQuoExecutor(resolved, { clock, ...(options.logger ? { logger: options.logger } : {}) })
+        : createBreakwaterExecutor({
+            config: resolved.runtime as RuntimeConfigInput,
+            agents: definitions,
+            clock,
+            memo: storeCallMemo(store, runId),
+            ...(memories ? { memories } : {}),
+            ...(options.logger ? { logger: options.logger } : {}),
+            ...(options.inspect ? { inspect: options.inspect } : {}),
+          });
+    const recorder = await createEventRecorder(database, store, runId);
+    const emit = (e: RuntimeEvent) => {
+      recorder.listener(e);
+      options.onEvent?.(e);
+    };
+    const unsubscribe = executor.subscribeEvents(emit);
+    await options.onStart?.({
+      runId,
+      policy,
+      executor,
+      store,
+      clock,
+      agents,
+      rounds: plans.length,
+      ...(emulator ? { emulator } : {}),
+    });
+    emit({
+      type: 'run.started',
+      at: clock.now(),
+      data: {
+        runId,
+        scenario: spec.name,
+        rounds: plans.length,
+        agents,
+        endpoints: resolved.runtime.endpoints.map((e) => e.id),
+        ...(existing ? { resumedFrom: existing.currentRound } : {}),
+      },
+    });
+    try {
+      const run = await runRounds({
+        runId,
+        spec: resolved,
+        plans,
+        executor,
+        store,
+        clock,
+        agents: agents.filter((a) => !a.noAgent).map((a) => a.name),
+        machineVersion: AGENT_MACHINE_VERSION,
+        emit,
+        afterCommit: () => recorder.flush(),
+        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+        ...(options.signal ? { signal: options.signal } : {}),
+      });
+      emit({ type: 'run.finished', at: clock.now(), data: { runId, status: run.status } });
+      unsubscribe();
+      await recorder.flush();
+      const stats = emulator?.stats();
+      return { runId, run, ...(stats ? { emulatorStats: stats } : {}), realMs: Date.now() - realStart };
+    } catch (e) {
+      const status = options.signal?.aborted ? 'interrupted' : 'failed';
+      emit({ type: 'run.finished', at: clock.now(), data: { runId, status } });
+      unsubscribe();
+      await recorder.flush().catch(() => {});
+      await store.setRunStatus(runId, status).catch(() => {});
+      throw e;
+    }
+  } finally {
+    await executor?.stop().catch(() => {});
+    for (const o of owned) await o.close().catch(() => {});
+  }
+}
+
+function databaseOptions(o: RunScenarioOptions): { url?: string; dataDir?: string } {
+  if (o.databaseUrl) return { url: o.databaseUrl };
+  if (o.dataDir) return { dataDir: o.dataDir };
+  return {};
+}
+
+function defaultRunId(scenario: string): string {
+  const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
+  return `${scenario}-${stamp}-${randomBytes(2).toString('hex')}`;
+}
+
+/** The base URL of every emulator flavor the scenario's endpoints name (in-process, or an external emulator). */
+async function emulatorBaseURLs(
+  spec: ScenarioSpec,
+  options: RunScenarioOptions,
+  clock: ScaledClock,
+  started: (e: Emulator) => void,
+): Promise<Record<string, string>> {
+  const needs = spec.runtime.endpoints.some((e) => e.emulator);
+  if (!needs) return {};
+  if (options.emulatorUrl) {
+    const res = await fetch(new URL('/_emulator/urls', options.emulatorUrl), {
+      signal: AbortSignal.timeout(5_000),
+    });
+    if (!res.ok)
+      throw new Error(
+        `the emulator at ${options.emulatorUrl} did not answer /_emulator/urls (${res.status})`,
+      );
+    return ((await res.json()) as { baseURLs: Record<string, string> }).baseURLs;
+  }
+  // The emulator shares the run's scaled clock, so its own time scale stays 1.
+  const emulator = await startEmulator({ profile: { ...(spec.emulator ?? {}), timeScale: 1 }, clock });
+  started(emulator);
+  return emulator.baseURLs();
+}
+
+async function restoreMemories(store: RunStore, runId: string): Promise<Record<string, AgentMemory>> {
+  const snapshots = await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION });
+  const memories: Record<string, AgentMemory> = {};
+  for (const [agent, snap] of Object.entries(snapshots)) {
+    memories[agent] = {
+      utterances: snap.data.utterances as AgentMemory['utterances'],
+      slots: snap.data.memory as AgentMemory['slots'],
+      toolResults: snap.data.toolResults as AgentMemory['toolResults'],
+    };
+  }
+  return memories;
+}
