@@ -50,3 +50,11 @@ export type { RuntimeEvent, RuntimeEventListener, RuntimeEventType } from './eve
 export { ConfigError, isConfigError } from './errors/config-error.ts';
 export { createLogger, type LoggerOptions } from './logging/logger.ts';
 export { maskSecret, registerSecret, scrubSecrets } from './redact/secret-scrubber.ts';
+export {
+  createLiveSource,
+  startVizServer,
+  applyEvent,
+  stateAt,
+  type VizLiveSource,
+  type VizState,
+} from './viz/index.ts';

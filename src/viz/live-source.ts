@@ -196,7 +196,14 @@ export function createLiveSource(supervisor: Supervisor, options: LiveSourceOpti
   };
 }
 
-/** A committed turn (store `TurnRecord`) as the agent panel lists it. */
+/**
+ * A committed turn (store `TurnRecord`) as the agent panel lists it.
+ *
+ * @example
+ * ```ts
+ * const turns = (await store.listTurns(runId)).filter((t) => t.agent === 'analyst').map(turnFromRecord);
+ * ```
+ */
 export function turnFromRecord(t: {
   round: number;
   itemId: string;

@@ -1,6 +1,5 @@
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
-import { build } from 'esbuild';
 
 /** One asset the visualizer serves. */
 export interface VizAsset {
@@ -17,16 +16,20 @@ let script: Promise<string> | undefined;
  * module, in memory, once per process. esbuild runs locally: nothing is fetched and nothing is written.
  */
 function pageScript(): Promise<string> {
-  script ??= build({
-    entryPoints: [`${PAGE_DIR}viz-page.ts`],
-    bundle: true,
-    format: 'esm',
-    platform: 'browser',
-    target: 'es2022',
-    write: false,
-    logLevel: 'silent',
-    legalComments: 'none',
-  })
+  // esbuild is loaded only when a page is served: importing the visualizer costs nothing until then.
+  script ??= import('esbuild')
+    .then(({ build }) =>
+      build({
+        entryPoints: [`${PAGE_DIR}viz-page.ts`],
+        bundle: true,
+        format: 'esm',
+        platform: 'browser',
+        target: 'es2022',
+        write: false,
+        logLevel: 'silent',
+        legalComments: 'none',
+      }),
+    )
     .then((r) => r.outputFiles[0]!.text)
     .catch((e: unknown) => {
       script = undefined;

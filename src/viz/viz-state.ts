@@ -7,11 +7,32 @@ import type { AgentInfo, RuntimeEvent } from '../events/runtime-event.ts';
  * This file is bundled for the browser: it may import types only.
  */
 
-/** Segments and markers kept per agent; older ones are dropped so a long run stays small. */
+/**
+ * Timeline segments kept per agent; older ones are dropped so a long run stays small.
+ *
+ * @example
+ * ```ts
+ * state.agents.analyst!.segments.length <= MAX_SEGMENTS; // true
+ * ```
+ */
 export const MAX_SEGMENTS = 400;
-/** Fault markers kept per agent. */
+/**
+ * Fault markers kept per agent.
+ *
+ * @example
+ * ```ts
+ * state.agents.analyst!.markers.length <= MAX_MARKERS; // true
+ * ```
+ */
 export const MAX_MARKERS = 400;
-/** Lines kept in {@link VizState.recent}. */
+/**
+ * Lines kept in {@link VizState.recent}.
+ *
+ * @example
+ * ```ts
+ * state.recent.length <= MAX_RECENT; // true
+ * ```
+ */
 export const MAX_RECENT = 40;
 
 /** One stretch of time an agent spent in one state. `to` is `null` while it is still in it. */

@@ -30,7 +30,14 @@ export interface VizCommandOptions {
 
 const set = (v: string | undefined): v is string => v !== undefined && v.trim() !== '';
 
-/** Parses `--port`: an integer from 0 (a free port) to 65 535. */
+/**
+ * Parses `--port`: an integer from 0 (a free port) to 65 535.
+ *
+ * @example
+ * ```ts
+ * parseVizPort('8080'); // 8080
+ * ```
+ */
 export function parseVizPort(value: string): number {
   const port = Number(value);
   if (!/^\d+$/.test(value) || port > 65_535)
@@ -42,7 +49,14 @@ function when(ms: number): string {
   return new Date(ms).toISOString().replace('T', ' ').slice(0, 19);
 }
 
-/** The runs as aligned lines, newest first. */
+/**
+ * The runs as aligned lines (id, status, rounds, created, scenario), in the order given.
+ *
+ * @example
+ * ```ts
+ * for (const line of describeRuns(await store.listRuns())) console.log(line);
+ * ```
+ */
 export function describeRuns(runs: readonly RunRecord[]): string[] {
   const rows: Array<[string, string]> = runs.map((r) => [
     r.runId,
