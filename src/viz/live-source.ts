@@ -56,7 +56,10 @@ export interface LiveSourceOptions {
   readonly runId?: string;
   /** The durable store of the run. Default none: turns come from the agents' memory. */
   readonly store?: RunStore;
-  /** The runtime's clock (the one handed to `createSupervisor`): samples are stamped with it. Default the system clock. */
+  /**
+   * The runtime's clock: samples are stamped with it. Default: the clock the supervisor's actor runs on (the
+   * one handed to `createSupervisor`, simulated in a time-scaled run), else the system clock.
+   */
   readonly clock?: Clock;
   /**
    * Real-time interval between health samples (bucket refills and countdowns move without events), ms.
@@ -69,6 +72,12 @@ export interface LiveSourceOptions {
 export interface LiveSource extends VizLiveSource {
   /** Stops listening to the runtime and stops sampling. */
   close(): void;
+}
+
+/** The clock the supervisor's root actor was created with (XState keeps it as `actor.clock`). */
+function clockOf(supervisor: Supervisor): Clock | undefined {
+  const clock = (supervisor.actor as { clock?: Partial<Clock> }).clock;
+  return clock && typeof clock.now === 'function' ? (clock as Clock) : undefined;
 }
 
 function pathOf(value: unknown): string {
@@ -94,7 +103,7 @@ function pathOf(value: unknown): string {
  * ```
  */
 export function createLiveSource(supervisor: Supervisor, options: LiveSourceOptions = {}): LiveSource {
-  const clock = options.clock ?? systemClock;
+  const clock = options.clock ?? clockOf(supervisor) ?? systemClock;
   const listeners = new Set<(event: VizEvent) => void>();
   let state = emptyVizState({ limit: supervisor.config.concurrency.limit });
   let closed = false;

@@ -219,7 +219,9 @@ describe('startVizServer', () => {
       },
       { clock },
     );
-    const live = createLiveSource(supervisor, { clock, sampleIntervalMs: 0, runId: RUN_ID });
+    // No clock given: the live source reads the supervisor's own (the manual clock).
+    clock.advance(5_000);
+    const live = createLiveSource(supervisor, { sampleIntervalMs: 0, runId: RUN_ID });
     const viz = await startVizServer({ live, port: 0 });
     try {
       const analyst = supervisor.spawnAgent({ name: 'analyst', chain: 'premium', tier: 'analysis' });
@@ -246,6 +248,7 @@ describe('startVizServer', () => {
       expect(types).toContain('call.attempt');
       expect(types).toContain('turn.completed');
       expect(types).toContain('viz.sample');
+      for (const m of rest.messages) expect((m.data as VizEvent).at).toBe(clock.now());
       // The page's fold of init + stream is the server's fold.
       let folded = initState;
       for (const m of rest.messages) folded = applyEvent(folded, m.data as VizEvent);
