@@ -1,5 +1,6 @@
 import type { Clock } from '../../src/clock/clock.ts';
-import type { Emulator, EmulatorStats } from '../../src/emulator/index.ts';
+import type { Emulator, EmulatorFlavor, EmulatorStats } from '../../src/emulator/index.ts';
+import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
 import type { AgentDefinition } from '../../src/runtime/agent-definition.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
@@ -7,12 +8,30 @@ import type { RuntimeConfigInput } from '../../src/runtime/runtime-config.ts';
 import type { Turn } from '../../src/runtime/turn.ts';
 import type { RunStore } from '../../src/store/run-store.ts';
 import type { RunRecord, TurnInput } from '../../src/store/store-types.ts';
+import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*
  * Records a REAL run for the report tests: a supervisor with a few agents against a running emulator
  * (real SDKs, real HTTP), every runtime event collected through `onEvent`, wrapped in the run.* and
  * round.* events a round runner writes. The report is then checked against the emulator's own stats.
  */
+
+/**
+ * An endpoint on the emulator whose timeouts are far longer than any test: with a scaled clock the
+ * SDK timeouts run on simulated time, and a slow (loaded) machine must not turn into timeout faults.
+ */
+export function testEndpoint(
+  emulator: Emulator,
+  id: string,
+  flavor: EmulatorFlavor,
+  model: string,
+  apiKey?: string,
+): ParsedEndpointConfig {
+  return emulatorEndpoint(emulator, id, flavor, model, apiKey, {
+    headersTimeoutMs: 3_600_000,
+    idleTimeoutMs: 3_600_000,
+  });
+}
 
 export interface RecordRunInput {
   readonly runId: string;

@@ -10,8 +10,7 @@ import { buildRunReport } from '../../src/report/run-report.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
 import { runCli } from '../cli/run-cli.ts';
-import { emulatorEndpoint } from '../support/runtime-harness.ts';
-import { recordRun, writeRecordedRun } from './record-run.ts';
+import { recordRun, testEndpoint, writeRecordedRun } from './record-run.ts';
 
 /*
  * `breakwater report` and `breakwater runs` as child processes (`node bin/breakwater.js …`), reading a
@@ -43,8 +42,8 @@ beforeAll(async () => {
       clock,
       config: {
         endpoints: [
-          emulatorEndpoint(emulator, 'sonnet', 'anthropic', 'claude-sonnet-4-6'),
-          emulatorEndpoint(emulator, 'mini', 'openai', 'gpt-4o-mini'),
+          testEndpoint(emulator, 'sonnet', 'anthropic', 'claude-sonnet-4-6'),
+          testEndpoint(emulator, 'mini', 'openai', 'gpt-4o-mini'),
         ],
         chains: { premium: ['sonnet', 'mini'], light: ['mini', 'sonnet'] },
       },

@@ -1,0 +1,284 @@
+import type { AgentInfo, RuntimeEvent } from '../events/runtime-event.ts';
+
+/**
+ * What the live view knows about a run, folded from the runtime event feed (and, when the source has
+ * them, the supervisor's health and token views). Plain mutable data owned by one live view.
+ */
+
+/**
+ * One agent's line.
+ *
+ * @example
+ * ```ts
+ * const row: LiveAgent = { name: 'Kai', tier: 'analysis', noAgent: false, state: 'cooling', since: 0, turns: 2, degraded: 0, failed: 0 };
+ * ```
+ */
+export interface LiveAgent {
+  readonly name: string;
+  tier: string;
+  noAgent: boolean;
+  /** idle, queued, calling, fallback, tools, cooling, degraded, stopped. */
+  state: string;
+  /** Run-clock ms of the last state change. */
+  since: number;
+  /** The endpoint of its last token or call. */
+  endpoint?: string;
+  /** Until when it waits (cooldown, pacing), run-clock ms. */
+  waitUntil?: number;
+  turns: number;
+  degraded: number;
+  failed: number;
+}
+
+/**
+ * One endpoint's line.
+ *
+ * @example
+ * ```ts
+ * const row: LiveEndpoint = { id: 'sonnet', breaker: 'open', openUntil: 30_000, cooldownUntil: 0, disabledUntil: 0, creditOut: false, ok: 3, faults: 3, rateLimited: 3 };
+ * ```
+ */
+export interface LiveEndpoint {
+  readonly id: string;
+  provider?: string;
+  model?: string;
+  /** closed, open, halfOpen. */
+  breaker: string;
+  openUntil: number | null;
+  cooldownUntil: number;
+  disabledUntil: number;
+  disabledReason?: string;
+  /** A credit_exhausted fault was seen and no call started after it has succeeded there. */
+  creditOut: boolean;
+  /** When the last credit_exhausted fault came back, run-clock ms. */
+  creditOutAt?: number;
+  inFlight?: number;
+  ok: number;
+  faults: number;
+  rateLimited: number;
+}
+
+/**
+ * Round and item progress, as the round runner reports it.
+ *
+ * @example
+ * ```ts
+ * live.setProgress({ round: 1, rounds: 3, done: 12, total: 35 } satisfies LiveProgress);
+ * ```
+ */
+export interface LiveProgress {
+  readonly round: number;
+  readonly rounds: number;
+  /** Turns (or items) finished in this round. */
+  readonly done: number;
+  readonly total: number;
+}
+
+const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const rec = (v: unknown): Record<string, unknown> =>
+  v && typeof v === 'object' ? (v as Record<string, unknown>) : {};
+
+/** The run's state for the live view; `apply` returns the plain log lines an event is worth. */
+export class LiveModel {
+  readonly agents = new Map<string, LiveAgent>();
+  readonly endpoints = new Map<string, LiveEndpoint>();
+  progress?: LiveProgress;
+  runId?: string;
+  scenario?: string;
+  tokens?: { limit: number; held: number; queued: number };
+
+  /** Adds an agent (or updates its tier) without touching its state. */
+  addAgent(info: AgentInfo | string, at = 0): LiveAgent {
+    const name = typeof info === 'string' ? info : info.name;
+    let agent = this.agents.get(name);
+    if (!agent) {
+      agent = { name, tier: '', noAgent: false, state: 'idle', since: at, turns: 0, degraded: 0, failed: 0 };
+      this.agents.set(name, agent);
+    }
+    if (typeof info !== 'string') {
+      agent.tier = info.tier ?? agent.tier;
+      agent.noAgent = info.noAgent === true;
+    }
+    return agent;
+  }
+
+  endpoint(id: string): LiveEndpoint {
+    let ep = this.endpoints.get(id);
+    if (!ep) {
+      ep = {
+        id,
+        breaker: 'closed',
+        openUntil: null,
+        cooldownUntil: 0,
+        disabledUntil: 0,
+        creditOut: false,
+        ok: 0,
+        faults: 0,
+        rateLimited: 0,
+      };
+      this.endpoints.set(id, ep);
+    }
+    return ep;
+  }
+
+  /** Endpoints out of credit (a credit fault, or disabled for credit now): where `/byok` helps. */
+  creditOut(now: number): LiveEndpoint[] {
+    return [...this.endpoints.values()].filter(
+      (e) => e.creditOut || (e.disabledUntil > now && /credit|quota|spend/i.test(e.disabledReason ?? '')),
+    );
+  }
+
+  /** Folds the supervisor's health view in (breakers, cooldowns, disabled keys, in-flight calls). */
+  applyHealth(health: unknown): void {
+    if (!Array.isArray(health)) return;
+    for (const h of health) {
+      const row = rec(h);
+      const id = str(row.id);
+      if (!id) continue;
+      const ep = this.endpoint(id);
+      const descriptor = rec(row.descriptor);
+      ep.provider = str(descriptor.provider) ?? ep.provider;
+      ep.model = str(descriptor.model) ?? ep.model;
+      ep.breaker = str(row.breaker) ?? ep.breaker;
+      ep.openUntil = num(row.openUntil) ?? null;
+      ep.cooldownUntil = num(row.cooldownUntil) ?? ep.cooldownUntil;
+      ep.disabledUntil = num(row.disabledUntil) ?? ep.disabledUntil;
+      const reason = str(row.disabledReason);
+      if (reason !== undefined) ep.disabledReason = reason;
+      else delete ep.disabledReason;
+      const inFlight = num(row.inFlight);
+      if (inFlight !== undefined) ep.inFlight = inFlight;
+    }
+  }
+
+  /** Folds the supervisor's token view in. */
+  applyTokens(tokens: unknown): void {
+    const t = rec(tokens);
+    const limit = num(t.limit);
+    const held = num(t.held);
+    if (limit === undefined || held === undefined) return;
+    this.tokens = { limit, held, queued: Array.isArray(t.queue) ? t.queue.length : 0 };
+  }
+
+  /** Applies one runtime event; returns what a plain log should say about it (often nothing). */
+  apply(event: RuntimeEvent): string[] {
+    const data = rec(event.data);
+    const at = num(event.at) ?? 0;
+    switch (event.type) {
+      case 'run.started': {
+        this.runId = str(data.runId) ?? this.runId;
+        this.scenario = str(data.scenario) ?? this.scenario;
+        const agents = Array.isArray(data.agents) ? data.agents : [];
+        for (const a of agents) {
+          const info = rec(a);
+          if (str(info.name)) this.addAgent(info as unknown as AgentInfo, at);
+        }
+        for (const id of Array.isArray(data.endpoints) ? data.endpoints : []) if (str(id)) this.endpoint(id);
+        const resumed = num(data.resumedFrom);
+        return [
+          `run ${this.runId ?? '?'} started: ${this.scenario ?? '?'}, ${num(data.rounds) ?? '?'} rounds, ` +
+            `${agents.length} agents${resumed !== undefined ? ` (resumed after round ${resumed})` : ''}`,
+        ];
+      }
+      case 'run.finished':
+        return [`run ${str(data.runId) ?? this.runId ?? '?'} finished: ${str(data.status) ?? '?'}`];
+      case 'round.started':
+        return [`round ${num(data.round) ?? '?'} started`];
+      case 'round.committed':
+        return [`round ${num(data.round) ?? '?'} committed (${num(data.turns) ?? '?'} turns)`];
+      case 'agent.state': {
+        if (!event.agent) return [];
+        const agent = this.addAgent(event.agent, at);
+        const state = str(data.state) ?? agent.state;
+        agent.state = state;
+        agent.since = at;
+        if (state !== 'cooling' && state !== 'queued') delete agent.waitUntil;
+        return [`${agent.name} ${state} (was ${str(data.previous) ?? '?'})`];
+      }
+      case 'token.wait': {
+        if (!event.agent) return [];
+        const agent = this.addAgent(event.agent, at);
+        agent.waitUntil = num(data.until);
+        if (event.endpoint) agent.endpoint = event.endpoint;
+        return [];
+      }
+      case 'token.granted':
+        if (event.agent && event.endpoint) this.addAgent(event.agent, at).endpoint = event.endpoint;
+        return [];
+      case 'call.attempt':
+        return this.#call(event.endpoint, event.agent, data, at);
+      case 'breaker.state': {
+        if (!event.endpoint) return [];
+        const ep = this.endpoint(event.endpoint);
+        ep.breaker = str(data.state) ?? ep.breaker;
+        ep.openUntil = num(data.openUntil) ?? null;
+        return [`endpoint ${ep.id} breaker ${ep.breaker} (was ${str(data.previous) ?? '?'})`];
+      }
+      case 'turn.completed': {
+        if (!event.agent) return [];
+        const agent = this.addAgent(event.agent, at);
+        agent.turns++;
+        const outcome = str(data.outcome);
+        if (data.degraded === true) {
+          agent.degraded++;
+          const reason = str(data.degradedReason);
+          return [`${agent.name} answered degraded${reason ? ` (${reason})` : ''}`];
+        }
+        if (outcome === 'failed') {
+          agent.failed++;
+          return [`${agent.name} turn failed`];
+        }
+        return [];
+      }
+      case 'policy.log':
+        return [`${event.agent ?? 'policy'}: ${str(data.message) ?? ''}`];
+      default:
+        return [];
+    }
+  }
+
+  #call(endpoint: string | undefined, agent: string | undefined, data: Record<string, unknown>, at: number) {
+    if (!endpoint) return [];
+    const ep = this.endpoint(endpoint);
+    ep.provider = str(data.provider) ?? ep.provider;
+    ep.model ??= str(data.model);
+    if (agent) this.addAgent(agent, at).endpoint = endpoint;
+    if (data.outcome === 'ok') {
+      ep.ok++;
+      // A call that was already on its way when the credit ran out proves nothing about the key now.
+      const started = num(data.startedAt) ?? at;
+      if (ep.creditOutAt === undefined || started >= ep.creditOutAt) ep.creditOut = false;
+      return [];
+    }
+    ep.faults++;
+    const kind = str(data.faultKind);
+    if (num(data.status) === 429 || kind === 'rate_limited') ep.rateLimited++;
+    const retryAfter = num(data.retryAfterMs);
+    if (kind === 'rate_limited' && retryAfter !== undefined)
+      ep.cooldownUntil = Math.max(ep.cooldownUntil, at + retryAfter);
+    if (kind === 'credit_exhausted') {
+      const first = !ep.creditOut;
+      ep.creditOut = true;
+      ep.creditOutAt = at;
+      if (first) return [byokHint(ep)];
+    }
+    return [];
+  }
+}
+
+/**
+ * The line that tells the user a key of their own would help.
+ *
+ * @example
+ * ```ts
+ * byokHint({ id: 'primary', provider: 'openai' }); // 'credit exhausted on primary (openai): /byok openai KEY …'
+ * ```
+ */
+export function byokHint(ep: Pick<LiveEndpoint, 'id' | 'provider'>): string {
+  const provider = ep.provider ?? 'PROVIDER';
+  return (
+    `credit exhausted on ${ep.id} (${provider}): type /byok ${provider} KEY to let the agents ` +
+    'go on with your own key'
+  );
+}

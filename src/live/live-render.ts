@@ -1,0 +1,96 @@
+import { byokHint, type LiveAgent, type LiveEndpoint, type LiveModel } from './live-model.ts';
+
+/**
+ * A remaining duration as a short label: `850ms`, `4.2s`, `38s`, `12m`, `2h`.
+ *
+ * @example
+ * ```ts
+ * shortDuration(4_200); // '4.2s'
+ * ```
+ */
+export function shortDuration(ms: number): string {
+  if (ms < 1_000) return `${Math.max(0, Math.round(ms))}ms`;
+  if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;
+  if (ms < 120_000) return `${Math.round(ms / 1000)}s`;
+  if (ms < 7_200_000) return `${Math.round(ms / 60_000)}m`;
+  return `${Math.round(ms / 3_600_000)}h`;
+}
+
+function bar(done: number, total: number, width = 20): string {
+  const filled = total > 0 ? Math.min(width, Math.round((done / total) * width)) : 0;
+  return `${'█'.repeat(filled)}${'░'.repeat(width - filled)}`;
+}
+
+function agentDetail(a: LiveAgent, now: number): string {
+  const parts: string[] = [];
+  if (a.noAgent) parts.push('plain code (no_agent)');
+  else if (a.endpoint) parts.push(`via ${a.endpoint}`);
+  if (a.waitUntil !== undefined && a.waitUntil > now && (a.state === 'cooling' || a.state === 'queued'))
+    parts.push(`waits ${shortDuration(a.waitUntil - now)}`);
+  parts.push(`${a.turns} turn${a.turns === 1 ? '' : 's'}`);
+  if (a.degraded > 0) parts.push(`${a.degraded} degraded`);
+  if (a.failed > 0) parts.push(`${a.failed} failed`);
+  return parts.join(', ');
+}
+
+function endpointHealth(e: LiveEndpoint, now: number): string {
+  if (e.disabledUntil > now)
+    return `disabled ${shortDuration(e.disabledUntil - now)} (${e.disabledReason ?? 'key'})`;
+  if (e.creditOut) return 'out of credit';
+  if (e.breaker === 'open')
+    return e.openUntil !== null && e.openUntil > now
+      ? `OPEN, probe in ${shortDuration(e.openUntil - now)}`
+      : 'OPEN';
+  if (e.breaker === 'halfOpen') return 'HALF-OPEN, probing';
+  if (e.cooldownUntil > now) return `cooling ${shortDuration(e.cooldownUntil - now)}`;
+  return 'healthy';
+}
+
+const fitWidth = (line: string, width: number) =>
+  line.length > width ? `${line.slice(0, Math.max(0, width - 1))}…` : line;
+
+/**
+ * The terminal frame: a header with round and item progress and the concurrency tokens, one line per
+ * agent (state, endpoint, wait, turns), one per endpoint (breaker, cooldown, credit, counts), and the
+ * `/byok` line while an endpoint is out of credit. Every line fits in `width` columns.
+ *
+ * @example
+ * ```ts
+ * const lines = renderFrame(model, clock.now(), process.stdout.columns ?? 80);
+ * ```
+ */
+export function renderFrame(model: LiveModel, now: number, width = 80): string[] {
+  const lines: string[] = [];
+  const title = ['breakwater', model.scenario, model.runId ? `run ${model.runId}` : undefined]
+    .filter(Boolean)
+    .join('  ');
+  const p = model.progress;
+  const progress = p
+    ? `round ${p.round}/${p.rounds}  ${p.done}/${p.total} ${bar(p.done, p.total)} ${p.total > 0 ? Math.floor((p.done / p.total) * 100) : 0}%`
+    : '';
+  const t = model.tokens;
+  const tokens = t ? `tokens ${t.held}/${t.limit}${t.queued > 0 ? ` (${t.queued} queued)` : ''}` : '';
+  lines.push([title, progress, tokens].filter(Boolean).join('  '));
+  const agents = [...model.agents.values()];
+  const nameWidth = Math.max(5, ...agents.map((a) => a.name.length));
+  lines.push('agents');
+  for (const a of agents)
+    lines.push(
+      `  ${a.name.padEnd(nameWidth)}  ${(a.noAgent ? 'no_agent' : a.state).padEnd(9)}  ${agentDetail(a, now)}`,
+    );
+  const endpoints = [...model.endpoints.values()];
+  if (endpoints.length > 0) {
+    const idWidth = Math.max(...endpoints.map((e) => e.id.length));
+    const what = endpoints.map((e) => [e.provider, e.model].filter(Boolean).join('/'));
+    const whatWidth = Math.max(...what.map((w) => w.length));
+    lines.push('endpoints');
+    endpoints.forEach((e, i) => {
+      const counts = `ok ${e.ok}, 429 ${e.rateLimited}, faults ${e.faults}${e.inFlight ? `, ${e.inFlight} in flight` : ''}`;
+      lines.push(
+        `  ${e.id.padEnd(idWidth)}  ${what[i]!.padEnd(whatWidth)}  ${endpointHealth(e, now).padEnd(20)}  ${counts}`,
+      );
+    });
+  }
+  for (const e of model.creditOut(now)) lines.push(byokHint(e));
+  return lines.map((l) => fitWidth(l.trimEnd(), Math.max(20, width - 1)));
+}

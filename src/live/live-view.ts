@@ -1,0 +1,207 @@
+import { createLogUpdate } from 'log-update';
+import type { Clock } from '../clock/clock.ts';
+import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import { LiveModel, type LiveProgress } from './live-model.ts';
+import { renderFrame, shortDuration } from './live-render.ts';
+
+/**
+ * Where the live view reads the run from. A `Supervisor` fits as it is (events, agents, health,
+ * tokens); so does a round runner's `TurnExecutor` (events, health) or any event feed.
+ *
+ * @example
+ * ```ts
+ * const source: LiveSource = { subscribeEvents: (l) => { listeners.add(l); return () => listeners.delete(l); } };
+ * ```
+ */
+export interface LiveSource {
+  subscribeEvents(listener: RuntimeEventListener): () => void;
+  /** The agents running now. Optional. */
+  agents?(): readonly { readonly name: string; readonly tier: string; state?(): string }[];
+  /** Endpoint health (`EndpointHealth[]`), read at each redraw. Optional. */
+  health?(): unknown;
+  /** The token view (`{ limit, held, queue }`), read at each redraw. Optional. */
+  tokens?(): unknown;
+}
+
+/**
+ * The stream the view writes to (`process.stdout`, `process.stderr`, or a test double).
+ *
+ * @example
+ * ```ts
+ * const out: LiveStream = { isTTY: true, columns: 100, rows: 40, write: (s: string) => chunks.push(s) };
+ * ```
+ */
+export interface LiveStream {
+  write(chunk: string): unknown;
+  readonly isTTY?: boolean;
+  readonly columns?: number;
+  readonly rows?: number;
+}
+
+/**
+ * Options of {@link createLiveView}.
+ *
+ * @example
+ * ```ts
+ * createLiveView({ source: supervisor, out: process.stderr, clock: runClock });
+ * ```
+ */
+export interface LiveViewOptions {
+  /** The run's event feed (a `Supervisor`, a `TurnExecutor`, …). */
+  readonly source: LiveSource;
+  /** Agents to show before they do anything (names or `AgentInfo`). Default: the source's `agents()`. */
+  readonly agents?: readonly (AgentInfo | string)[];
+  /** Where to write. Default `process.stdout`. */
+  readonly out?: LiveStream;
+  /** Redraw in place (terminal) or write plain log lines. Default `out.isTTY === true`. */
+  readonly isTTY?: boolean;
+  /** The run's clock, for countdowns (cooldowns, open breakers). Default: the time of the last event seen. */
+  readonly clock?: Clock;
+  /** At most this many terminal redraws per second. Default 10. */
+  readonly maxRedrawsPerSecond?: number;
+}
+
+/**
+ * A running live view.
+ *
+ * @example
+ * ```ts
+ * live.setProgress({ round: 1, rounds: 3, done: 4, total: 35 });
+ * live.stop();
+ * ```
+ */
+export interface LiveView {
+  /** `tty`: one frame redrawn in place; `plain`: one log line per state change and progress step. */
+  readonly mode: 'tty' | 'plain';
+  /** Round and item progress (the round runner calls it after each turn). */
+  setProgress(progress: LiveProgress): void;
+  /** Terminal mode: redraws now instead of at the next tick. Plain mode: nothing to do. */
+  flush(): void;
+  /** The terminal frame as it would be drawn now, one string per line. */
+  frame(): string[];
+  /** Unsubscribes, draws the last frame and leaves it on screen (cursor restored). Safe to call twice. */
+  stop(): void;
+}
+
+/**
+ * Shows a run while it runs. On a terminal: one line per agent with its state (idle, queued, calling,
+ * fallback, tools, cooling, degraded), the round and item progress with the concurrency tokens, each
+ * endpoint's health (breaker, cooldown, credit), and while an endpoint is out of credit a line saying
+ * `/byok PROVIDER KEY` would let the agents go on — redrawn in place with log-update, at most
+ * `maxRedrawsPerSecond` times a second. Elsewhere (a pipe, a CI log): plain lines, one per state
+ * change and progress step, each stamped with the run-clock time since the first event.
+ *
+ * Write it to stderr when stdout carries machine output (`run --json`).
+ *
+ * @example
+ * ```ts
+ * const supervisor = createSupervisor(config, { clock });
+ * const live = createLiveView({ source: supervisor, out: process.stderr, clock });
+ * // … run the rounds, calling live.setProgress({ round, rounds, done, total }) after each turn …
+ * live.stop();
+ * ```
+ */
+export function createLiveView(options: LiveViewOptions): LiveView {
+  const out = options.out ?? process.stdout;
+  const mode = (options.isTTY ?? out.isTTY === true) ? 'tty' : 'plain';
+  const model = new LiveModel();
+  const { source } = options;
+  let firstAt: number | undefined;
+  let lastAt: number | undefined;
+  const now = () => options.clock?.now() ?? lastAt ?? 0;
+
+  for (const a of options.agents ?? []) model.addAgent(a);
+  for (const a of source.agents?.() ?? []) {
+    const agent = model.addAgent({ name: a.name, tier: a.tier });
+    const state = a.state?.();
+    if (state) agent.state = state;
+  }
+
+  const refresh = () => {
+    try {
+      model.applyHealth(source.health?.());
+      model.applyTokens(source.tokens?.());
+    } catch {
+      // A source that is stopping may refuse; the last known state stays on screen.
+    }
+  };
+
+  const write = (text: string) => {
+    try {
+      out.write(text);
+    } catch {
+      // A closed stream (EPIPE) must not stop the run.
+    }
+  };
+  const stamp = () => `[+${shortDuration(Math.max(0, (lastAt ?? 0) - (firstAt ?? lastAt ?? 0)))}]`;
+  const logLines = (lines: readonly string[]) => {
+    for (const line of lines) write(`${stamp()} ${scrubSecrets(line)}\n`);
+  };
+
+  const frame = () => {
+    refresh();
+    return renderFrame(model, now(), out.columns ?? 80).map((l) => scrubSecrets(l));
+  };
+
+  const interval = 1000 / Math.max(1, options.maxRedrawsPerSecond ?? 10);
+  const logUpdate = mode === 'tty' ? createLogUpdate(out as NodeJS.WriteStream) : undefined;
+  let dirty = true;
+  let lastDraw = 0;
+  const draw = () => {
+    if (!logUpdate) return;
+    logUpdate(frame().join('\n'));
+    dirty = false;
+    lastDraw = performance.now();
+  };
+  // Redraw when something changed, and twice a second anyway so countdowns and health move.
+  const timer = logUpdate
+    ? setInterval(() => {
+        if (dirty || performance.now() - lastDraw >= 500) draw();
+      }, interval)
+    : undefined;
+  timer?.unref?.();
+
+  const onEvent = (event: RuntimeEvent) => {
+    if (typeof event.at === 'number' && Number.isFinite(event.at)) {
+      firstAt ??= event.at;
+      lastAt = Math.max(lastAt ?? event.at, event.at);
+    }
+    const lines = model.apply(event);
+    if (mode === 'plain') logLines(lines);
+    else dirty = true;
+  };
+  const unsubscribe = source.subscribeEvents(onEvent);
+  let lastProgress = '';
+  let stopped = false;
+  if (logUpdate) draw();
+
+  return {
+    mode,
+    setProgress(progress) {
+      if (stopped) return;
+      model.progress = progress;
+      if (mode === 'tty') {
+        dirty = true;
+        return;
+      }
+      const line = `round ${progress.round}/${progress.rounds}: ${progress.done}/${progress.total} done`;
+      if (line !== lastProgress) logLines([line]);
+      lastProgress = line;
+    },
+    flush() {
+      if (!stopped) draw();
+    },
+    frame,
+    stop() {
+      if (stopped) return;
+      stopped = true;
+      unsubscribe();
+      if (timer) clearInterval(timer);
+      if (logUpdate) {
+        draw();
+        logUpdate.done();
+      }
+    },
+  };
+}

@@ -1,0 +1,248 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createManualClock } from '../../src/clock/clock.ts';
+import { createScaledClock } from '../../src/clock/scaled-clock.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import type { RuntimeEvent, RuntimeEventListener } from '../../src/events/runtime-event.ts';
+import { createLiveView, type LiveStream, type LiveView } from '../../src/live/live-view.ts';
+import { type RecordedRun, recordRun, testEndpoint } from '../report/record-run.ts';
+
+/*
+ * The live view on a real short run (agents against the emulator, whose primary key runs out of
+ * credit), in plain mode (a pipe) and in terminal mode (a fake TTY stream capturing the writes);
+ * then terminal frames driven by hand-made events for the states a short run passes too fast.
+ */
+
+const T0 = Date.parse('2026-08-17T07:00:00+09:00');
+const ANSI = /\u001B\[[0-9;?]*[A-Za-z]/g;
+
+function captureStream(isTTY: boolean): LiveStream & { chunks: string[] } {
+  const chunks: string[] = [];
+  return {
+    isTTY,
+    columns: 120,
+    rows: 50,
+    chunks,
+    write(chunk: string) {
+      chunks.push(chunk);
+      return true;
+    },
+  };
+}
+
+let emulator: Emulator;
+beforeAll(async () => {
+  emulator = await startEmulator({
+    clock: createScaledClock({ origin: T0, scale: 20 }),
+    profile: {
+      seed: 4,
+      latency: { minMs: 100, maxMs: 300 },
+      keys: [
+        { alias: 'primary', key: 'sk-test-primary-000000000000', credit: 400 },
+        { alias: 'backup', key: 'sk-test-backup-000000000000' },
+      ],
+    },
+  });
+});
+afterAll(async () => {
+  await emulator.close();
+});
+
+const AGENTS = [
+  { name: 'Kai', tier: 'analysis', chain: 'premium' },
+  { name: 'Yuna', tier: 'analysis', chain: 'premium' },
+  { name: 'Rex', tier: 'ops', chain: 'premium' },
+] as const;
+
+async function creditRun(
+  runId: string,
+  out: LiveStream,
+  isTTY: boolean,
+): Promise<{ recorded: RecordedRun; live: LiveView }> {
+  emulator.reset();
+  // A fresh clock per run: each run starts at the simulated 07:00 with the emulator's credit reset.
+  const clock = createScaledClock({ origin: T0, scale: 20 });
+  let live: LiveView | undefined;
+  const recorded = await recordRun({
+    runId,
+    scenario: 'live-credit',
+    emulator,
+    clock,
+    config: {
+      endpoints: [
+        testEndpoint(emulator, 'primary', 'openai', 'gpt-4o', 'sk-test-primary-000000000000'),
+        testEndpoint(emulator, 'backup', 'anthropic', 'claude-sonnet-4-6', 'sk-test-backup-000000000000'),
+      ],
+      chains: { premium: ['primary', 'backup'] },
+    },
+    agents: AGENTS,
+    items: ['a', 'b', 'c'],
+    rounds: 1,
+    attach: (supervisor) => {
+      live = createLiveView({ source: supervisor, out, isTTY, clock });
+      return undefined;
+    },
+    onProgress: (p) => live?.setProgress(p),
+  });
+  return { recorded, live: live! };
+}
+
+describe('plain mode (not a terminal): one log line per state change and progress step', () => {
+  it('logs every agent state change the runtime emitted, in order, the progress, and the /byok hint once', async () => {
+    const out = captureStream(false);
+    const { recorded, live } = await creditRun('live-plain', out, false);
+    live.stop();
+    const lines = out.chunks.join('').split('\n').filter(Boolean);
+    expect(out.chunks.join('')).not.toMatch(ANSI);
+    for (const line of lines) expect(line).toMatch(/^\[\+\d+(\.\d)?(ms|s|m|h)\] \S/);
+    const text = lines.map((l) => l.replace(/^\[[^\]]+\] /, ''));
+
+    const stateChanges = recorded.events
+      .filter((e): e is Extract<RuntimeEvent, { type: 'agent.state' }> => e.type === 'agent.state')
+      .map((e) => `${e.agent} ${e.data.state} (was ${e.data.previous})`);
+    expect(stateChanges.length).toBeGreaterThan(AGENTS.length);
+    expect(text.filter((l) => / \(was \w+\)$/.test(l) && !l.startsWith('endpoint '))).toEqual(stateChanges);
+    for (const a of AGENTS) expect(text).toContain(`${a.name} calling (was queued)`);
+
+    const progress = text.filter((l) => l.startsWith('round 1/1: '));
+    expect(progress[0]).toBe('round 1/1: 0/9 done');
+    expect(progress.at(-1)).toBe('round 1/1: 9/9 done');
+    expect(progress).toHaveLength(10);
+
+    // The primary key ran out of credit during the run: the hint names its provider, once.
+    expect(recorded.turns.some((t) => t.outcome === 'fallback')).toBe(true);
+    const hints = text.filter((l) => l.includes('/byok'));
+    expect(hints).toEqual([
+      'credit exhausted on primary (openai): type /byok openai KEY to let the agents go on with your own key',
+    ]);
+  });
+});
+
+describe('terminal mode (a fake TTY)', () => {
+  it('draws with log-update: one line per agent, endpoints with their health, the /byok line while out of credit', async () => {
+    const out = captureStream(true);
+    const { live } = await creditRun('live-tty', out, true);
+    live.flush();
+    const frame = live.frame();
+    live.stop();
+    // log-update wraps each frame in synchronized-output codes on a TTY.
+    expect(out.chunks.length).toBeGreaterThan(0);
+    expect(out.chunks.every((c) => c.startsWith('\u001B[?2026h'))).toBe(true);
+
+    const agentsAt = frame.indexOf('agents');
+    const endpointsAt = frame.indexOf('endpoints');
+    const agentLines = frame.slice(agentsAt + 1, endpointsAt);
+    expect(agentLines.map((l) => l.trim().split(/\s+/)[0])).toEqual(AGENTS.map((a) => a.name));
+    for (const line of agentLines) {
+      expect(line).toMatch(/^ {2}\S+\s+(idle|queued|calling|fallback|tools|cooling|degraded|stopped)\s+/);
+      expect(line).toMatch(/3 turns/);
+    }
+    expect(frame[0]).toMatch(/^breakwater {2}round 1\/1 {2}9\/9 █{20} 100% {2}tokens \d\/3/);
+    const endpointLines = frame.slice(endpointsAt + 1).filter((l) => l.startsWith('  '));
+    expect(endpointLines.map((l) => l.trim().split(/\s+/)[0])).toEqual(['primary', 'backup']);
+    expect(endpointLines[0]).toMatch(/disabled|out of credit/);
+    expect(frame.at(-1)).toBe(
+      'credit exhausted on primary (openai): type /byok openai KEY to let the agents go on with your own key',
+    );
+    // Every line fits the 120 columns of the stream.
+    for (const line of frame) expect(line.length).toBeLessThan(120);
+  });
+
+  it('hand-made events: cooling countdown, an open breaker, the hint gone once a call succeeds again', () => {
+    const clock = createManualClock(T0);
+    const listeners = new Set<RuntimeEventListener>();
+    const emit = (e: RuntimeEvent) => {
+      for (const l of listeners) l(e);
+    };
+    const out = captureStream(true);
+    const live = createLiveView({
+      source: {
+        subscribeEvents: (l) => {
+          listeners.add(l);
+          return () => listeners.delete(l);
+        },
+      },
+      agents: [
+        { name: 'Andrew', tier: 'ops' },
+        { name: 'Hana', tier: 'analysis' },
+        { name: 'flusher', tier: 'ops', noAgent: true },
+      ],
+      out,
+      clock,
+    });
+    expect(live.mode).toBe('tty');
+    emit({ type: 'agent.state', at: T0, agent: 'Andrew', data: { state: 'cooling', previous: 'calling' } });
+    emit({
+      type: 'token.wait',
+      at: T0,
+      agent: 'Andrew',
+      endpoint: 'sonnet',
+      data: { until: T0 + 4_200, cause: 'cooldown' },
+    });
+    emit({
+      type: 'call.attempt',
+      at: T0,
+      agent: 'Hana',
+      endpoint: 'pool',
+      data: {
+        tier: 'analysis',
+        outcome: 'fault',
+        startedAt: T0 - 50,
+        latencyMs: 50,
+        provider: 'anthropic',
+        model: 'claude-sonnet-4-6',
+        faultKind: 'credit_exhausted',
+        status: 400,
+      },
+    });
+    emit({ type: 'agent.state', at: T0, agent: 'Hana', data: { state: 'degraded', previous: 'fallback' } });
+    emit({
+      type: 'breaker.state',
+      at: T0,
+      endpoint: 'sonnet',
+      data: { state: 'open', previous: 'closed', openUntil: T0 + 30_000 },
+    });
+    live.setProgress({ round: 2, rounds: 3, done: 7, total: 35 });
+    clock.advance(1_000);
+    const frame = live.frame();
+    expect(frame[0]).toMatch(/^breakwater {2}round 2\/3 {2}7\/35 █{4}░{16} 20%$/);
+    expect(frame).toContain('  Andrew   cooling    via sonnet, waits 3.2s, 0 turns');
+    expect(frame).toContain('  Hana     degraded   via pool, 0 turns');
+    expect(frame).toContain('  flusher  no_agent   plain code (no_agent), 0 turns');
+    expect(frame.find((l) => l.startsWith('  sonnet'))).toMatch(/OPEN, probe in 29s/);
+    expect(frame.at(-1)).toBe(
+      'credit exhausted on pool (anthropic): type /byok anthropic KEY to let the agents go on with your own key',
+    );
+    emit({
+      type: 'call.attempt',
+      at: T0 + 2_000,
+      agent: 'Hana',
+      endpoint: 'pool',
+      data: {
+        tier: 'analysis',
+        outcome: 'ok',
+        startedAt: T0 + 1_900,
+        latencyMs: 100,
+        provider: 'anthropic',
+        model: 'claude-sonnet-4-6',
+        status: 200,
+      },
+    });
+    expect(live.frame().some((l) => l.includes('/byok'))).toBe(false);
+    live.flush();
+    const written = out.chunks.join('').replace(ANSI, '');
+    expect(written).toContain('Andrew');
+    live.stop();
+    live.stop();
+    const count = out.chunks.length;
+    emit({
+      type: 'agent.state',
+      at: T0 + 3_000,
+      agent: 'Andrew',
+      data: { state: 'idle', previous: 'cooling' },
+    });
+    live.flush();
+    // Stopped: unsubscribed, nothing more is written.
+    expect(listeners.size).toBe(0);
+    expect(out.chunks.length).toBe(count);
+  });
+});
