@@ -58,3 +58,24 @@ export {
   type VizLiveSource,
   type VizState,
 } from './viz/index.ts';
+export {
+  buildRunReport,
+  COOLING_DOWN_MESSAGE,
+  eventsFromRecords,
+  formatRunReport,
+  loadRunReport,
+  SEED_THRESHOLDS,
+  type FormatReportOptions,
+  type LoadRunReportOptions,
+  type ReportCheck,
+  type RunReport,
+  type RunReportOptions,
+} from './report/index.ts';
+export {
+  createLiveView,
+  type LiveProgress,
+  type LiveSource,
+  type LiveStream,
+  type LiveView,
+  type LiveViewOptions,
+} from './live/index.ts';
