@@ -2,6 +2,7 @@ import { type CommandRegistrar, runCli } from './cli-program.ts';
 import { registerEmulatorCommand } from './commands/emulator-command.ts';
 import { registerMigrateCommand } from './commands/migrate-command.ts';
 import { registerReportCommand } from './commands/report-command.ts';
+import { registerRunCommand } from './commands/run-command.ts';
 import { registerRunsCommand } from './commands/runs-command.ts';
 import { registerStartCommand } from './commands/start-command.ts';
 import { registerVizCommand } from './commands/viz-command.ts';
@@ -13,6 +14,7 @@ import { registerVizCommand } from './commands/viz-command.ts';
 
 /** Every command of the CLI, in the order `--help` lists them. */
 export const COMMANDS: readonly CommandRegistrar[] = Object.freeze([
+  registerRunCommand,
   registerStartCommand,
   registerEmulatorCommand,
   registerMigrateCommand,

@@ -29,19 +29,19 @@ describe('CLI errors', () => {
   });
 
   it('an unknown command points at breakwater --help', async () => {
-    const run = await runCli(['strat']);
+    const run = await runCli(['rnu']);
     expect(run.code).toBe(1);
     oneLine(run.stderr);
     expect(run.stderr).toMatch(
-      /^breakwater: unknown command 'strat' \(Did you mean start\?\); run `breakwater --help`/,
+      /^breakwater: unknown command 'rnu' \(Did you mean run\?\); run `breakwater --help`/,
     );
   });
 
   it('an extra argument is refused', async () => {
-    const run = await runCli(['start', 'now']);
+    const run = await runCli(['demo', 'now']);
     expect(run.code).toBe(1);
     oneLine(run.stderr);
-    expect(run.stderr).toContain("breakwater start: too many arguments for 'start'");
+    expect(run.stderr).toContain("breakwater demo: too many arguments for 'demo'");
   });
 
   it('a port already in use says to pick another --port', async () => {

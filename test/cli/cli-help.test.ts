@@ -8,12 +8,12 @@ describe('breakwater --help', () => {
     expect(run.code).toBe(0);
     expect(run.stderr).toBe('');
     expect(run.stdout).toMatch(/^Usage: breakwater \[options\] \[command\]/);
-    for (const name of ['start', 'emulator', 'migrate'])
+    for (const name of ['run', 'resume', 'demo', 'emulator', 'migrate', 'report', 'runs', 'viz'])
       expect(run.stdout).toMatch(new RegExp(`^  ${name}\\b`, 'm'));
   });
 
   it.each([
-    ['start', ['Starts the emulator in-process']],
+    ['demo', ['Starts the emulator in-process']],
     ['emulator', ['--port <n>', '--profile <file>', '--show-profile', 'GET /_emulator/stats']],
     ['migrate', ['--database-url <url>', '--data-dir <dir>']],
   ])('%s --help shows its usage and options, exit 0', async (name, expected) => {

@@ -218,7 +218,7 @@ export async function runStart(options: StartOptions = {}): Promise<StartReport>
  */
 export function registerStartCommand(program: Command): Command {
   return program
-    .command('start')
+    .command('demo')
     .description(
       'The main job (for now: the engine adapter demo): a 429 classified as rate_limited, then a second endpoint answers. Needs no network and no API key.',
     )

@@ -1,17 +1,17 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { type CliRun, runCli } from './run-cli.ts';
 
-// `breakwater start` as a user runs it: the emulator in-process, a 429 on the Anthropic-wire endpoint
+// `breakwater demo` as a user runs it: the emulator in-process, a 429 on the Anthropic-wire endpoint
 // classified as rate_limited, then the OpenAI-wire endpoint answers. No network, no key.
 
-describe('breakwater start', () => {
+describe('breakwater demo', () => {
   let run: CliRun;
   beforeAll(async () => {
     // No key in the environment: start must not need one.
     const env = { ...process.env };
     for (const name of ['ANTHROPIC_API_KEY', 'OPENAI_API_KEY', 'GEMINI_API_KEY', 'BREAKWATER_DEBUG'])
       delete env[name];
-    run = await runCli(['start'], env);
+    run = await runCli(['demo'], env);
   });
 
   it('exits 0 with nothing on stderr', () => {

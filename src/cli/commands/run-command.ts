@@ -1,0 +1,258 @@
+import type { Command } from 'commander';
+import { Option } from 'commander';
+import { createLiveView, type LiveView } from '../../live/live-view.ts';
+import { createLogger } from '../../logging/logger.ts';
+import { registerSecret } from '../../redact/secret-scrubber.ts';
+import { formatRunReport } from '../../report/format-report.ts';
+import { loadRunReport } from '../../report/load-run-report.ts';
+import type { RunReport } from '../../report/report-types.ts';
+import type { BreakwaterExecutor } from '../../rounds/breakwater-executor.ts';
+import { type RunPolicy, runScenario, type ScenarioRunContext } from '../../rounds/run-scenario.ts';
+import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
+import { type BreakwaterDatabase, DEFAULT_DATA_DIR, openDatabase } from '../../store/open-database.ts';
+import { createRunStore } from '../../store/run-store.ts';
+import { startVizServer, type VizServer } from '../../viz/index.ts';
+import { createLiveSource } from '../../viz/live-source.ts';
+import { CliError } from '../cli-error.ts';
+import { type Print, printToStdout } from '../cli-output.ts';
+import { listenForStop } from '../stop-signal.ts';
+
+/** The scenario `breakwater run` replays when none is named (seed 003). */
+export const DEFAULT_SCENARIO = 'agent8-storm';
+
+/** Options of {@link runRunCommand}. */
+export interface RunCommandOptions {
+  /** A scenario name under `scenarios/`, a folder, or a YAML/JSON file. Default {@link DEFAULT_SCENARIO}. */
+  readonly scenario?: string;
+  /** Resume this run instead of starting one. */
+  readonly resumeRunId?: string;
+  readonly runId?: string;
+  /** Default `breakwater`. */
+  readonly policy?: RunPolicy;
+  readonly json?: boolean;
+  readonly databaseUrl?: string;
+  readonly dataDir?: string;
+  /** Control URL of a running emulator to use instead of an in-process one. */
+  readonly emulatorUrl?: string;
+  /** Serve the live state visualizer on 127.0.0.1 (0 = any free port). Default: off. */
+  readonly vizPort?: number;
+  /** Show the live view. Default true. */
+  readonly live?: boolean;
+  readonly print?: Print;
+  readonly signal?: AbortSignal;
+}
+
+function storeOptions(o: RunCommandOptions): { url?: string; dataDir?: string } {
+  if (o.databaseUrl && o.dataDir)
+    throw new CliError('give either --database-url (PostgreSQL) or --data-dir (embedded PGlite), not both');
+  const url = o.databaseUrl ?? (o.dataDir ? undefined : process.env.DATABASE_URL);
+  if (url) {
+    try {
+      const password = new URL(url).password;
+      if (password) registerSecret(decodeURIComponent(password));
+    } catch {
+      // Not a URL: pg says so itself.
+    }
+    return { url };
+  }
+  return { dataDir: o.dataDir ?? process.env.BREAKWATER_DATA_DIR ?? DEFAULT_DATA_DIR };
+}
+
+/**
+ * Runs (or resumes) a scenario with the live view, commits every round, then prints the report (or its JSON).
+ * Resolves with the report; a run that did not complete rejects with a CliError saying how to resume it.
+ *
+ * @example
+ * ```ts
+ * const report = await runRunCommand({ scenario: 'agent8-storm', dataDir: '.breakwater', json: true });
+ * ```
+ */
+export async function runRunCommand(options: RunCommandOptions = {}): Promise<RunReport> {
+  const print = options.print ?? printToStdout;
+  const database: BreakwaterDatabase = await openDatabase(storeOptions(options));
+  const store = createRunStore(database);
+  let live: LiveView | undefined;
+  let viz: VizServer | undefined;
+  try {
+    let scenarioSource: string;
+    let policy = options.policy;
+    if (options.resumeRunId) {
+      const run = await store.getRun(options.resumeRunId);
+      if (!run)
+        throw new CliError(
+          `no run "${options.resumeRunId}" in ${database.location}; list runs with \`breakwater runs\``,
+        );
+      const config = run.config as { scenarioSource?: string; policy?: RunPolicy } | null;
+      if (!config?.scenarioSource)
+        throw new CliError(`run "${run.runId}" does not say which scenario it ran; it cannot be resumed`);
+      scenarioSource = config.scenarioSource;
+      policy = policy ?? config.policy;
+    } else {
+      scenarioSource = resolveScenario(options.scenario ?? DEFAULT_SCENARIO);
+    }
+    const scenario = loadScenario(scenarioSource);
+    const showLive = options.live !== false && !options.json;
+    const result = await runScenario({
+      scenario,
+      scenarioSource,
+      database,
+      ...(options.resumeRunId
+        ? { runId: options.resumeRunId, resume: true }
+        : options.runId
+          ? { runId: options.runId }
+          : {}),
+      ...(policy ? { policy } : {}),
+      ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+      logger: createLogger(),
+      onProgress: (p) => live?.setProgress(p),
+      onStart: async (ctx: ScenarioRunContext) => {
+        if (showLive) {
+          live = createLiveView({ source: ctx.executor, agents: ctx.agents, clock: ctx.clock });
+          print(
+            `run ${ctx.runId}: scenario ${scenario.name}, policy ${ctx.policy}, ${ctx.rounds} rounds, ${database.backend} at ${database.location}`,
+          );
+        }
+        const supervisor = (ctx.executor as Partial<BreakwaterExecutor>).supervisor;
+        if (options.vizPort !== undefined && supervisor) {
+          viz = await startVizServer({
+            port: options.vizPort,
+            live: createLiveSource(supervisor, { runId: ctx.runId, store }),
+            store,
+          });
+          print(`visualizer: ${viz.url}`);
+        }
+      },
+    }).catch((e: unknown) => {
+      if (options.signal?.aborted) {
+        throw new CliError(
+          `run interrupted; continue it with \`breakwater resume <run-id>\` (\`breakwater runs\` lists them)`,
+          { exitCode: 130 },
+        );
+      }
+      throw e;
+    });
+    live?.stop();
+    live = undefined;
+    const report = await loadRunReport(store, result.runId);
+    if (options.json) print(JSON.stringify(report));
+    else for (const line of formatRunReport(report)) print(line);
+    if (result.run.status !== 'completed') {
+      throw new CliError(
+        `run ${result.runId} ended ${result.run.status}; continue it with \`breakwater resume ${result.runId}\``,
+      );
+    }
+    return report;
+  } finally {
+    live?.stop();
+    await viz?.close();
+    await database.close();
+  }
+}
+
+interface RunFlags {
+  policy?: RunPolicy;
+  json?: boolean;
+  databaseUrl?: string;
+  dataDir?: string;
+  runId?: string;
+  emulatorUrl?: string;
+  viz?: boolean;
+  port?: string;
+  live?: boolean;
+}
+
+function vizPort(flags: RunFlags): number | undefined {
+  if (!flags.viz) return undefined;
+  const port = flags.port === undefined ? 0 : Number(flags.port);
+  if (!Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new CliError(`--port ${flags.port} is not a port; give 0–65535`);
+  return port;
+}
+
+async function act(options: RunCommandOptions): Promise<void> {
+  const stop = listenForStop();
+  try {
+    await runRunCommand({ ...options, signal: stop.signal });
+  } finally {
+    stop.dispose();
+  }
+}
+
+const storeFlags = (cmd: Command) =>
+  cmd
+    .option('--json', 'print one JSON object (the report) at the end instead of the live view and the table')
+    .option(
+      '--database-url <url>',
+      'PostgreSQL connection string (default: env DATABASE_URL, else embedded PGlite)',
+    )
+    .option(
+      '--data-dir <dir>',
+      `PGlite data directory (default: env BREAKWATER_DATA_DIR, else ${DEFAULT_DATA_DIR}/)`,
+    )
+    .option(
+      '--emulator-url <url>',
+      'use a running emulator (its control URL) instead of starting one in-process',
+    )
+    .option('--viz', 'serve the live state visualizer on 127.0.0.1 while the run goes')
+    .option('--port <n>', 'visualizer port with --viz (default: any free port)')
+    .option('--no-live', 'no live view; just the report at the end');
+
+/**
+ * Registers `breakwater run [scenario]` and `breakwater resume <run-id>`.
+ *
+ * @example
+ * ```ts
+ * registerRunCommand(new Command('breakwater'));
+ * ```
+ */
+export function registerRunCommand(program: Command): Command {
+  storeFlags(
+    program
+      .command('run')
+      .description('Run a scenario (default: agent8-storm, the seed-003 incident) and print its report.')
+      .argument(
+        '[scenario]',
+        'a scenario name under scenarios/, a folder, or a YAML/JSON file',
+        DEFAULT_SCENARIO,
+      )
+      .addOption(
+        new Option('--policy <policy>', 'who runs the turns')
+          .choices(['breakwater', 'status-quo'])
+          .default('breakwater'),
+      )
+      .option('--run-id <id>', 'id of the new run (default: <scenario>-<timestamp>-<hex>)'),
+  ).action(async (scenario: string, flags: RunFlags) => {
+    const port = vizPort(flags);
+    await act({
+      scenario,
+      ...(flags.policy ? { policy: flags.policy } : {}),
+      ...(flags.runId ? { runId: flags.runId } : {}),
+      json: flags.json === true,
+      ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
+      ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
+      ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
+      ...(port !== undefined ? { vizPort: port } : {}),
+      live: flags.live !== false,
+    });
+  });
+  return storeFlags(
+    program
+      .command('resume')
+      .description(
+        'Continue an interrupted run from its last committed round, with every agent’s memory, and print its report.',
+      )
+      .argument('<run-id>', 'the run (`breakwater runs` lists them)'),
+  ).action(async (runId: string, flags: RunFlags) => {
+    const port = vizPort(flags);
+    await act({
+      resumeRunId: runId,
+      json: flags.json === true,
+      ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
+      ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
+      ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
+      ...(port !== undefined ? { vizPort: port } : {}),
+      live: flags.live !== false,
+    });
+  });
+}
