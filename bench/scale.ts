@@ -1,0 +1,465 @@
+/**
+ * bench:scale — how far one process goes.
+ *
+ * 1. Heap per idle agent: 10,000 agents spawned through `supervisor.spawnAgent()` (actor + handle), heap
+ *    measured after `global.gc()` before and after; the bare agent actor (`createActor(agentMachine)`) beside it.
+ * 2. Token grants per second through the supervisor. Primary figure: the machine path directly — the real
+ *    supervisor machine (real engine pool, buckets, breaker, retry budget) with many minimal contender actors
+ *    that, on TOKEN.GRANTED, send TOKEN.RELEASE and their next TOKEN.REQUEST at once; a grant is one
+ *    REQUEST → GRANTED → RELEASE cycle. Beside it: the same contention through `agent.ask()` with real agent
+ *    actors and an in-memory engine (one grant per turn, no HTTP).
+ * 3. 1,000 calls in flight against the emulator (its own process, 1.5 s latency so they overlap): event-loop
+ *    lag p99 (`perf_hooks.monitorEventLoopDelay`) while they run, through breakwater and, side by side,
+ *    through the bare SDK.
+ *
+ * Run: `npm run bench:scale` (node --expose-gc). Options: `--agents 10000 --grants 200000 --inflight 1000`.
+ */
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
+import { parseArgs } from 'node:util';
+import OpenAI from 'openai';
+import { type AnyActorRef, assign, createActor, sendTo, setup } from 'xstate';
+import { agentMachine } from '../machines/agent.machine.ts';
+import { createSupervisorMachine } from '../machines/supervisor.machine.ts';
+import { systemClock } from '../src/clock/clock.ts';
+import { describeEndpoint, type ParsedEndpointConfig } from '../src/engines/endpoint-config.ts';
+import type { Engine, EngineResult } from '../src/engines/engine-types.ts';
+import { RetryBudget } from '../src/resilience/retry-budget.ts';
+import { createSupervisor } from '../src/runtime/create-supervisor.ts';
+import { EnginePool } from '../src/runtime/engine-pool.ts';
+import { defineConfig, type RuntimeConfigInput } from '../src/runtime/runtime-config.ts';
+import { emptyMemory } from '../src/runtime/turn.ts';
+import { row, writeResult } from './lib/bench-result.ts';
+import { startEmulatorProcess } from './lib/emulator-process.ts';
+import { round } from './lib/stats.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    agents: { type: 'string', default: '10000' },
+    grants: { type: 'string', default: '200000' },
+    inflight: { type: 'string', default: '1000' },
+    latency: { type: 'string', default: '1500' },
+    // Longest any one grants measurement runs, s: slow paths stop early instead of running for minutes.
+    seconds: { type: 'string', default: '4' },
+    // For profiling one part: `--only heap|grants|inflight` (nothing is written).
+    only: { type: 'string', default: '' },
+  },
+});
+const AGENTS = Number(args.agents);
+const GRANTS = Number(args.grants);
+const IN_FLIGHT = Number(args.inflight);
+const LATENCY_MS = Number(args.latency);
+const BUDGET_MS = Number(args.seconds) * 1000;
+/** Contenders stop asking for tokens once this passes (set right before each grants measurement). */
+let deadline = Number.POSITIVE_INFINITY;
+const TOKENS = 3; // seed 000's semaphore
+const MODEL = 'gpt-4o-mini';
+const KEY = 'sk-bench-scale-0001';
+
+const gc = (globalThis as { gc?: () => void }).gc;
+if (!gc) throw new Error('run with node --expose-gc (npm run bench:scale does)');
+
+function heapAfterGc(): number {
+  for (let i = 0; i < 3; i++) gc!();
+  return process.memoryUsage().heapUsed;
+}
+
+/** An engine that answers at once from memory (never used by the idle agents; used for ask() contention). */
+function instantEngine(config: ParsedEndpointConfig): Engine {
+  const endpoint = describeEndpoint(config);
+  const result: EngineResult = Object.freeze({
+    text: 'ok',
+    toolCalls: [],
+    stopReason: 'end_turn',
+    usage: { inputTokens: 20, outputTokens: 5 },
+    endpoint,
+    model: MODEL,
+    rateLimit: {},
+    latencyMs: 0,
+  });
+  return { endpoint, call: async () => result };
+}
+
+function runtimeConfig(limit: number, baseURL = 'http://127.0.0.1:9/v1'): RuntimeConfigInput {
+  return {
+    endpoints: [{ id: 'primary', provider: 'openai', model: MODEL, apiKey: KEY, baseURL }],
+    chains: { main: ['primary'] },
+    concurrency: { limit, leaseMs: 600_000 },
+    agentDefaults: { historyTurns: 0, maxTokens: 16, maxWaitMs: 600_000 },
+  };
+}
+
+// ── 1. heap per idle actor ───────────────────────────────────────────────────────────────────────
+
+async function heapPerIdleAgent(): Promise<{
+  viaSupervisor: number;
+  bareActor: number;
+  spawnMs: number;
+  stopMs: number;
+}> {
+  const supervisor = createSupervisor(runtimeConfig(TOKENS), { createEngine: instantEngine });
+  const before = heapAfterGc();
+  const t0 = performance.now();
+  for (let i = 0; i < AGENTS; i++)
+    supervisor.spawnAgent({ name: `agent-${i}`, chain: 'main', memory: { desk: 'APAC' } });
+  const spawnMs = performance.now() - t0;
+  const after = heapAfterGc();
+  if (supervisor.agents().length !== AGENTS) throw new Error('not every agent was spawned');
+  const viaSupervisor = (after - before) / AGENTS;
+  const s0 = performance.now();
+  await supervisor.stop();
+  const stopMs = performance.now() - s0;
+
+  // The bare actor: what the agent machine itself costs, without the handle and the supervisor's bookkeeping.
+  const settings = {
+    tier: 'ops',
+    chain: 'main',
+    maxWaitMs: 10_000,
+    maxAttempts: 6,
+    maxTokens: 512,
+    historyTurns: 6,
+    probeIntervalMs: 5_000,
+    tools: [],
+  };
+  const b0 = heapAfterGc();
+  const actors = [];
+  for (let i = 0; i < AGENTS; i++) {
+    actors.push(
+      createActor(agentMachine, {
+        input: { settings: { ...settings, name: `agent-${i}` }, memory: emptyMemory({ desk: 'APAC' }) },
+      }).start(),
+    );
+  }
+  const b1 = heapAfterGc();
+  for (const a of actors) a.stop();
+  return { viaSupervisor, bareActor: (b1 - b0) / AGENTS, spawnMs, stopMs };
+}
+
+// ── 2. grants per second ────────────────────────────────────────────────────────────────────────
+
+interface ContenderContext {
+  readonly name: string;
+  readonly grants: number;
+  readonly quota: number;
+}
+
+const supervisorRef = ({ system }: { system: { get(id: string): AnyActorRef | undefined } }) =>
+  system.get('supervisor') as AnyActorRef;
+
+const tokenRequest = ({ context }: { context: ContenderContext }) => ({
+  type: 'TOKEN.REQUEST' as const,
+  agent: context.name,
+  tier: 'ops',
+  chain: 'main',
+  retry: false,
+  attempt: 0,
+  maxWaitMs: 600_000,
+  estimatedTokens: 25,
+});
+
+/**
+ * The smallest agent that contends for tokens: REQUEST on start; on GRANTED, RELEASE with a successful
+ * outcome and REQUEST again until it had `quota` grants.
+ */
+function contenderLogic(result: EngineResult) {
+  const release = sendTo(
+    supervisorRef,
+    ({ context, event }: { context: ContenderContext; event: unknown }) => ({
+      type: 'TOKEN.RELEASE',
+      agent: context.name,
+      leaseId: (event as { leaseId: string }).leaseId,
+      outcome: { ok: true, result, at: systemClock.now(), memoized: false },
+      reservedTokens: 25,
+    }),
+  );
+  return setup({
+    types: {
+      context: {} as ContenderContext,
+      input: {} as { settings: { name: string }; quota: number },
+    },
+  }).createMachine({
+    context: ({ input }) => ({ name: input.settings.name, grants: 0, quota: input.quota }),
+    entry: sendTo(supervisorRef, tokenRequest),
+    on: {
+      'TOKEN.GRANTED': [
+        {
+          guard: ({ context }) => context.grants + 1 < context.quota && performance.now() < deadline,
+          actions: [
+            release,
+            assign({ grants: ({ context }) => context.grants + 1 }),
+            sendTo(supervisorRef, tokenRequest),
+          ],
+        },
+        { actions: [release, assign({ grants: ({ context }) => context.grants + 1 })] },
+      ],
+    },
+  });
+}
+
+/**
+ * The real supervisor machine with `contenders` contender actors for `TOKENS` tokens. Every contender is
+ * queued first (limit 0), then LIMIT.SET opens the tokens and the REQUEST → GRANTED → RELEASE cycles run
+ * through the actors' mailboxes until each contender had its quota. Returns grants/s.
+ */
+function grantsDirect(contenders: number, totalGrants: number): { grantsPerSec: number; grants: number } {
+  const config = defineConfig(runtimeConfig(TOKENS));
+  const pool = new EnginePool(config, { clock: systemClock, createEngine: instantEngine });
+  const endpoint = describeEndpoint(config.endpoints[0]!);
+  const outcomeResult: EngineResult = {
+    text: 'ok',
+    toolCalls: [],
+    stopReason: 'end_turn',
+    usage: { inputTokens: 20, outputTokens: 5 },
+    endpoint,
+    model: MODEL,
+    rateLimit: {},
+    latencyMs: 0,
+  };
+  let grants = 0;
+  const machine = createSupervisorMachine({
+    pool,
+    clock: systemClock,
+    budget: new RetryBudget(),
+    tiers: ['analysis', 'ops'],
+    limit: 0,
+    leaseMs: 600_000,
+    startProbe: () => {},
+    report: (r) => {
+      if (r.type === 'token.granted') grants++;
+    },
+  }).provide({ actors: { agent: contenderLogic(outcomeResult) } });
+  const root = createActor(machine, { systemId: 'supervisor', clock: systemClock as never });
+  root.start();
+  const quota = Math.ceil(totalGrants / contenders);
+  for (let i = 0; i < contenders; i++)
+    root.send({
+      type: 'AGENT.SPAWN',
+      name: `c-${i}`,
+      input: { settings: { name: `c-${i}` }, quota } as never,
+    });
+  if (root.getSnapshot().context.queue.length !== contenders) throw new Error('contenders did not queue');
+  const t0 = performance.now();
+  deadline = t0 + BUDGET_MS;
+  root.send({ type: 'LIMIT.SET', limit: TOKENS });
+  const ms = performance.now() - t0;
+  if (grants < contenders) throw new Error(`expected at least ${contenders} grants, saw ${grants}`);
+  root.stop();
+  pool.stop();
+  return { grantsPerSec: (grants / ms) * 1000, grants };
+}
+
+/** The same contention through `agent.ask()`: real agent actors, in-memory engine, one grant per turn. */
+async function grantsViaAsk(
+  agents: number,
+  turns: number,
+): Promise<{ grantsPerSec: number; grants: number }> {
+  let grants = 0;
+  const supervisor = createSupervisor(runtimeConfig(TOKENS), {
+    createEngine: instantEngine,
+    onReport: (r) => {
+      if (r.type === 'token.granted') grants++;
+    },
+  });
+  const handles = Array.from({ length: agents }, (_, i) =>
+    supervisor.spawnAgent({ name: `agent-${i}`, chain: 'main' }),
+  );
+  const perAgent = Math.ceil(turns / agents);
+  const t0 = performance.now();
+  deadline = t0 + BUDGET_MS;
+  await Promise.all(
+    handles.map(async (h) => {
+      for (let k = 0; k < perAgent && performance.now() < deadline; k++)
+        await h.ask('ping', { turnId: `${h.name}-${k}` });
+    }),
+  );
+  const ms = performance.now() - t0;
+  await supervisor.stop();
+  return { grantsPerSec: (grants / ms) * 1000, grants };
+}
+
+// ── 3. 1,000 calls in flight ──────────────────────────────────────────────────────────────────────
+
+async function inFlight(): Promise<{
+  breakwater: { lagP99Ms: number; lagMaxMs: number; maxInFlight: number; wallMs: number; failed: number };
+  bare: { lagP99Ms: number; lagMaxMs: number; maxInFlight: number; wallMs: number; failed: number };
+}> {
+  const emu = await startEmulatorProcess({
+    seed: 8,
+    latency: { minMs: LATENCY_MS, maxMs: LATENCY_MS },
+    answerTokens: 40,
+    defaultQuotas: { rpm: 1_000_000_000, tpm: 1_000_000_000_000 },
+  });
+  const prompt = 'Summarize the overnight moves on the APAC desk in three bullet points.';
+  const measure = async (run: () => Promise<number>) => {
+    await emu.reset();
+    const h = monitorEventLoopDelay({ resolution: 1 });
+    h.enable();
+    const t0 = performance.now();
+    const failed = await run();
+    const wallMs = performance.now() - t0;
+    h.disable();
+    const stats = await emu.stats();
+    return {
+      lagP99Ms: round(h.percentile(99) / 1e6),
+      lagMaxMs: round(h.max / 1e6),
+      maxInFlight: stats.maxInFlight,
+      wallMs: round(wallMs, 0),
+      failed,
+    };
+  };
+  try {
+    const supervisor = createSupervisor(runtimeConfig(IN_FLIGHT, emu.baseURL('openai')));
+    const handles = Array.from({ length: IN_FLIGHT }, (_, i) =>
+      supervisor.spawnAgent({ name: `agent-${i}`, chain: 'main' }),
+    );
+    const breakwater = await measure(async () => {
+      const turns = await Promise.all(handles.map((h) => h.ask(prompt, { turnId: `${h.name}-0` })));
+      return turns.filter((t) => t.outcome !== 'answered').length;
+    });
+    await supervisor.stop();
+    const sdk = new OpenAI({ apiKey: KEY, baseURL: emu.baseURL('openai'), maxRetries: 0 });
+    const bare = await measure(async () => {
+      const results = await Promise.allSettled(
+        Array.from({ length: IN_FLIGHT }, () =>
+          sdk.chat.completions.create({
+            model: MODEL,
+            messages: [{ role: 'user', content: prompt }],
+            max_completion_tokens: 16,
+          }),
+        ),
+      );
+      return results.filter((r) => r.status === 'rejected').length;
+    });
+    return { breakwater, bare };
+  } finally {
+    await emu.close();
+  }
+}
+
+async function main(): Promise<void> {
+  if (args.only) return profileOne(args.only);
+  console.log(`heap: ${AGENTS} idle agents`);
+  const heap = await heapPerIdleAgent();
+  console.log(`grants: ${GRANTS} grants, ${TOKENS} tokens`);
+  // Warm the JIT on a small run first, then the measured ones.
+  grantsDirect(100, 20_000);
+  const direct = {
+    c10: grantsDirect(10, GRANTS),
+    c100: grantsDirect(100, GRANTS),
+    c1000: grantsDirect(1_000, GRANTS),
+  };
+  await grantsViaAsk(100, 2_000);
+  const viaAsk = {
+    c10: await grantsViaAsk(10, 20_000),
+    c100: await grantsViaAsk(100, 20_000),
+    c1000: await grantsViaAsk(1_000, 20_000),
+  };
+  console.log(`in flight: ${IN_FLIGHT} calls, emulator latency ${LATENCY_MS} ms`);
+  const flight = await inFlight();
+
+  const bytesPerIdleActor = Math.round(heap.viaSupervisor);
+  const grantsPerSec = Math.round(direct.c1000.grantsPerSec);
+  const lagP99Ms = flight.breakwater.lagP99Ms;
+  const targets = { bytesPerIdleActor: 10_240, grantsPerSec: 50_000, lagP99Ms: 20 };
+  const met = {
+    bytesPerIdleActor: bytesPerIdleActor <= targets.bytesPerIdleActor,
+    grantsPerSec: grantsPerSec >= targets.grantsPerSec,
+    lagP99Ms: lagP99Ms <= targets.lagP99Ms,
+  };
+  const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
+
+  console.log();
+  console.log(row('heap per idle agent (bytes)', 'spawnAgent', 'bare actor'));
+  console.log(row('', bytesPerIdleActor, Math.round(heap.bareActor)));
+  console.log(row(`spawning ${AGENTS} agents (ms)`, round(heap.spawnMs, 0)));
+  console.log(row(`stopping ${AGENTS} agents (ms)`, round(heap.stopMs, 0)));
+  console.log();
+  console.log(row(`grants/s, ${TOKENS} tokens`, '10 agents', '100 agents', '1000 agents'));
+  console.log(
+    row(
+      'supervisor machine (direct)',
+      Math.round(direct.c10.grantsPerSec),
+      Math.round(direct.c100.grantsPerSec),
+      Math.round(direct.c1000.grantsPerSec),
+    ),
+  );
+  console.log(
+    row(
+      'agent.ask(), in-memory engine',
+      Math.round(viaAsk.c10.grantsPerSec),
+      Math.round(viaAsk.c100.grantsPerSec),
+      Math.round(viaAsk.c1000.grantsPerSec),
+    ),
+  );
+  console.log();
+  console.log(row(`${IN_FLIGHT} calls in flight`, 'breakwater', 'bare SDK'));
+  console.log(row('event-loop lag p99 (ms)', flight.breakwater.lagP99Ms, flight.bare.lagP99Ms));
+  console.log(row('event-loop lag max (ms)', flight.breakwater.lagMaxMs, flight.bare.lagMaxMs));
+  console.log(row('max in flight at the emulator', flight.breakwater.maxInFlight, flight.bare.maxInFlight));
+  console.log(row('wall time (ms)', flight.breakwater.wallMs, flight.bare.wallMs));
+  console.log(row('failed calls', flight.breakwater.failed, flight.bare.failed));
+  console.log();
+  console.log(
+    `heap per idle actor ${bytesPerIdleActor} B (target ≤ ${targets.bytesPerIdleActor}: ${mark(met.bytesPerIdleActor)}), ` +
+      `grants ${grantsPerSec}/s with 1000 agents on ${TOKENS} tokens (target ≥ ${targets.grantsPerSec}: ${mark(met.grantsPerSec)}), ` +
+      `lag p99 ${lagP99Ms} ms with ${IN_FLIGHT} in flight (target ≤ ${targets.lagP99Ms}: ${mark(met.lagP99Ms)})`,
+  );
+
+  const path = await writeResult('scale', {
+    bytesPerIdleActor,
+    grantsPerSec,
+    lagP99Ms,
+    targets,
+    met,
+    heap: {
+      agents: AGENTS,
+      bytesPerIdleActor,
+      bytesPerBareAgentActor: Math.round(heap.bareActor),
+      spawnMs: round(heap.spawnMs, 0),
+      stopMs: round(heap.stopMs, 0),
+      measuredAs: 'heapUsed after global.gc(), before and after spawning, ÷ agents',
+    },
+    grants: {
+      tokens: TOKENS,
+      measuredAs:
+        'grantsPerSec: the supervisor machine path directly (real supervisor machine, engine pool, buckets, breaker, retry budget; minimal contender actors releasing and re-requesting at once), 1000 contenders; viaAsk: agent.ask() with real agent actors and an in-memory engine',
+      direct: Object.fromEntries(
+        Object.entries(direct).map(([k, v]) => [
+          k,
+          { grantsPerSec: Math.round(v.grantsPerSec), grants: v.grants },
+        ]),
+      ),
+      viaAsk: Object.fromEntries(
+        Object.entries(viaAsk).map(([k, v]) => [
+          k,
+          { grantsPerSec: Math.round(v.grantsPerSec), grants: v.grants },
+        ]),
+      ),
+    },
+    inFlight: {
+      calls: IN_FLIGHT,
+      emulatorLatencyMs: LATENCY_MS,
+      measuredAs:
+        'monitorEventLoopDelay (1 ms resolution) over the whole burst; emulator in its own process; breakwater = 1000 agents, 1000 tokens, one ask each',
+      breakwater: flight.breakwater,
+      bare: flight.bare,
+    },
+  });
+  console.log(`wrote ${path}`);
+}
+
+/** Runs one part alone, for `node --cpu-prof`. */
+async function profileOne(part: string): Promise<void> {
+  if (part === 'heap') console.log(await heapPerIdleAgent());
+  else if (part === 'grants') {
+    grantsDirect(100, 20_000);
+    console.log('direct, 1000 contenders', grantsDirect(1_000, GRANTS));
+    console.log('ask, 1000 agents', await grantsViaAsk(1_000, 20_000));
+  } else if (part === 'grants10') {
+    grantsDirect(10, 20_000);
+    console.log('direct, 10 contenders', grantsDirect(10, GRANTS));
+  } else if (part === 'inflight') console.log(await inFlight());
+  else throw new Error(`--only ${part}: use heap, grants, grants10 or inflight`);
+  console.log('partial run (profiling): no result written');
+}
+
+await main();
