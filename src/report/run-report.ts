@@ -42,6 +42,17 @@ export const SEED_THRESHOLDS = Object.freeze({
 });
 
 /**
+ * Thresholds to use instead of {@link SEED_THRESHOLDS}, by name; `null` turns a check into a reported
+ * number without PASS/FAIL (e.g. `sonnetPerHour` for a scenario where sonnet's quota is not the question).
+ *
+ * @example
+ * ```ts
+ * const thresholds: ReportThresholds = { sonnetPerHour: null, failureRate: 0.05 };
+ * ```
+ */
+export type ReportThresholds = { readonly [K in keyof typeof SEED_THRESHOLDS]?: number | null };
+
+/**
  * The line seed 000's worker logged when its model chain was empty; policies write it as `policy.log`.
  *
  * @example
@@ -74,6 +85,8 @@ export interface RunReportOptions {
   readonly turns?: readonly { readonly answer?: unknown; readonly outcome: string }[];
   /** The policy name to print. Default: `run.config.policy`, else `breakwater`. */
   readonly policy?: string;
+  /** Thresholds replacing the seed's, per check (merged over `run.config.report.thresholds`). Default {@link SEED_THRESHOLDS}. */
+  readonly thresholds?: ReportThresholds;
 }
 
 interface TurnSample {
@@ -103,6 +116,7 @@ function configDefaults(run: RunRecord): {
   policy?: string;
   peak?: RunReportOptions['peak'];
   tiers?: string[];
+  thresholds: Record<string, number | null>;
 } {
   const config = record(run.config);
   const report = record(config.report);
@@ -112,10 +126,16 @@ function configDefaults(run: RunRecord): {
   const tiers = Array.isArray(report.analysisTiers)
     ? report.analysisTiers.filter((t): t is string => typeof t === 'string')
     : undefined;
+  const thresholds: Record<string, number | null> = {};
+  for (const [name, value] of Object.entries(record(report.thresholds))) {
+    if (!(name in SEED_THRESHOLDS)) continue;
+    if (value === null || num(value) !== undefined) thresholds[name] = value as number | null;
+  }
   return {
     ...(str(config.policy) ? { policy: str(config.policy) } : {}),
     ...(from !== undefined && to !== undefined ? { peak: { from, to } } : {}),
     ...(tiers && tiers.length > 0 ? { tiers } : {}),
+    thresholds,
   };
 }
 
@@ -169,7 +189,9 @@ function judge(value: number | null, op: ReportCheck['op'], threshold: number | 
 }
 
 function check(c: Omit<ReportCheck, 'pass'>): ReportCheck {
-  return { ...c, pass: judge(c.value, c.op, c.threshold) };
+  // A check whose threshold was switched off is only reported.
+  const gated = c.threshold === null ? { ...c, op: null } : c;
+  return { ...gated, pass: judge(gated.value, gated.op, gated.threshold) };
 }
 
 /** Reads the events into turn and call samples; later `turn.completed` events of the same turn id win. */
@@ -331,6 +353,10 @@ export function buildRunReport(
   options: RunReportOptions = {},
 ): RunReport {
   const defaults = configDefaults(run);
+  const given = Object.entries(options.thresholds ?? {}).filter(([, v]) => v !== undefined);
+  const limits = { ...SEED_THRESHOLDS, ...defaults.thresholds, ...Object.fromEntries(given) } as {
+    readonly [K in keyof typeof SEED_THRESHOLDS]: number | null;
+  };
   const analysisTiers = options.analysisTiers ?? defaults.tiers ?? ['analysis'];
   const collected = collect(events);
   const peakOption = options.peak ?? defaults.peak;
@@ -368,7 +394,7 @@ export function buildRunReport(
       value: flight.max,
       unit: 'calls',
       op: '<=',
-      threshold: SEED_THRESHOLDS.maxInFlight,
+      threshold: limits.maxInFlight,
       ...(flight.at !== null ? { detail: 'first reached', at: flight.at } : {}),
     }),
     check({
@@ -377,7 +403,7 @@ export function buildRunReport(
       value: sonnet.count,
       unit: 'calls/h',
       op: '<=',
-      threshold: SEED_THRESHOLDS.sonnetPerHour,
+      threshold: limits.sonnetPerHour,
       ...(sonnet.from !== null
         ? { detail: `${sonnetTotal} sonnet calls in the window; busiest hour starts`, at: sonnet.from }
         : { detail: 'no sonnet calls in the window' }),
@@ -388,7 +414,7 @@ export function buildRunReport(
       value: coolingDown,
       unit: 'count',
       op: '=',
-      threshold: SEED_THRESHOLDS.coolingDownMessages,
+      threshold: limits.coolingDownMessages,
     }),
     check({
       id: 'failure-rate',
@@ -396,7 +422,7 @@ export function buildRunReport(
       value: ratio(failed, llmTurns.length),
       unit: 'ratio',
       op: '<=',
-      threshold: SEED_THRESHOLDS.failureRate,
+      threshold: limits.failureRate,
       detail: `${failed} of ${llmTurns.length} LLM turns failed`,
     }),
     ...tiers.map((tier) => {
@@ -418,7 +444,7 @@ export function buildRunReport(
       value: ratio(analysisOk, analysis.length),
       unit: 'ratio',
       op: '>=',
-      threshold: SEED_THRESHOLDS.analysisSuccessRate,
+      threshold: limits.analysisSuccessRate,
       detail: `${analysisOk} of ${analysis.length} answered (normal or fallback)`,
     }),
     check({
@@ -452,7 +478,7 @@ export function buildRunReport(
       value: placeholders,
       unit: 'count',
       op: '=',
-      threshold: SEED_THRESHOLDS.placeholders,
+      threshold: limits.placeholders,
       detail: options.turns ? `of ${options.turns.length} stored turns` : 'answers not read',
     }),
   ];

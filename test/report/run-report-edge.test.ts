@@ -250,6 +250,32 @@ describe('buildRunReport on hand-made edge cases', () => {
     expect(explicit.window.peak).toEqual({ from: T0 - 7_200_000, to: T0 + 1 });
   });
 
+  it('thresholds can be replaced or switched off (null = reported only), from the options or run.config.report', () => {
+    const events = [
+      ...[0, 1, 2, 3].map((i) => call(T0 + i * 10, T0 + 1_000)),
+      turn('t1', T0, 'failed', { tier: 'ops' }),
+    ];
+    const seed = buildRunReport(run(), events);
+    expect(byId(seed, 'max-in-flight')).toMatchObject({ value: 4, threshold: 3, pass: false });
+    const config = { report: { thresholds: { maxInFlight: 4, failureRate: null, unknownCheck: 7 } } };
+    const fromConfig = buildRunReport(run({ config }), events);
+    expect(byId(fromConfig, 'max-in-flight')).toMatchObject({ threshold: 4, op: '<=', pass: true });
+    expect(byId(fromConfig, 'failure-rate')).toMatchObject({
+      value: 1,
+      threshold: null,
+      op: null,
+      pass: null,
+    });
+    expect(fromConfig.allPassed).toBe(true);
+    const overridden = buildRunReport(run({ config }), events, {
+      thresholds: { maxInFlight: undefined, failureRate: 1, sonnetPerHour: null },
+    });
+    // An undefined option keeps the config's value; the options win over the config.
+    expect(byId(overridden, 'max-in-flight').threshold).toBe(4);
+    expect(byId(overridden, 'failure-rate')).toMatchObject({ threshold: 1, pass: true });
+    expect(byId(overridden, 'sonnet-calls-per-hour')).toMatchObject({ value: 4, pass: null });
+  });
+
   it('placeholders: the seed text (either language) or an empty answer from a turn that did not fail', () => {
     const turns = [
       storedTurn('1', { text: 'AI credit being coordinated — waiting for backup engine' }, 'answered'),
