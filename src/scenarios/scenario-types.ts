@@ -20,7 +20,9 @@ export interface ScenarioSpec {
   /** Simulated ms per real ms: 60 replays an hour in a minute. Default 1. */
   readonly timeScale?: number;
   /** The runtime config: endpoints (see {@link ScenarioEndpoint}), chains, tiers, concurrency, breaker, retry. */
-  readonly runtime: Omit<RuntimeConfigInput, 'endpoints'> & { readonly endpoints: readonly ScenarioEndpoint[] };
+  readonly runtime: Omit<RuntimeConfigInput, 'endpoints'> & {
+    readonly endpoints: readonly ScenarioEndpoint[];
+  };
   readonly agents: readonly ScenarioAgent[];
   readonly rounds?: RoundsSpec;
   readonly schedule?: ScheduleSpec;
