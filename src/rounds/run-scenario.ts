@@ -147,6 +147,8 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       ...(isNoAgentDefinition(d) ? { noAgent: true } : { chain: d.chain }),
     }));
 
+    // Restore before touching the run: a corrupt snapshot or a machine-version mismatch must change nothing.
+    const memories = existing ? await restoreMemories(store, runId) : undefined;
     if (!existing) {
       const config: StoredRunConfig = {
         policy,
@@ -164,7 +166,6 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     } else {
       await store.setRunStatus(runId, 'running');
     }
-    const memories = existing ? await restoreMemories(store, runId) : undefined;
 
     executor =
       policy === 'status-quo'
