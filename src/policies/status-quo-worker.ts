@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
 import { type Clock, sleep } from '../clock/clock.ts';
 import type { EmulatorFlavor } from '../emulator/emulator-types.ts';
@@ -8,7 +9,6 @@ import {
   parseEndpointConfig,
 } from '../engines/endpoint-config.ts';
 import type { Engine, EngineResult } from '../engines/engine-types.ts';
-import { ConfigError } from '../errors/config-error.ts';
 import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
 import { createLogger } from '../logging/logger.ts';
@@ -18,16 +18,18 @@ import { buildRequest } from '../runtime/prompt-builder.ts';
 import { type AgentMemory, emptyMemory, type Turn, type TurnOutcome } from '../runtime/turn.ts';
 import { scenarioEndpoints } from '../scenarios/scenario-endpoints.ts';
 import type { ScenarioAgent, ScenarioSpec } from '../scenarios/scenario-types.ts';
+import {
+  type ChainLink,
+  resolveStatusQuoChain,
+  STATUS_QUO_BACKOFF_MS,
+  STATUS_QUO_MODELS,
+} from './status-quo-chain.ts';
 import { WorkerPool } from './worker-pool.ts';
+
+export { STATUS_QUO_BACKOFF_MS, STATUS_QUO_MODELS } from './status-quo-chain.ts';
 
 /** The exact line seed 000's worker wrote when `_eligible_model_chain()` came back empty. */
 export const ALL_COOLING_MESSAGE = 'all candidate models are cooling down';
-
-/** Seed 000's one chain for every agent: openai-codex/gpt-5.5 → anthropic/claude-sonnet-4-6. */
-export const STATUS_QUO_MODELS: readonly string[] = Object.freeze(['gpt-5.5', 'claude-sonnet-4-6']);
-
-/** `_call_llm_with_guardrails()`'s blocking sleeps between rounds of attempts: 30 s, 60 s, 120 s (210 s). */
-export const STATUS_QUO_BACKOFF_MS: readonly number[] = Object.freeze([30_000, 60_000, 120_000]);
 
 /** Options of {@link createStatusQuoExecutor}. */
 export interface StatusQuoOptions {
@@ -63,12 +65,6 @@ export interface StatusQuoOptions {
   readonly models?: readonly string[];
 }
 
-interface ChainLink {
-  readonly endpoint: ParsedEndpointConfig;
-  /** What `_MODEL_COOLDOWN_UNTIL` is keyed by: the model name, whatever provider, key or endpoint. */
-  readonly model: string;
-}
-
 interface AgentSlot {
   readonly spec: ScenarioAgent;
   readonly tier: string;
@@ -77,29 +73,6 @@ interface AgentSlot {
   sleeping: number;
   queued: number;
   state: string;
-}
-
-/** Picks the two endpoints of the old chain: by model name, else the first two of the scenario's first chain. */
-function resolveChain(
-  spec: ScenarioSpec,
-  endpoints: readonly ParsedEndpointConfig[],
-  models: readonly string[],
-) {
-  const byModel = models.map((m) => endpoints.find((e) => e.model === m || `${e.provider}/${e.model}` === m));
-  if (byModel.every((e) => e !== undefined)) return byModel as ParsedEndpointConfig[];
-  const firstChain = Object.values(spec.runtime.chains)[0] ?? [];
-  const fallback = [...new Set(firstChain)]
-    .slice(0, models.length)
-    .map((id) => endpoints.find((e) => e.id === id))
-    .filter((e): e is ParsedEndpointConfig => e !== undefined);
-  if (fallback.length === 0) {
-    throw new ConfigError({
-      source: `scenario "${spec.name}"`,
-      path: 'runtime.endpoints',
-      message: `the status-quo policy needs endpoints with models ${models.join(' and ')} (or a chain to take two from)`,
-    });
-  }
-  return fallback;
 }
 
 /**
@@ -136,9 +109,7 @@ export function createStatusQuoExecutor(spec: ScenarioSpec, options: StatusQuoOp
   const endpoints = scenarioEndpoints(spec, options.baseURL ? { baseURL: options.baseURL } : {}).map(
     (e: EndpointConfig) => parseEndpointConfig(e, `scenario "${spec.name}" endpoint "${e.id}"`),
   );
-  const chain: ChainLink[] = resolveChain(spec, endpoints, options.models ?? STATUS_QUO_MODELS).map(
-    (endpoint) => ({ endpoint, model: endpoint.model }),
-  );
+  const chain = resolveStatusQuoChain(spec, endpoints, options.models ?? STATUS_QUO_MODELS);
   const build = options.createEngine ?? ((c: ParsedEndpointConfig) => createAdapterEngine(c, { clock }));
   const engines = new Map<string, Engine>();
   const engineFor = (c: ParsedEndpointConfig) => {
@@ -175,6 +146,8 @@ export function createStatusQuoExecutor(spec: ScenarioSpec, options: StatusQuoOp
     for (const l of listeners) l(e);
   };
   const stopping = new AbortController();
+  // Every task in flight listens to it (unlimited threads: possibly hundreds at once).
+  setMaxListeners(0, stopping.signal);
   const inFlight = new Set<Promise<unknown>>();
 
   const setState = (slot: AgentSlot) => {
