@@ -84,6 +84,8 @@ export class LiveModel {
   readonly agents = new Map<string, LiveAgent>();
   readonly endpoints = new Map<string, LiveEndpoint>();
   progress?: LiveProgress;
+  /** Set by the view's owner; shown instead of the scenario and run id. */
+  title?: string;
   runId?: string;
   scenario?: string;
   tokens?: { limit: number; held: number; queued: number };
@@ -268,17 +270,18 @@ export class LiveModel {
 }
 
 /**
- * The line that tells the user a key of their own would help.
+ * The line that tells the user a key of their own would help: one per provider, naming its endpoints.
  *
  * @example
  * ```ts
- * byokHint({ id: 'primary', provider: 'openai' }); // 'credit exhausted on primary (openai): /byok openai KEY …'
+ * byokHint({ id: 'primary', provider: 'openai' });
+ * // 'credit exhausted on primary (openai): type /byok openai KEY to let the agents go on with your own key'
  * ```
  */
-export function byokHint(ep: Pick<LiveEndpoint, 'id' | 'provider'>): string {
-  const provider = ep.provider ?? 'PROVIDER';
+export function byokHint(...endpoints: readonly Pick<LiveEndpoint, 'id' | 'provider'>[]): string {
+  const provider = endpoints[0]?.provider ?? 'PROVIDER';
   return (
-    `credit exhausted on ${ep.id} (${provider}): type /byok ${provider} KEY to let the agents ` +
-    'go on with your own key'
+    `credit exhausted on ${endpoints.map((e) => e.id).join(', ')} (${provider}): type /byok ${provider} KEY ` +
+    'to let the agents go on with your own key'
   );
 }

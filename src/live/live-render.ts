@@ -61,7 +61,10 @@ const fitWidth = (line: string, width: number) =>
  */
 export function renderFrame(model: LiveModel, now: number, width = 80): string[] {
   const lines: string[] = [];
-  const title = ['breakwater', model.scenario, model.runId ? `run ${model.runId}` : undefined]
+  const title = [
+    'breakwater',
+    ...(model.title ? [model.title] : [model.scenario, model.runId ? `run ${model.runId}` : undefined]),
+  ]
     .filter(Boolean)
     .join('  ');
   const p = model.progress;
@@ -91,6 +94,9 @@ export function renderFrame(model: LiveModel, now: number, width = 80): string[]
       );
     });
   }
-  for (const e of model.creditOut(now)) lines.push(byokHint(e));
+  const byProvider = new Map<string, LiveEndpoint[]>();
+  for (const e of model.creditOut(now))
+    byProvider.set(e.provider ?? '', [...(byProvider.get(e.provider ?? '') ?? []), e]);
+  for (const group of byProvider.values()) lines.push(byokHint(...group));
   return lines.map((l) => fitWidth(l.trimEnd(), Math.max(20, width - 1)));
 }

@@ -54,12 +54,14 @@ export interface LiveViewOptions {
   readonly agents?: readonly (AgentInfo | string)[];
   /** Where to write. Default `process.stdout`. */
   readonly out?: LiveStream;
-  /** Redraw in place (terminal) or write plain log lines. Default `out.isTTY === true`. */
+  /** Redraw in place (terminal) or write plain log lines. Default: `out.isTTY === true` and the terminal has a size. */
   readonly isTTY?: boolean;
   /** The run's clock, for countdowns (cooldowns, open breakers). Default: the time of the last event seen. */
   readonly clock?: Clock;
   /** At most this many terminal redraws per second. Default 10. */
   readonly maxRedrawsPerSecond?: number;
+  /** Shown at the head of the frame (e.g. the scenario and run id). Default: from `run.started`, if seen. */
+  readonly title?: string;
 }
 
 /**
@@ -76,6 +78,11 @@ export interface LiveView {
   readonly mode: 'tty' | 'plain';
   /** Round and item progress (the round runner calls it after each turn). */
   setProgress(progress: LiveProgress): void;
+  /**
+   * Writes a line of your own without breaking the frame: on a terminal it goes above the frame and
+   * stays in the scrollback; otherwise it is written as it is. Use it instead of writing to `out`.
+   */
+  log(line: string): void;
   /** Terminal mode: redraws now instead of at the next tick. Plain mode: nothing to do. */
   flush(): void;
   /** The terminal frame as it would be drawn now, one string per line. */
@@ -104,8 +111,11 @@ export interface LiveView {
  */
 export function createLiveView(options: LiveViewOptions): LiveView {
   const out = options.out ?? process.stdout;
-  const mode = (options.isTTY ?? out.isTTY === true) ? 'tty' : 'plain';
+  // A terminal that reports no size (some CI ptys) cannot be redrawn in place: log there instead.
+  const sized = out.columns !== 0 && out.rows !== 0;
+  const mode = (options.isTTY ?? (out.isTTY === true && sized)) ? 'tty' : 'plain';
   const model = new LiveModel();
+  if (options.title) model.title = options.title;
   const { source } = options;
   let firstAt: number | undefined;
   let lastAt: number | undefined;
@@ -141,7 +151,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
 
   const frame = () => {
     refresh();
-    return renderFrame(model, now(), out.columns ?? 80).map((l) => scrubSecrets(l));
+    return renderFrame(model, now(), out.columns || 80).map((l) => scrubSecrets(l));
   };
 
   const interval = 1000 / Math.max(1, options.maxRedrawsPerSecond ?? 10);
@@ -188,6 +198,14 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       const line = `round ${progress.round}/${progress.rounds}: ${progress.done}/${progress.total} done`;
       if (line !== lastProgress) logLines([line]);
       lastProgress = line;
+    },
+    log(line) {
+      const text = scrubSecrets(line);
+      if (!logUpdate || stopped) write(`${text}\n`);
+      else {
+        logUpdate.persist(text);
+        draw();
+      }
     },
     flush() {
       if (!stopped) draw();

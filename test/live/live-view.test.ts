@@ -246,3 +246,70 @@ describe('terminal mode (a fake TTY)', () => {
     expect(out.chunks.length).toBe(count);
   });
 });
+
+describe('lines of your own, titles, and terminals without a size', () => {
+  function handSource() {
+    const listeners = new Set<RuntimeEventListener>();
+    return {
+      emit: (e: RuntimeEvent) => {
+        for (const l of listeners) l(e);
+      },
+      source: {
+        subscribeEvents: (l: RuntimeEventListener) => {
+          listeners.add(l);
+          return () => listeners.delete(l);
+        },
+      },
+    };
+  }
+  const creditFault = (endpoint: string, at: number): RuntimeEvent => ({
+    type: 'call.attempt',
+    at,
+    agent: 'Kai',
+    endpoint,
+    data: {
+      tier: 'analysis',
+      outcome: 'fault',
+      startedAt: at - 10,
+      latencyMs: 10,
+      provider: 'openai',
+      model: 'gpt-4o',
+      faultKind: 'credit_exhausted',
+      status: 429,
+    },
+  });
+
+  it('terminal: log() puts the line above the frame and redraws the frame under it; one /byok line per provider', () => {
+    const { emit, source } = handSource();
+    const out = captureStream(true);
+    const live = createLiveView({ source, agents: ['Kai'], out, title: 'agent8-storm  run r-1' });
+    emit(creditFault('primary', T0));
+    emit(creditFault('primary-andrew', T0 + 5));
+    const frame = live.frame();
+    expect(frame[0]).toBe('breakwater  agent8-storm  run r-1');
+    expect(frame.filter((l) => l.includes('/byok'))).toEqual([
+      'credit exhausted on primary, primary-andrew (openai): type /byok openai KEY to let the agents go on with your own key',
+    ]);
+    live.flush();
+    const before = out.chunks.length;
+    live.log('run r-1: scenario agent8-storm, policy breakwater');
+    const after = out.chunks.slice(before).join('').replace(ANSI, '');
+    // The persisted line first, then the whole frame again below it.
+    expect(after.indexOf('run r-1: scenario agent8-storm')).toBeGreaterThanOrEqual(0);
+    expect(after.indexOf('breakwater  agent8-storm  run r-1')).toBeGreaterThan(
+      after.indexOf('run r-1: scenario agent8-storm'),
+    );
+    live.stop();
+  });
+
+  it('plain: log() writes the line as it is; a TTY that reports no size gets plain lines too', () => {
+    const { emit, source } = handSource();
+    const out = { ...captureStream(true), rows: 0, columns: 0 };
+    const live = createLiveView({ source, out });
+    expect(live.mode).toBe('plain');
+    live.log('run r-2 starting');
+    emit({ type: 'agent.state', at: T0, agent: 'Kai', data: { state: 'calling', previous: 'queued' } });
+    live.stop();
+    expect(out.chunks.join('')).toBe('run r-2 starting\n[+0ms] Kai calling (was queued)\n');
+  });
+});
