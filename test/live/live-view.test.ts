@@ -13,7 +13,8 @@ import { type RecordedRun, recordRun, testEndpoint } from '../report/record-run.
  */
 
 const T0 = Date.parse('2026-08-17T07:00:00+09:00');
-const ANSI = /\u001B\[[0-9;?]*[A-Za-z]/g;
+/** ANSI escape sequences (cursor moves, erases, synchronized output). */
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;?]*[A-Za-z]`, 'g');
 
 function captureStream(isTTY: boolean): LiveStream & { chunks: string[] } {
   const chunks: string[] = [];
