@@ -65,7 +65,22 @@ export type RuntimeEvent =
       'agent'
     >
   /** A line a policy writes that the report counts (e.g. "all candidate models are cooling down"). */
-  | Ev<'policy.log', { message: string; tier?: string }, 'agent'>;
+  | Ev<'policy.log', { message: string; tier?: string }, 'agent'>
+  /** A user's own key (`/byok`) became a session-bound endpoint. `masked` is `sk-…a1b2`, never the key. */
+  | Ev<
+      'byok.injected',
+      { sessionId: string; provider: string; masked: string; expiresAt: number },
+      'endpoint'
+    >
+  /**
+   * A BYOK key is gone and its endpoint removed: `idle` (TTL), `revoked` (by the API, or because the provider
+   * refused it: then `faultKind` says why), `session-ended`, `replaced`, `closed` (runtime stopped).
+   */
+  | Ev<
+      'byok.expired',
+      { sessionId: string; provider: string; masked: string; reason: string; faultKind?: FaultKind },
+      'endpoint'
+    >;
 
 /** What the run knows about an agent, for the report and the visualizer. */
 export interface AgentInfo {

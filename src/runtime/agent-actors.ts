@@ -83,7 +83,17 @@ export function createAgentActors(deps: AgentActorDeps) {
     const started = clock.now();
     const line = { agent: input.agent, tier: input.tier, endpoint: input.endpointId, waitMs: input.waitMs };
     if (!engine) {
-      const fault = internalFault(new Error(`endpoint ${input.endpointId} is gone`), input.endpointId);
+      // A BYOK key that expired or was revoked between the grant and the call: nothing was sent, and another
+      // endpoint (or the degraded layer) can still answer, so it is a swappable auth fault, not a bug.
+      const fault: Fault = input.endpointId.startsWith('byok:')
+        ? {
+            kind: 'auth',
+            provider: 'openai',
+            code: 'byok_expired',
+            message: `BYOK endpoint ${input.endpointId} is gone (its key expired or was revoked); nothing was sent`,
+            endpointId: input.endpointId,
+          }
+        : internalFault(new Error(`endpoint ${input.endpointId} is gone`), input.endpointId);
       return { ok: false, fault, at: clock.now() };
     }
     try {

@@ -51,6 +51,11 @@ export interface LlmAgentDefinition {
   readonly tier?: string;
   /** Name of the engine chain it calls (must be one of the config's `chains`). */
   readonly chain: string;
+  /**
+   * The user session it works for: only BYOK keys injected for this session (`supervisor.byok.inject(session, …)`)
+   * are tried after its chain, never another session's. Default `'default'` (the session `/byok` on stdin uses).
+   */
+  readonly session?: string;
   /** Initial memory slots, rendered into the system prompt. Default: none. */
   readonly memory?: Readonly<Record<string, string>>;
   /** Tools the model may call. Default: none. */

@@ -17,6 +17,7 @@ import { type AgentDefinition, type LlmAgentDefinition, isNoAgentDefinition } fr
 import { type AgentHandle, createAgentHandle, createNoAgentHandle, type TurnMeta } from './agent-handle.ts';
 import { EnginePool, type EndpointHealth } from './engine-pool.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
+import { DEFAULT_BYOK_SESSION, type SupervisorByok, wireByok } from './supervisor-byok.ts';
 import { type AgentMemory, emptyMemory, type Turn } from './turn.ts';
 
 /** The five states an agent is seen in (plus `queued` and `tools`, which are transient). */
@@ -91,7 +92,13 @@ export interface Supervisor {
   subscribeEvents(listener: RuntimeEventListener): () => void;
   health(): readonly EndpointHealth[];
   tokens(): TokenView;
-  /** Drains: refuses new asks, waits for the turns in progress, then stops every actor. */
+  /**
+   * Runtime BYOK: `inject(sessionId, provider, key, { signal })` a user's own key mid-run (checked, kept
+   * encrypted in memory, used only by that session's agents after their chain), `revoke`, `list`,
+   * `endSession`. Needs `byok.templates` in the config; without them `inject` throws a ConfigError.
+   */
+  readonly byok: SupervisorByok;
+  /** Drains: refuses new asks, waits for the turns in progress, then stops every actor; wipes every BYOK key. */
   stop(options?: { signal?: AbortSignal }): Promise<void>;
 }
 
@@ -127,18 +134,36 @@ export function createSupervisor(
   const emit = (e: RuntimeEvent) => {
     for (const l of eventListeners) l(e);
   };
+  const onBreakerChange = (c: {
+    endpointId: string;
+    state: string;
+    previous: string;
+    openUntil: number | null;
+  }) =>
+    emit({
+      type: 'breaker.state',
+      at: clock.now(),
+      endpoint: c.endpointId,
+      data: { state: c.state, previous: c.previous, openUntil: c.openUntil },
+    });
+  let root: Actor<ReturnType<typeof createSupervisorMachine>> | undefined;
+  const byok = wireByok({
+    config,
+    clock,
+    logger,
+    pool: () => pool,
+    emit,
+    endpointOptions: { ...(options.inspect ? { inspect: options.inspect } : {}), onBreakerChange },
+    // Agents queued for pacing or concurrency may now be granted the new key's endpoint.
+    onInjected: () => root?.send({ type: 'SCAN' }),
+  });
   const pool = new EnginePool(config, {
     clock,
     createEngine: build,
     ...(options.inspect ? { inspect: options.inspect } : {}),
     ...(options.random ? { random: options.random } : {}),
-    onBreakerChange: (c) =>
-      emit({
-        type: 'breaker.state',
-        at: clock.now(),
-        endpoint: c.endpointId,
-        data: { state: c.state, previous: c.previous, openUntil: c.openUntil },
-      }),
+    onBreakerChange,
+    onFault: (endpointId, fault) => byok.onFault(endpointId, fault),
   });
   const budget = new RetryBudget({
     ratio: config.retry.budgetRatio,
@@ -180,7 +205,8 @@ export function createSupervisor(
       }),
   });
 
-  let root: Actor<ReturnType<typeof createSupervisorMachine>>;
+  /** The BYOK session of each LLM agent: only that session's keys come after its chain. */
+  const sessions = new Map<string, string>();
   const machine = createSupervisorMachine({
     pool,
     clock,
@@ -189,8 +215,9 @@ export function createSupervisor(
     limit: config.concurrency.limit,
     leaseMs: config.concurrency.leaseMs,
     startProbe: (endpointId, leaseId) => {
-      void pool.probe(endpointId).finally(() => root.send({ type: 'PROBE.DONE', leaseId }));
+      void pool.probe(endpointId).finally(() => root?.send({ type: 'PROBE.DONE', leaseId }));
     },
+    extraEndpoints: (agent) => byok.endpointsFor(sessions.get(agent) ?? DEFAULT_BYOK_SESSION),
     report: (r) => {
       if (r.type === 'probe.started') logger.info({ endpoint: r.endpointId }, 'probe');
       options.onReport?.(r);
@@ -198,12 +225,13 @@ export function createSupervisor(
     },
   }).provide({ actors: { agent: agentMachine.provide({ actors }) } });
 
-  root = createActor(machine, {
+  const started = createActor(machine, {
     systemId: 'supervisor',
     clock: clock as never,
     ...(options.inspect ? { inspect: options.inspect } : {}),
   });
-  root.start();
+  root = started;
+  started.start();
 
   const handles = new Map<string, AgentHandle>();
   const listeners = new Set<(c: AgentStateChange) => void>();
@@ -243,6 +271,16 @@ export function createSupervisor(
         path: `${where}.chain`,
         message: `unknown chain "${definition.chain}"; define it under chains (defined: ${Object.keys(config.chains).join(', ')})`,
       });
+    if (
+      definition.session !== undefined &&
+      (typeof definition.session !== 'string' || definition.session.length === 0)
+    )
+      throw new ConfigError({
+        source: 'spawnAgent',
+        path: `${where}.session`,
+        message: 'must be a non-empty string (the user session whose BYOK keys the agent may use)',
+      });
+    sessions.set(definition.name, definition.session ?? DEFAULT_BYOK_SESSION);
     if (definition.decisionTree) trees[definition.name] = definition.decisionTree;
     const d = config.agentDefaults;
     const settings: AgentSettings = {
@@ -266,8 +304,8 @@ export function createSupervisor(
       settings,
       memory: spawnOptions.memory ?? emptyMemory(definition.memory),
     };
-    root.send({ type: 'AGENT.SPAWN', name: definition.name, input: agentInput });
-    const ref = root.system.get(`agent:${definition.name}`) as AnyActorRef;
+    started.send({ type: 'AGENT.SPAWN', name: definition.name, input: agentInput });
+    const ref = started.system.get(`agent:${definition.name}`) as AnyActorRef;
     const h = createAgentHandle({
       name: definition.name,
       tier,
@@ -279,7 +317,7 @@ export function createSupervisor(
           cache.remember(turn.agent, turn.prompt, turn.answer.text);
         emit(turnEvent(turn, meta));
       },
-      stop: () => root.send({ type: 'AGENT.STOP', name: definition.name }),
+      stop: () => started.send({ type: 'AGENT.STOP', name: definition.name }),
     });
     handles.set(definition.name, h);
     return h;
@@ -287,7 +325,7 @@ export function createSupervisor(
 
   return {
     config,
-    actor: root,
+    actor: started,
     spawnAgent,
     agent: (name) => handles.get(name),
     agents: () => [...handles.values()],
@@ -300,8 +338,9 @@ export function createSupervisor(
       return () => eventListeners.delete(listener);
     },
     health: () => pool.health(clock.now()),
+    byok: byok.api,
     tokens() {
-      const ctx = root.getSnapshot().context;
+      const ctx = started.getSnapshot().context;
       return {
         limit: ctx.limit,
         held: Object.keys(ctx.leases).length,
@@ -317,7 +356,9 @@ export function createSupervisor(
       stopping = true;
       const drains = [...handles.values()].map((h) => h.drain(stopOptions.signal));
       await Promise.allSettled(drains);
-      root.stop();
+      started.stop();
+      // Every user key is wiped (its endpoint removed) before the pool's breakers stop.
+      byok.close();
       pool.stop();
     },
   };

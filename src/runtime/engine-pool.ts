@@ -83,6 +83,11 @@ export interface EnginePoolOptions {
     previous: string;
     openUntil: number | null;
   }) => void;
+  /**
+   * Called after the pool recorded a fault on an endpoint (a call's or a probe's), with the endpoint's health
+   * already updated. The runtime revokes a BYOK key the provider refused (auth, credit) here. Default none.
+   */
+  readonly onFault?: (endpointId: string, fault: Fault) => void;
 }
 
 /**
@@ -102,20 +107,26 @@ export class EnginePool {
   readonly #config: RuntimeConfig;
   readonly #clock: Clock;
   readonly #random: () => number;
+  readonly #onFault: EnginePoolOptions['onFault'];
 
   constructor(config: RuntimeConfig, options: EnginePoolOptions) {
     this.#config = config;
     this.#chains = config.chains;
     this.#clock = options.clock;
     this.#random = options.random ?? Math.random;
+    this.#onFault = options.onFault;
     for (const ep of config.endpoints) this.addEndpoint(ep, options);
   }
 
-  /** Adds an endpoint at run time (e.g. a BYOK key) with its own breaker, buckets and cooldown. */
+  /**
+   * Adds an endpoint at run time (e.g. a BYOK key) with its own breaker, buckets and cooldown. The endpoint
+   * is described by its engine's own descriptor: a BYOK config carries no key, its engine knows the fingerprint.
+   */
   addEndpoint(
     config: ParsedEndpointConfig,
     options: Pick<EnginePoolOptions, 'createEngine' | 'inspect' | 'onBreakerChange'>,
   ): void {
+    const engine = options.createEngine(config);
     const breaker = createActor(breakerMachine, {
       input: this.#config.breaker,
       clock: this.#clock as never,
@@ -139,8 +150,8 @@ export class EnginePool {
     const max = config.limits?.maxConcurrency ?? this.#config.concurrency.limit;
     this.#slots.set(config.id, {
       config,
-      descriptor: describeEndpoint(config),
-      engine: options.createEngine(config),
+      descriptor: engine.endpoint ?? describeEndpoint(config),
+      engine,
       breaker,
       rpm: new TokenBucket({ ...(config.limits?.rpm ? { capacity: config.limits.rpm } : {}) }),
       tpm: new TokenBucket({ ...(config.limits?.tpm ? { capacity: config.limits.tpm } : {}) }),
@@ -264,6 +275,12 @@ export class EnginePool {
   recordFault(slotOrId: EndpointSlot | string, fault: Fault, now: number): void {
     const slot = typeof slotOrId === 'string' ? this.#slots.get(slotOrId) : slotOrId;
     if (!slot) return;
+    this.#applyFault(slot, fault, now);
+    // After the slot's health is settled: the listener may remove the endpoint (a revoked BYOK key).
+    this.#onFault?.(slot.config.id, fault);
+  }
+
+  #applyFault(slot: EndpointSlot, fault: Fault, now: number): void {
     switch (fault.kind) {
       case 'credit_exhausted':
       case 'auth': {

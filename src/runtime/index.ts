@@ -30,6 +30,11 @@ export { createSupervisor } from './create-supervisor.ts';
 export type { EndpointHealth, Selection, WaitCause } from './engine-pool.ts';
 export { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
 export type { RuntimeConfig, RuntimeConfigInput } from './runtime-config.ts';
-export { defineConfig, runtimeConfigSchema } from './runtime-config.ts';
+export { byokConfigSchema, defineConfig, runtimeConfigSchema } from './runtime-config.ts';
+export {
+  DEFAULT_BYOK_SESSION,
+  type SupervisorByok,
+  type SupervisorByokListener,
+} from './supervisor-byok.ts';
 export type { AgentMemory, ToolResultRecord, Turn, TurnAnswer, TurnOutcome, Utterance } from './turn.ts';
 export { emptyMemory } from './turn.ts';

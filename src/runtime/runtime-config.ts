@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { DEFAULT_BYOK_IDLE_TTL_MS } from '../byok/key-vault.ts';
 import { endpointConfigSchema, type ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { configErrorFromZod } from '../errors/zod-issue.ts';
@@ -78,6 +79,89 @@ const agentDefaultsSchema = z
   })
   .default({ maxWaitMs: 10_000, maxAttempts: 6, maxTokens: 512, historyTurns: 6, probeIntervalMs: 5_000 });
 
+/**
+ * How a user's key for one provider name becomes a session-bound endpoint (see `ByokTemplate`): wire
+ * protocol, model and where it lives. It carries no key: the user brings that with `/byok`.
+ */
+const byokTemplateSchema = z
+  .strictObject({
+    /** Wire protocol of the endpoint. Required. */
+    provider: z.enum(['anthropic', 'openai', 'gemini', 'openai-compatible']),
+    /** Only for `openai-compatible`: the server behind the base URL. Default `generic`. */
+    flavor: z.enum(['generic', 'vllm', 'ollama', 'gemini-compat']).optional(),
+    /** Model name sent upstream. Required. */
+    model: z.string().min(1),
+    /** Base URL as the SDK takes it. Default: the provider's public API. */
+    baseURL: z.url({ protocol: /^https?$/ }).optional(),
+    /** Deadline for the response headers of one call, ms. Default 60 000. */
+    headersTimeoutMs: positiveInt.optional(),
+    /** Body idle deadline once headers arrived, ms. Default 30 000. */
+    idleTimeoutMs: positiveInt.optional(),
+    /** Where the key's endpoint goes in an agent's chain: after the chain, before the degraded layer (the only value). */
+    chainPosition: z.literal('before-degraded').optional(),
+  })
+  .superRefine((t, ctx) => {
+    if (t.flavor !== undefined && t.provider !== 'openai-compatible')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['flavor'],
+        message: `only applies to provider "openai-compatible" (this template is "${t.provider}"); remove it`,
+      });
+    if (t.provider === 'openai-compatible' && (t.flavor ?? 'generic') === 'generic' && !t.baseURL)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['baseURL'],
+        message: 'is required for a generic openai-compatible template; set the server URL ending in /v1',
+      });
+  });
+
+/** Provider names as the user types them after `/byok` (matched case-insensitively). */
+const BYOK_PROVIDER_NAME = /^[a-z][a-z0-9._-]{0,31}$/i;
+
+/**
+ * `byok:` of the runtime config: runtime BYOK (seed 003, layer 3). Absent: `/byok` is off.
+ *
+ * @example
+ * ```ts
+ * const byok = { templates: { openai: { provider: 'openai', model: 'gpt-4o-mini' } }, idleTtlMs: 30 * 60_000 };
+ * ```
+ */
+export const byokConfigSchema = z
+  .strictObject({
+    /** One template per provider name the user may type (`openai`, `anthropic`, `gemini`, …). At least one. */
+    templates: z.record(z.string(), byokTemplateSchema),
+    /** An injected key expires after this many ms without use (sliding). Default 7 200 000 (2 h). */
+    idleTtlMs: positiveInt.default(DEFAULT_BYOK_IDLE_TTL_MS),
+  })
+  .superRefine((b, ctx) => {
+    const names = Object.keys(b.templates);
+    if (names.length === 0)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['templates'],
+        message:
+          'names no provider; add at least one, e.g. openai: { provider: openai, model: gpt-4o-mini }, or remove byok',
+      });
+    const seen = new Set<string>();
+    for (const name of names) {
+      if (!BYOK_PROVIDER_NAME.test(name.trim()))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['templates', name],
+          message:
+            'is not a usable provider name; use a letter, then letters, digits, ".", "_" or "-" (max 32)',
+        });
+      const lower = name.trim().toLowerCase();
+      if (seen.has(lower))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['templates', name],
+          message: `names provider "${lower}" twice (names are case-insensitive)`,
+        });
+      seen.add(lower);
+    }
+  });
+
 /** zod schema of {@link RuntimeConfig}. */
 export const runtimeConfigSchema = z
   .strictObject({
@@ -95,6 +179,12 @@ export const runtimeConfigSchema = z
     agentDefaults: agentDefaultsSchema,
     /** Output tokens of a HALF-OPEN health probe. Default 1. */
     probeMaxTokens: positive.default(1),
+    /**
+     * Runtime BYOK: the provider templates a user's `/byok PROVIDER KEY` turns into session-bound
+     * endpoints (after each agent's chain, before the degraded layer), and their idle TTL. Default: none
+     * (BYOK off; `supervisor.byok.inject` throws a ConfigError).
+     */
+    byok: byokConfigSchema.optional(),
   })
   .superRefine((c, ctx) => {
     const ids = new Set<string>();
