@@ -2,10 +2,24 @@ import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
 
-/** Seed 000's one chain for every agent: openai-codex/gpt-5.5 → anthropic/claude-sonnet-4-6. */
+/**
+ * Seed 000's one chain for every agent: openai-codex/gpt-5.5 → anthropic/claude-sonnet-4-6.
+ *
+ * @example
+ * ```ts
+ * createStatusQuoExecutor(spec, { clock, models: STATUS_QUO_MODELS });
+ * ```
+ */
 export const STATUS_QUO_MODELS: readonly string[] = Object.freeze(['gpt-5.5', 'claude-sonnet-4-6']);
 
-/** `_call_llm_with_guardrails()`'s blocking sleeps between rounds of attempts: 30 s, 60 s, 120 s (210 s). */
+/**
+ * `_call_llm_with_guardrails()`'s blocking sleeps between rounds of attempts: 30 s, 60 s, 120 s (210 s).
+ *
+ * @example
+ * ```ts
+ * STATUS_QUO_BACKOFF_MS.reduce((a, b) => a + b); // 210000
+ * ```
+ */
 export const STATUS_QUO_BACKOFF_MS: readonly number[] = Object.freeze([30_000, 60_000, 120_000]);
 
 /** One model of the old chain. */

@@ -28,7 +28,14 @@ import { WorkerPool } from './worker-pool.ts';
 
 export { STATUS_QUO_BACKOFF_MS, STATUS_QUO_MODELS } from './status-quo-chain.ts';
 
-/** The exact line seed 000's worker wrote when `_eligible_model_chain()` came back empty. */
+/**
+ * The exact line seed 000's worker wrote when `_eligible_model_chain()` came back empty.
+ *
+ * @example
+ * ```ts
+ * events.filter((e) => e.type === 'policy.log' && e.data.message === ALL_COOLING_MESSAGE).length;
+ * ```
+ */
 export const ALL_COOLING_MESSAGE = 'all candidate models are cooling down';
 
 /** Options of {@link createStatusQuoExecutor}. */

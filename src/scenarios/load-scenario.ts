@@ -8,7 +8,14 @@ import { describeIssue, formatPath, lineOf } from './scenario-issue.ts';
 import { scenarioSchema } from './scenario-schema.ts';
 import type { ScenarioSpec } from './scenario-types.ts';
 
-/** The package root (where `scenarios/` ships), whatever the working directory. */
+/**
+ * The package root (where `scenarios/` ships), whatever the working directory.
+ *
+ * @example
+ * ```ts
+ * join(PACKAGE_ROOT, 'scenarios', 'agent8-storm', 'scenario.yaml');
+ * ```
+ */
 export const PACKAGE_ROOT: string = fileURLToPath(new URL('../../', import.meta.url));
 
 const SCENARIO_FILES = ['scenario.yaml', 'scenario.yml', 'scenario.json'];

@@ -27,7 +27,14 @@ export interface Firing {
   readonly prompt: string;
 }
 
-/** The window of a schedule as epoch ms, `[from, to)`. */
+/**
+ * The window of a schedule as epoch ms, `[from, to)`.
+ *
+ * @example
+ * ```ts
+ * scheduleWindow(spec.schedule!, origin); // { from: Date.parse('2026-08-17T06:00:00+09:00'), to: … 08:30 }
+ * ```
+ */
 export function scheduleWindow(schedule: ScheduleSpec, origin: number): { from: number; to: number } {
   const from = resolveInstant(schedule.from, schedule.timezone, origin);
   let to = resolveInstant(schedule.to, schedule.timezone, origin);

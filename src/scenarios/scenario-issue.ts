@@ -7,7 +7,15 @@ export interface IssueText {
   readonly message: string;
 }
 
-/** `agents[3].chain`, `emulator.keys[0].quotas.models["gemini-2.5-flash"]`. */
+/**
+ * A zod path as a person writes it.
+ *
+ * @example
+ * ```ts
+ * formatPath(['agents', 3, 'chain']); // 'agents[3].chain'
+ * formatPath(['emulator', 'keys', 0, 'quotas', 'models', 'gemini-2.5-flash']); // 'emulator.keys[0].quotas.models["gemini-2.5-flash"]'
+ * ```
+ */
 export function formatPath(path: readonly PropertyKey[]): string {
   let out = '';
   for (const p of path) {
@@ -91,6 +99,13 @@ const kind = (t: string) => (t === 'array' ? 'a list' : t === 'object' ? 'a mapp
  * Says one zod issue of a scenario for a person: the field and what to do. `input` is the parsed
  * file (to tell a missing field from a wrong one); `schema` names the known fields of a mapping so a
  * typo gets a "did you mean".
+ *
+ * @example
+ * ```ts
+ * const parsed = scenarioSchema.safeParse(value);
+ * if (!parsed.success) describeIssue(parsed.error.issues[0]!, value, scenarioSchema);
+ * // { path: ['agents', 1, 'chian'], message: 'is not a known field; did you mean "chain"? remove it or fix its spelling' }
+ * ```
  */
 export function describeIssue(issue: z.core.$ZodIssue, input: unknown, schema: unknown): IssueText {
   const path = issue.path;
@@ -131,6 +146,13 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown, schema: u
 /**
  * The 1-based line of the YAML (or JSON) node at `path`: the line of the key for a mapping field, of
  * the item for a list entry; the nearest existing parent's line when the field itself is missing.
+ *
+ * @example
+ * ```ts
+ * const counter = new LineCounter();
+ * const doc = parseDocument(text, { lineCounter: counter });
+ * lineOf(doc, counter, ['agents', 3, 'chain']); // 42
+ * ```
  */
 export function lineOf(
   doc: Document,

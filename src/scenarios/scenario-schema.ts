@@ -10,13 +10,27 @@ import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from './zo
 const name = z.string().min(1);
 const positiveInt = z.number().int().positive();
 
-/** An endpoint of a scenario: an {@link endpointConfigSchema} plus `emulator: <flavor>`. */
+/**
+ * An endpoint of a scenario: an {@link endpointConfigSchema} plus `emulator: <flavor>`.
+ *
+ * @example
+ * ```ts
+ * scenarioEndpointSchema.parse({ id: 'p', provider: 'openai', model: 'gpt-4o', emulator: 'openai', apiKey: 'sk-emu-1' });
+ * ```
+ */
 export const scenarioEndpointSchema = endpointConfigSchema.safeExtend({
   /** Served by the in-process emulator's listener of this flavor; `baseURL` is filled in at run time. */
   emulator: z.enum(EMULATOR_FLAVORS as [EmulatorFlavor, ...EmulatorFlavor[]]).optional(),
 });
 
-/** `runtime:` of a scenario: the runtime config, its endpoints allowed to name an emulator flavor. */
+/**
+ * `runtime:` of a scenario: the runtime config, its endpoints allowed to name an emulator flavor.
+ *
+ * @example
+ * ```ts
+ * scenarioRuntimeSchema.parse({ endpoints: [endpoint], chains: { premium: ['p'] } }).concurrency.limit; // 3
+ * ```
+ */
 export const scenarioRuntimeSchema = runtimeConfigSchema.safeExtend({
   endpoints: z.array(scenarioEndpointSchema).min(1),
 });
@@ -75,6 +89,12 @@ const FLAVOR_WIRE: Readonly<Record<EmulatorFlavor, { provider: string; flavor?: 
 /**
  * Parses a cron expression the way the planner expands it (croner, 5 or 6 fields, in `timezone`);
  * returns croner's complaint, or `undefined` when it parses.
+ *
+ * @example
+ * ```ts
+ * cronProblem('0,30 7-9 * * 1-5'); // undefined
+ * cronProblem('0 25 * * *'); // 'Invalid value for hour: 25'
+ * ```
  */
 export function cronProblem(expression: string, timezone?: string): string | undefined {
   try {

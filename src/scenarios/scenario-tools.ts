@@ -160,7 +160,14 @@ export const SCENARIO_TOOLS: Readonly<Record<string, AgentTool>> = Object.freeze
   ),
 });
 
-/** Names of the built-in tools, sorted. */
+/**
+ * Names of the built-in tools, sorted.
+ *
+ * @example
+ * ```ts
+ * SCENARIO_TOOL_NAMES.includes('check_queue'); // true
+ * ```
+ */
 export const SCENARIO_TOOL_NAMES: readonly string[] = Object.freeze(Object.keys(SCENARIO_TOOLS).sort());
 
 /**

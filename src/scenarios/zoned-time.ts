@@ -130,13 +130,29 @@ export function zonedTimeToEpoch(parts: ZonedParts, timeZone: string): number {
 const TIME_OF_DAY = /^(\d{1,2}):(\d{2})$/;
 const OFFSET_SUFFIX = /(Z|[+-]\d{2}:?\d{2})$/i;
 
-/** True for `HH:MM` (a time of day without a date). */
+/**
+ * True for `HH:MM` (a time of day without a date).
+ *
+ * @example
+ * ```ts
+ * isTimeOfDay('06:00'); // true
+ * isTimeOfDay('2026-08-17T06:00:00+09:00'); // false
+ * ```
+ */
 export function isTimeOfDay(text: string): boolean {
   const m = TIME_OF_DAY.exec(text);
   return m !== null && Number(m[1]) < 24 && Number(m[2]) < 60;
 }
 
-/** True for an ISO 8601 date-time that carries its own offset (`…+09:00` or `…Z`) and parses. */
+/**
+ * True for an ISO 8601 date-time that carries its own offset (`…+09:00` or `…Z`) and parses.
+ *
+ * @example
+ * ```ts
+ * isAbsoluteInstant('2026-08-17T06:00:00+09:00'); // true
+ * isAbsoluteInstant('2026-08-17T06:00:00'); // false: local time differs from machine to machine
+ * ```
+ */
 export function isAbsoluteInstant(text: string): boolean {
   return /^\d{4}-\d{2}-\d{2}T/.test(text) && OFFSET_SUFFIX.test(text) && Number.isFinite(Date.parse(text));
 }
