@@ -38,6 +38,7 @@ const { values: args } = parseArgs({
     grants: { type: 'string', default: '200000' },
     inflight: { type: 'string', default: '1000' },
     latency: { type: 'string', default: '1500' },
+    reps: { type: 'string', default: '3' },
     // Longest any one grants measurement runs, s: slow paths stop early instead of running for minutes.
     seconds: { type: 'string', default: '4' },
     // For profiling one part: `--only heap|grants|inflight` (nothing is written).
@@ -48,6 +49,7 @@ const AGENTS = Number(args.agents);
 const GRANTS = Number(args.grants);
 const IN_FLIGHT = Number(args.inflight);
 const LATENCY_MS = Number(args.latency);
+const REPS = Number(args.reps);
 const BUDGET_MS = Number(args.seconds) * 1000;
 /** Contenders stop asking for tokens once this passes (set right before each grants measurement). */
 let deadline = Number.POSITIVE_INFINITY;
@@ -96,20 +98,7 @@ async function heapPerIdleAgent(): Promise<{
   spawnMs: number;
   stopMs: number;
 }> {
-  const supervisor = createSupervisor(runtimeConfig(TOKENS), { createEngine: instantEngine });
-  const before = heapAfterGc();
-  const t0 = performance.now();
-  for (let i = 0; i < AGENTS; i++)
-    supervisor.spawnAgent({ name: `agent-${i}`, chain: 'main', memory: { desk: 'APAC' } });
-  const spawnMs = performance.now() - t0;
-  const after = heapAfterGc();
-  if (supervisor.agents().length !== AGENTS) throw new Error('not every agent was spawned');
-  const viaSupervisor = (after - before) / AGENTS;
-  const s0 = performance.now();
-  await supervisor.stop();
-  const stopMs = performance.now() - s0;
-
-  // The bare actor: what the agent machine itself costs, without the handle and the supervisor's bookkeeping.
+  // The bare actor first (a clean heap): what the agent machine itself costs, without the handle and the supervisor's bookkeeping.
   const settings = {
     tier: 'ops',
     chain: 'main',
@@ -131,6 +120,20 @@ async function heapPerIdleAgent(): Promise<{
   }
   const b1 = heapAfterGc();
   for (const a of actors) a.stop();
+  actors.length = 0;
+
+  const supervisor = createSupervisor(runtimeConfig(TOKENS), { createEngine: instantEngine });
+  const before = heapAfterGc();
+  const t0 = performance.now();
+  for (let i = 0; i < AGENTS; i++)
+    supervisor.spawnAgent({ name: `agent-${i}`, chain: 'main', memory: { desk: 'APAC' } });
+  const spawnMs = performance.now() - t0;
+  const after = heapAfterGc();
+  if (supervisor.agents().length !== AGENTS) throw new Error('not every agent was spawned');
+  const viaSupervisor = (after - before) / AGENTS;
+  const s0 = performance.now();
+  await supervisor.stop();
+  const stopMs = performance.now() - s0;
   return { viaSupervisor, bareActor: (b1 - b0) / AGENTS, spawnMs, stopMs };
 }
 
@@ -278,9 +281,19 @@ async function grantsViaAsk(
 
 // ── 3. 1,000 calls in flight ──────────────────────────────────────────────────────────────────────
 
+interface FlightSample {
+  lagP99Ms: number;
+  lagMaxMs: number;
+  maxInFlight: number;
+  wallMs: number;
+  failed: number;
+}
+
+/** `REPS` bursts each way, alternating which goes first; the median burst's figures are reported. */
 async function inFlight(): Promise<{
-  breakwater: { lagP99Ms: number; lagMaxMs: number; maxInFlight: number; wallMs: number; failed: number };
-  bare: { lagP99Ms: number; lagMaxMs: number; maxInFlight: number; wallMs: number; failed: number };
+  breakwater: FlightSample;
+  bare: FlightSample;
+  samples: { breakwater: FlightSample[]; bare: FlightSample[] };
 }> {
   const emu = await startEmulatorProcess({
     seed: 8,
@@ -289,8 +302,9 @@ async function inFlight(): Promise<{
     defaultQuotas: { rpm: 1_000_000_000, tpm: 1_000_000_000_000 },
   });
   const prompt = 'Summarize the overnight moves on the APAC desk in three bullet points.';
-  const measure = async (run: () => Promise<number>) => {
+  const measure = async (run: () => Promise<number>): Promise<FlightSample> => {
     await emu.reset();
+    gc!();
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();
     const t0 = performance.now();
@@ -306,18 +320,21 @@ async function inFlight(): Promise<{
       failed,
     };
   };
-  try {
+  const viaBreakwater = async (): Promise<FlightSample> => {
     const supervisor = createSupervisor(runtimeConfig(IN_FLIGHT, emu.baseURL('openai')));
     const handles = Array.from({ length: IN_FLIGHT }, (_, i) =>
       supervisor.spawnAgent({ name: `agent-${i}`, chain: 'main' }),
     );
-    const breakwater = await measure(async () => {
+    const sample = await measure(async () => {
       const turns = await Promise.all(handles.map((h) => h.ask(prompt, { turnId: `${h.name}-0` })));
       return turns.filter((t) => t.outcome !== 'answered').length;
     });
     await supervisor.stop();
-    const sdk = new OpenAI({ apiKey: KEY, baseURL: emu.baseURL('openai'), maxRetries: 0 });
-    const bare = await measure(async () => {
+    return sample;
+  };
+  const sdk = new OpenAI({ apiKey: KEY, baseURL: emu.baseURL('openai'), maxRetries: 0 });
+  const viaSdk = () =>
+    measure(async () => {
       const results = await Promise.allSettled(
         Array.from({ length: IN_FLIGHT }, () =>
           sdk.chat.completions.create({
@@ -329,16 +346,32 @@ async function inFlight(): Promise<{
       );
       return results.filter((r) => r.status === 'rejected').length;
     });
-    return { breakwater, bare };
+  const samples = { breakwater: [] as FlightSample[], bare: [] as FlightSample[] };
+  try {
+    for (let r = 0; r < REPS; r++) {
+      if (r % 2 === 0) {
+        samples.breakwater.push(await viaBreakwater());
+        samples.bare.push(await viaSdk());
+      } else {
+        samples.bare.push(await viaSdk());
+        samples.breakwater.push(await viaBreakwater());
+      }
+      process.stdout.write('.');
+    }
+    process.stdout.write('\n');
   } finally {
     await emu.close();
   }
+  const median = (xs: FlightSample[]) =>
+    [...xs].sort((a, b) => a.lagP99Ms - b.lagP99Ms)[Math.floor(xs.length / 2)]!;
+  return { breakwater: median(samples.breakwater), bare: median(samples.bare), samples };
 }
 
 async function main(): Promise<void> {
   if (args.only) return profileOne(args.only);
-  console.log(`heap: ${AGENTS} idle agents`);
-  const heap = await heapPerIdleAgent();
+  // Fresh heap first for the latency-sensitive part; the 10,000-agent heap part last.
+  console.log(`in flight: ${IN_FLIGHT} calls, emulator latency ${LATENCY_MS} ms, ${REPS} bursts each way`);
+  const flight = await inFlight();
   console.log(`grants: ${GRANTS} grants, ${TOKENS} tokens`);
   // Warm the JIT on a small run first, then the measured ones.
   grantsDirect(100, 20_000);
@@ -353,8 +386,8 @@ async function main(): Promise<void> {
     c100: await grantsViaAsk(100, 20_000),
     c1000: await grantsViaAsk(1_000, 20_000),
   };
-  console.log(`in flight: ${IN_FLIGHT} calls, emulator latency ${LATENCY_MS} ms`);
-  const flight = await inFlight();
+  console.log(`heap: ${AGENTS} idle agents`);
+  const heap = await heapPerIdleAgent();
 
   const bytesPerIdleActor = Math.round(heap.viaSupervisor);
   const grantsPerSec = Math.round(direct.c1000.grantsPerSec);
@@ -439,9 +472,10 @@ async function main(): Promise<void> {
       calls: IN_FLIGHT,
       emulatorLatencyMs: LATENCY_MS,
       measuredAs:
-        'monitorEventLoopDelay (1 ms resolution) over the whole burst; emulator in its own process; breakwater = 1000 agents, 1000 tokens, one ask each',
+        'monitorEventLoopDelay (1 ms resolution) over the whole burst; emulator in its own process; breakwater = 1000 agents, 1000 tokens, one ask each; the median of the bursts (by lag p99) is reported, every burst in samples',
       breakwater: flight.breakwater,
       bare: flight.bare,
+      samples: flight.samples,
     },
   });
   console.log(`wrote ${path}`);

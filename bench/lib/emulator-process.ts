@@ -50,8 +50,15 @@ export async function startEmulatorProcess(profile: EmulatorProfile = {}): Promi
       return url;
     },
     async stats() {
-      const res = await fetch(`${controlURL}/_emulator/stats`);
-      return (await res.json()) as EmulatorStats;
+      // The stats body carries up to 100 000 call records; a read cut short under load is tried again.
+      for (let attempt = 1; ; attempt++) {
+        try {
+          const res = await fetch(`${controlURL}/_emulator/stats`);
+          return (await res.json()) as EmulatorStats;
+        } catch (e) {
+          if (attempt >= 3) throw e;
+        }
+      }
     },
     async reset() {
       const res = await fetch(`${controlURL}/_emulator/reset`, { method: 'POST' });
