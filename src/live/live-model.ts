@@ -89,6 +89,8 @@ export class LiveModel {
   runId?: string;
   scenario?: string;
   tokens?: { limit: number; held: number; queued: number };
+  /** Providers with a user's own key in use now (`/byok`), by its endpoint id. */
+  readonly byok = new Map<string, string>();
 
   /** Adds an agent (or updates its tier) without touching its state. */
   addAgent(info: AgentInfo | string, at = 0): LiveAgent {
@@ -124,10 +126,17 @@ export class LiveModel {
     return ep;
   }
 
-  /** Endpoints out of credit (a credit fault, or disabled for credit now): where `/byok` helps. */
+  /**
+   * Endpoints out of credit (a credit fault, or disabled for credit now) whose provider has no key of
+   * the user's in use yet: where `/byok` would help.
+   */
   creditOut(now: number): LiveEndpoint[] {
+    const covered = new Set(this.byok.values());
     return [...this.endpoints.values()].filter(
-      (e) => e.creditOut || (e.disabledUntil > now && /credit|quota|spend/i.test(e.disabledReason ?? '')),
+      (e) =>
+        !this.byok.has(e.id) &&
+        !covered.has(e.provider ?? '') &&
+        (e.creditOut || (e.disabledUntil > now && /credit|quota|spend/i.test(e.disabledReason ?? ''))),
     );
   }
 
@@ -235,6 +244,20 @@ export class LiveModel {
       }
       case 'policy.log':
         return [`${event.agent ?? 'policy'}: ${str(data.message) ?? ''}`];
+      case 'byok.injected': {
+        if (!event.endpoint) return [];
+        const provider = str(data.provider) ?? '?';
+        this.byok.set(event.endpoint, provider);
+        this.endpoint(event.endpoint).provider = provider;
+        return [`your ${provider} key ${str(data.masked) ?? ''} is in use as endpoint ${event.endpoint}`];
+      }
+      case 'byok.expired': {
+        if (!event.endpoint) return [];
+        this.byok.delete(event.endpoint);
+        this.endpoints.delete(event.endpoint);
+        const reason = str(data.reason) ?? '?';
+        return [`your ${str(data.provider) ?? '?'} key ${str(data.masked) ?? ''} was removed (${reason})`];
+      }
       default:
         return [];
     }

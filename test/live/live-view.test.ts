@@ -303,6 +303,38 @@ describe('lines of your own, titles, and terminals without a size', () => {
     live.stop();
   });
 
+  it('a key typed with /byok takes the hint away while it is in use; when it expires the hint comes back', () => {
+    const { emit, source } = handSource();
+    const out = captureStream(false);
+    const live = createLiveView({ source, agents: ['Kai'], out, isTTY: false });
+    emit(creditFault('primary', T0));
+    const hint = (lines: string[]) => lines.filter((l) => l.includes('/byok'));
+    expect(hint(live.frame())).toHaveLength(1);
+    const byok = { sessionId: 'default', provider: 'openai', masked: 'sk-…a1b2' };
+    emit({
+      type: 'byok.injected',
+      at: T0 + 1_000,
+      endpoint: 'byok-openai-1',
+      data: { ...byok, expiresAt: T0 + 7_200_000 },
+    });
+    expect(hint(live.frame())).toEqual([]);
+    expect(live.frame().some((l) => l.startsWith('  byok-openai-1'))).toBe(true);
+    emit({
+      type: 'byok.expired',
+      at: T0 + 2_000,
+      endpoint: 'byok-openai-1',
+      data: { ...byok, reason: 'idle' },
+    });
+    expect(hint(live.frame())).toHaveLength(1);
+    expect(live.frame().some((l) => l.startsWith('  byok-openai-1'))).toBe(false);
+    live.stop();
+    expect(out.chunks.join('').split('\n').filter(Boolean)).toEqual([
+      '[+0ms] credit exhausted on primary (openai): type /byok openai KEY to let the agents go on with your own key',
+      '[+1.0s] your openai key sk-…a1b2 is in use as endpoint byok-openai-1',
+      '[+2.0s] your openai key sk-…a1b2 was removed (idle)',
+    ]);
+  });
+
   it('plain: log() writes the line as it is; a TTY that reports no size gets plain lines too', () => {
     const { emit, source } = handSource();
     const out = { ...captureStream(true), rows: 0, columns: 0 };
