@@ -82,8 +82,13 @@ const agentDefaultsSchema = z
 /**
  * How a user's key for one provider name becomes a session-bound endpoint (see `ByokTemplate`): wire
  * protocol, model and where it lives. It carries no key: the user brings that with `/byok`.
+ *
+ * @example
+ * ```ts
+ * byokTemplateSchema.parse({ provider: 'anthropic', model: 'claude-sonnet-4-6' });
+ * ```
  */
-const byokTemplateSchema = z
+export const byokTemplateSchema = z
   .strictObject({
     /** Wire protocol of the endpoint. Required. */
     provider: z.enum(['anthropic', 'openai', 'gemini', 'openai-compatible']),

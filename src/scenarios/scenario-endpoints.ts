@@ -2,6 +2,7 @@ import type { EmulatorFlavor } from '../emulator/emulator-types.ts';
 import type { EndpointConfig } from '../engines/endpoint-config.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
+import type { ScenarioByokInput } from './scenario-schema.ts';
 import type { ScenarioSpec } from './scenario-types.ts';
 
 /** Options of {@link scenarioEndpoints} and {@link scenarioRuntimeConfig}. */
@@ -45,8 +46,41 @@ export function scenarioEndpoints(
 }
 
 /**
+ * The scenario's BYOK config with each `emulator:` template pointed at that listener (`baseURL`), the
+ * way {@link scenarioEndpoints} resolves endpoints; `undefined` when the scenario has no `runtime.byok`.
+ *
+ * @example
+ * ```ts
+ * scenarioByok(spec, { baseURL: (f) => emulator.baseURL(f) })?.templates.openai?.baseURL; // 'http://127.0.0.1:41235/v1'
+ * ```
+ */
+export function scenarioByok(
+  spec: ScenarioSpec,
+  options: ScenarioEndpointOptions = {},
+): RuntimeConfigInput['byok'] {
+  const byok = spec.runtime.byok as ScenarioByokInput | undefined;
+  if (!byok) return undefined;
+  const templates = Object.fromEntries(
+    Object.entries(byok.templates).map(([name, t]) => {
+      const { emulator, ...template } = t;
+      if (emulator === undefined) return [name, template];
+      if (!options.baseURL) {
+        throw new ConfigError({
+          source: `scenario "${spec.name}"`,
+          path: `runtime.byok.templates.${name}.emulator`,
+          message: `BYOK template "${name}" is served by the emulator; start one and pass its baseURL resolver`,
+        });
+      }
+      return [name, { ...template, baseURL: options.baseURL(emulator) }];
+    }),
+  );
+  return { ...byok, templates };
+}
+
+/**
  * The scenario's `runtime:` as a config `createSupervisor` accepts: endpoints resolved by
- * {@link scenarioEndpoints}, everything else as written (defaults filled by the loader).
+ * {@link scenarioEndpoints}, BYOK templates by {@link scenarioByok}, everything else as written (defaults
+ * filled by the loader).
  *
  * @example
  * ```ts
@@ -58,7 +92,12 @@ export function scenarioRuntimeConfig(
   spec: ScenarioSpec,
   options: ScenarioEndpointOptions = {},
 ): RuntimeConfigInput {
-  return { ...spec.runtime, endpoints: scenarioEndpoints(spec, options) } as RuntimeConfigInput;
+  const byok = scenarioByok(spec, options);
+  return {
+    ...spec.runtime,
+    endpoints: scenarioEndpoints(spec, options),
+    ...(byok ? { byok } : {}),
+  } as RuntimeConfigInput;
 }
 
 /**

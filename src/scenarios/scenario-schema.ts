@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { emulatorProfileSchema } from '../emulator/emulator-profile.ts';
 import { EMULATOR_FLAVORS, type EmulatorFlavor } from '../emulator/emulator-types.ts';
 import { endpointConfigSchema } from '../engines/endpoint-config.ts';
-import { runtimeConfigSchema } from '../runtime/runtime-config.ts';
+import { byokConfigSchema, byokTemplateSchema, runtimeConfigSchema } from '../runtime/runtime-config.ts';
 import { SCENARIO_TOOL_NAMES, scenarioTool } from './scenario-tools.ts';
 import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from './zoned-time.ts';
 
@@ -24,7 +24,37 @@ export const scenarioEndpointSchema = endpointConfigSchema.safeExtend({
 });
 
 /**
- * `runtime:` of a scenario: the runtime config, its endpoints allowed to name an emulator flavor.
+ * `runtime.byok:` of a scenario: the runtime's BYOK config, its templates allowed to name an emulator
+ * flavor (`emulator: openai`) instead of a `baseURL`, so `/byok` during a run checks and uses keys there.
+ *
+ * @example
+ * ```ts
+ * scenarioByokSchema.parse({ templates: { openai: { provider: 'openai', model: 'gpt-4o-mini', emulator: 'openai' } } });
+ * ```
+ */
+export const scenarioByokSchema = byokConfigSchema.safeExtend({
+  templates: z.record(
+    z.string(),
+    byokTemplateSchema.safeExtend({
+      /** Checked and called on the emulator's listener of this flavor; `baseURL` is filled in at run time. */
+      emulator: z.enum(EMULATOR_FLAVORS as [EmulatorFlavor, ...EmulatorFlavor[]]).optional(),
+    }),
+  ),
+});
+
+/**
+ * What a scenario's `runtime.byok:` may hold (templates with `emulator:`).
+ *
+ * @example
+ * ```ts
+ * const byok: ScenarioByokInput = { templates: { openai: { provider: 'openai', model: 'gpt-4o-mini', emulator: 'openai' } } };
+ * ```
+ */
+export type ScenarioByokInput = z.input<typeof scenarioByokSchema>;
+
+/**
+ * `runtime:` of a scenario: the runtime config, its endpoints (and BYOK templates) allowed to name an
+ * emulator flavor.
  *
  * @example
  * ```ts
@@ -33,6 +63,7 @@ export const scenarioEndpointSchema = endpointConfigSchema.safeExtend({
  */
 export const scenarioRuntimeSchema = runtimeConfigSchema.safeExtend({
   endpoints: z.array(scenarioEndpointSchema).min(1),
+  byok: scenarioByokSchema.optional(),
 });
 
 const agentSchema = z.strictObject({
@@ -215,6 +246,7 @@ function checkEmulator(s: Spec, ctx: Ctx): void {
         `names no key of the emulator profile (aliases: ${list(keys.map((k) => k.alias))}); use an alias or set emulator.acceptAnyKey: true`,
       );
   });
+  checkByokTemplates(s, ctx);
   profile?.faults?.forEach((f, i) => {
     const key = f.match?.key;
     if (key !== undefined && keys.length > 0 && !known.has(key) && !/^[0-9a-f]{8}$/.test(key))
@@ -224,6 +256,31 @@ function checkEmulator(s: Spec, ctx: Ctx): void {
         `names no key of the emulator profile (aliases: ${list(keys.map((k) => k.alias))}); the rule would never fire`,
       );
   });
+}
+
+/** `emulator:` BYOK templates: a profile exists, the listener speaks the template's wire, no baseURL. */
+function checkByokTemplates(s: Spec, ctx: Ctx): void {
+  for (const [name, t] of Object.entries(s.runtime.byok?.templates ?? {})) {
+    if (t.emulator === undefined) continue;
+    const at = ['runtime', 'byok', 'templates', name];
+    if (!s.emulator) {
+      issue(
+        ctx,
+        [...at, 'emulator'],
+        'names an emulator flavor, but the scenario has no emulator: profile; add one or give a real baseURL',
+      );
+      continue;
+    }
+    const wire = FLAVOR_WIRE[t.emulator];
+    if (t.provider !== wire.provider || (wire.flavor !== undefined && t.flavor !== wire.flavor))
+      issue(
+        ctx,
+        [...at, 'emulator'],
+        `the ${t.emulator} listener speaks provider: ${wire.provider}${wire.flavor ? ` with flavor: ${wire.flavor}` : ''}; make the template match or pick another flavor`,
+      );
+    if (t.baseURL !== undefined)
+      issue(ctx, [...at, 'baseURL'], 'is filled in from the emulator for an emulator: template; remove it');
+  }
 }
 
 function checkRounds(s: Spec, ctx: Ctx): void {
