@@ -10,6 +10,7 @@ import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
 import type { AgentMemory } from '../runtime/turn.ts';
 import { planRounds } from '../scenarios/round-planner.ts';
+import { toRealProviders } from '../scenarios/real-providers.ts';
 import { scenarioOrigin, scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
 import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
@@ -24,6 +25,9 @@ import type { TurnExecutor } from './turn-executor.ts';
 
 /** Which policy runs the turns. */
 export type RunPolicy = 'breakwater' | 'status-quo';
+
+/** Whether `emulator:` endpoints talk to the emulator or to the real providers. */
+export type ProviderMode = 'emulator' | 'real';
 
 /** Options of {@link runScenario}. */
 export interface RunScenarioOptions {
@@ -42,6 +46,13 @@ export interface RunScenarioOptions {
   readonly dataDir?: string;
   /** Control URL of an already running emulator to use instead of an in-process one (crash tests). */
   readonly emulatorUrl?: string;
+  /**
+   * `emulator` (default): `emulator:` endpoints talk to the provider emulator. `real`: the same scenario against
+   * the real APIs, keys from the environment (see `toRealProviders`). A resumed run keeps the mode it started with.
+   */
+  readonly providers?: ProviderMode;
+  /** Environment read for real-provider keys and base URLs. Default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
   readonly logger?: Logger;
   readonly signal?: AbortSignal;
   /** Every runtime event of the run (live view, visualizer). */
@@ -78,6 +89,7 @@ export interface ScenarioRunResult {
 /** What is stored with a run so it can be resumed. */
 interface StoredRunConfig {
   readonly policy: RunPolicy;
+  readonly providers?: ProviderMode;
   readonly scenarioSource?: string;
   readonly timeScale: number;
   readonly origin: number;
@@ -96,14 +108,14 @@ interface StoredRunConfig {
  * ```
  */
 export async function runScenario(options: RunScenarioOptions): Promise<ScenarioRunResult> {
-  const spec = options.scenario;
   const realStart = Date.now();
+  const scenarioName = options.scenario.name;
   const database = options.database ?? (await openDatabase(databaseOptions(options)));
   const store = createRunStore(database);
   const owned: { close(): Promise<void> }[] = options.database ? [] : [database];
   let executor: TurnExecutor | undefined;
   let emulator: Emulator | undefined;
-  const runId = options.runId ?? defaultRunId(spec.name);
+  const runId = options.runId ?? defaultRunId(scenarioName);
   try {
     const existing = await store.getRun(runId);
     if (options.resume && !existing)
@@ -114,6 +126,9 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
 
     const stored = existing?.config as StoredRunConfig | undefined;
     const policy: RunPolicy = options.policy ?? stored?.policy ?? 'breakwater';
+    const providers: ProviderMode = options.providers ?? stored?.providers ?? 'emulator';
+    const spec =
+      providers === 'real' ? toRealProviders(options.scenario, options.env ?? process.env) : options.scenario;
     const timeScale = spec.timeScale ?? 1;
     const specOrigin = scenarioOrigin(spec, realStart);
     const plans = planRounds(spec, { origin: specOrigin });
@@ -152,6 +167,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     if (!existing) {
       const config: StoredRunConfig = {
         policy,
+        providers,
         ...(options.scenarioSource ? { scenarioSource: options.scenarioSource } : {}),
         timeScale,
         origin,
