@@ -11,6 +11,7 @@ import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
 import type { AgentMemory } from '../runtime/turn.ts';
 import { planRounds } from '../scenarios/round-planner.ts';
 import { toRealProviders } from '../scenarios/real-providers.ts';
+import { resolveInstant } from '../scenarios/zoned-time.ts';
 import { scenarioOrigin, scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
 import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
@@ -93,6 +94,34 @@ interface StoredRunConfig {
   readonly scenarioSource?: string;
   readonly timeScale: number;
   readonly origin: number;
+  /** The report's settings, times resolved to epoch ms (read by `buildRunReport`). */
+  readonly report?: StoredReportConfig;
+}
+
+interface StoredReportConfig {
+  readonly peak?: { readonly from: number; readonly to: number };
+  readonly timeZone?: string;
+  readonly analysisTiers?: readonly string[];
+  readonly thresholds?: Readonly<Record<string, number | null>>;
+}
+
+function reportConfig(spec: ScenarioSpec, origin: number): StoredReportConfig | undefined {
+  const r = spec.report;
+  if (!r) return undefined;
+  const zone = r.timezone ?? 'UTC';
+  return {
+    ...(r.peak
+      ? {
+          peak: {
+            from: resolveInstant(r.peak.from, zone, origin),
+            to: resolveInstant(r.peak.to, zone, origin),
+          },
+        }
+      : {}),
+    ...(r.timezone ? { timeZone: r.timezone } : {}),
+    ...(r.analysisTiers ? { analysisTiers: r.analysisTiers } : {}),
+    ...(r.thresholds ? { thresholds: r.thresholds } : {}),
+  };
 }
 
 /**
@@ -165,9 +194,11 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     // Restore before touching the run: a corrupt snapshot or a machine-version mismatch must change nothing.
     const memories = existing ? await restoreMemories(store, runId) : undefined;
     if (!existing) {
+      const report = reportConfig(spec, specOrigin);
       const config: StoredRunConfig = {
         policy,
         providers,
+        ...(report ? { report } : {}),
         ...(options.scenarioSource ? { scenarioSource: options.scenarioSource } : {}),
         timeScale,
         origin,

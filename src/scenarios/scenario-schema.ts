@@ -139,6 +139,22 @@ export function cronProblem(expression: string, timezone?: string): string | und
 type Spec = z.output<typeof baseScenarioSchema>;
 type Ctx = z.RefinementCtx;
 
+const reportSchema = z.strictObject({
+  peak: z.strictObject({ from: name, to: name }).optional(),
+  timezone: name.optional(),
+  analysisTiers: z.array(name).min(1).optional(),
+  thresholds: z
+    .strictObject({
+      maxInFlight: z.number().min(0).nullable().optional(),
+      sonnetPerHour: z.number().min(0).nullable().optional(),
+      coolingDownMessages: z.number().min(0).nullable().optional(),
+      failureRate: z.number().min(0).max(1).nullable().optional(),
+      analysisSuccessRate: z.number().min(0).max(1).nullable().optional(),
+      placeholders: z.number().min(0).nullable().optional(),
+    })
+    .optional(),
+});
+
 const baseScenarioSchema = z.strictObject({
   name: z
     .string()
@@ -151,6 +167,7 @@ const baseScenarioSchema = z.strictObject({
   rounds: roundsSchema.optional(),
   schedule: scheduleSchema.optional(),
   emulator: emulatorProfileSchema.optional(),
+  report: reportSchema.optional(),
 });
 
 const issue = (ctx: Ctx, path: (string | number)[], message: string) =>

@@ -31,6 +31,23 @@ export interface ScenarioSpec {
    * latency, seed). Endpoints with `emulator:` point at it. Absent: no emulator is started.
    */
   readonly emulator?: EmulatorProfile;
+  /** How the run's report judges it. Default: seed 000's checks over the whole run. */
+  readonly report?: ReportSpec;
+}
+
+/**
+ * The report settings of a scenario: which window the checks look at, which tiers count as analysis agents,
+ * and thresholds replacing seed 000's (`null` makes a check report-only — e.g. `sonnetPerHour` where sonnet's
+ * quota is not the question).
+ */
+export interface ReportSpec {
+  /** The checks' window: times of day (`07:00`, read in `timezone` on the run's first day) or ISO instants. */
+  readonly peak?: { readonly from: string; readonly to: string };
+  /** IANA zone for peak times of day and for printing. Default UTC. */
+  readonly timezone?: string;
+  /** Tiers counted as analysis agents. Default `['analysis']`. */
+  readonly analysisTiers?: readonly string[];
+  readonly thresholds?: Readonly<Record<string, number | null>>;
 }
 
 /**
