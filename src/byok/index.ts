@@ -13,6 +13,14 @@
  */
 export { BYOK_USAGE, type ByokCommand, parseByokCommand } from './byok-command.ts';
 export {
+  type ByokConsole,
+  type ByokConsoleInput,
+  type ByokConsoleOptions,
+  type ByokConsoleTarget,
+  canReadCommands,
+  startByokConsole,
+} from './byok-console.ts';
+export {
   ByokRejectedError,
   ByokVaultClosedError,
   isByokRejectedError,

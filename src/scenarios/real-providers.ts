@@ -1,5 +1,6 @@
 import type { EmulatorFlavor } from '../emulator/index.ts';
 import { ConfigError } from '../errors/config-error.ts';
+import type { ScenarioByokInput } from './scenario-schema.ts';
 import type { ScenarioEndpoint, ScenarioSpec } from './scenario-types.ts';
 
 /** Where a real provider's key and (optional) base URL come from, per emulator flavor. */
@@ -48,6 +49,28 @@ export function toRealProviders(
       ...(baseURL ? { baseURL } : {}),
     } as ScenarioEndpoint;
   });
+  const byok = realByok(spec, env);
   const { emulator: _profile, ...withoutEmulator } = spec;
-  return { ...withoutEmulator, timeScale: 1, runtime: { ...spec.runtime, endpoints } };
+  return {
+    ...withoutEmulator,
+    timeScale: 1,
+    runtime: { ...spec.runtime, endpoints, ...(byok ? { byok } : {}) },
+  };
+}
+
+/** BYOK templates on the emulator become templates of the real provider (base URL from the environment when set). */
+function realByok(
+  spec: ScenarioSpec,
+  env: Readonly<Record<string, string | undefined>>,
+): ScenarioSpec['runtime']['byok'] {
+  const byok = spec.runtime.byok as ScenarioByokInput | undefined;
+  if (!byok) return undefined;
+  const templates = Object.fromEntries(
+    Object.entries(byok.templates).map(([name, t]) => {
+      const { emulator: flavor, ...rest } = t;
+      const baseURL = flavor ? env[REAL_PROVIDER_ENV[flavor].baseURL] : undefined;
+      return [name, { ...rest, ...(baseURL ? { baseURL } : {}) }];
+    }),
+  );
+  return { ...byok, templates };
 }

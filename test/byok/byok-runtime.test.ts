@@ -288,12 +288,12 @@ describe('an injected key is used by its session', () => {
 
 describe('a key the provider refuses mid-run is revoked', () => {
   it.each([
-    ['credit_exhausted', 'user-low', KEYS.low, () => emulator.setCredit('user-low', 0)],
+    ['credit_exhausted', 'user-low', KEYS.low, (): void => emulator.setCredit('user-low', 0)],
     [
       'auth',
       'user-revoked',
       KEYS.revoked,
-      () => void emulator.addFault({ kind: 'bad_key', match: { key: 'user-revoked' } }),
+      (): void => void emulator.addFault({ kind: 'bad_key', match: { key: 'user-revoked' } }),
     ],
   ] as const)(
     '%s: revoked at once and said so; no probe ever sends the key again',
