@@ -213,10 +213,14 @@ export function startByokConsole(options: ByokConsoleOptions): ByokConsole {
     }
   };
 
+  // One command at a time, so the answers come in the order the lines were typed.
+  let queue: Promise<void> = Promise.resolve();
   const submit = (line: string) => {
     if (line.trim().length === 0) return;
-    const job = handle(line).finally(() => pending.delete(job));
+    const job = queue.then(() => (stopped ? undefined : handle(line)));
+    queue = job;
     pending.add(job);
+    void job.finally(() => pending.delete(job));
   };
 
   // A small line editor: raw mode hands us keystrokes, a pipe hands us text; both end up here.
