@@ -62,7 +62,16 @@ export interface LiveViewOptions {
   readonly maxRedrawsPerSecond?: number;
   /** Shown at the head of the frame (e.g. the scenario and run id). Default: from `run.started`, if seen. */
   readonly title?: string;
+  /**
+   * Plain mode only. `notable` (default): what a person reading a CI log wants — faults, cooling, fallback,
+   * degraded, breaker changes, `/byok` hints, and progress every 10 % of a round. `all`: every agent state change
+   * and every progress step.
+   */
+  readonly plainDetail?: 'notable' | 'all';
 }
+
+/** Agent states that are the normal course of a turn; plain `notable` mode does not log entering them. */
+const ROUTINE_STATES: ReadonlySet<string> = new Set(['idle', 'queued', 'calling', 'tools']);
 
 /**
  * A running live view.
@@ -144,6 +153,11 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       // A closed stream (EPIPE) must not stop the run.
     }
   };
+  const detail = options.plainDetail ?? 'notable';
+  const isRoutine = (event: RuntimeEvent) =>
+    event.type === 'agent.state' &&
+    ROUTINE_STATES.has(event.data.state) &&
+    ROUTINE_STATES.has(event.data.previous);
   const stamp = () => `[+${shortDuration(Math.max(0, (lastAt ?? 0) - (firstAt ?? lastAt ?? 0)))}]`;
   const logLines = (lines: readonly string[]) => {
     for (const line of lines) write(`${stamp()} ${scrubSecrets(line)}\n`);
@@ -178,8 +192,8 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       lastAt = Math.max(lastAt ?? event.at, event.at);
     }
     const lines = model.apply(event);
-    if (mode === 'plain') logLines(lines);
-    else dirty = true;
+    if (mode === 'tty') dirty = true;
+    else if (detail === 'all' || !isRoutine(event)) logLines(lines);
   };
   const unsubscribe = source.subscribeEvents(onEvent);
   let lastProgress = '';
@@ -195,9 +209,12 @@ export function createLiveView(options: LiveViewOptions): LiveView {
         dirty = true;
         return;
       }
+      const step = progress.total > 0 ? Math.floor((progress.done * 10) / progress.total) : 10;
+      const shown = detail === 'all' ? `${progress.done}` : `${step}`;
       const line = `round ${progress.round}/${progress.rounds}: ${progress.done}/${progress.total} done`;
-      if (line !== lastProgress) logLines([line]);
-      lastProgress = line;
+      const key = `${progress.round}:${shown}`;
+      if (key !== lastProgress) logLines([line]);
+      lastProgress = key;
     },
     log(line) {
       const text = scrubSecrets(line);

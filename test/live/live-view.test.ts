@@ -79,7 +79,7 @@ async function creditRun(
     items: ['a', 'b', 'c'],
     rounds: 1,
     attach: (supervisor) => {
-      live = createLiveView({ source: supervisor, out, isTTY, clock });
+      live = createLiveView({ source: supervisor, out, isTTY, clock, plainDetail: 'all' });
       return undefined;
     },
     onProgress: (p) => live?.setProgress(p),
@@ -338,11 +338,46 @@ describe('lines of your own, titles, and terminals without a size', () => {
   it('plain: log() writes the line as it is; a TTY that reports no size gets plain lines too', () => {
     const { emit, source } = handSource();
     const out = { ...captureStream(true), rows: 0, columns: 0 };
-    const live = createLiveView({ source, out });
+    const live = createLiveView({ source, out, plainDetail: 'all' });
     expect(live.mode).toBe('plain');
     live.log('run r-2 starting');
     emit({ type: 'agent.state', at: T0, agent: 'Kai', data: { state: 'calling', previous: 'queued' } });
     live.stop();
     expect(out.chunks.join('')).toBe('run r-2 starting\n[+0ms] Kai calling (was queued)\n');
+  });
+});
+
+describe('plain mode, notable detail (the default)', () => {
+  it('keeps faults, cooling, fallback and progress steps of 10 %, and drops the routine idle → queued → calling churn', () => {
+    const listeners: ((e: RuntimeEvent) => void)[] = [];
+    const source = { subscribeEvents: (l: (e: RuntimeEvent) => void) => (listeners.push(l), () => {}) };
+    const out = {
+      chunks: [] as string[],
+      isTTY: false,
+      write(c: string) {
+        this.chunks.push(c);
+        return true;
+      },
+    };
+    const live = createLiveView({ source, agents: ['Kai'], out });
+    const emit = (e: RuntimeEvent) => listeners.forEach((l) => l(e));
+    const state = (state: string, previous: string, at: number) =>
+      emit({ type: 'agent.state', at, agent: 'Kai', data: { state, previous } });
+    state('queued', 'idle', 1);
+    state('calling', 'queued', 2);
+    state('idle', 'calling', 3);
+    state('queued', 'idle', 4);
+    state('cooling', 'queued', 5);
+    state('queued', 'cooling', 6);
+    state('fallback', 'queued', 7);
+    for (let done = 0; done <= 40; done++) live.setProgress({ round: 1, rounds: 3, done, total: 40 });
+    live.stop();
+    const text = out.chunks.join('');
+    expect(text).not.toMatch(/Kai calling \(was queued\)/);
+    expect(text).not.toMatch(/Kai idle \(was calling\)/);
+    expect(text).toMatch(/Kai cooling \(was queued\)/);
+    expect(text).toMatch(/Kai queued \(was cooling\)/);
+    expect(text).toMatch(/Kai fallback \(was queued\)/);
+    expect(text.match(/round 1\/3: \d+\/40 done/g)).toHaveLength(11);
   });
 });
