@@ -1,8 +1,14 @@
 import type { Command } from 'commander';
 import { Option } from 'commander';
+import {
+  type ByokConsole,
+  type ByokConsoleInput,
+  canReadCommands,
+  startByokConsole,
+} from '../../byok/byok-console.ts';
 import { createLiveView, type LiveView } from '../../live/live-view.ts';
 import { createLogger } from '../../logging/logger.ts';
-import { registerSecret } from '../../redact/secret-scrubber.ts';
+import { registerSecret, scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
 import type { RunReport } from '../../report/report-types.ts';
@@ -38,6 +44,13 @@ export interface RunCommandOptions {
   readonly vizPort?: number;
   /** Show the live view. Default true. */
   readonly live?: boolean;
+  /**
+   * Read `/byok PROVIDER KEY` lines from stdin while the run goes (only when stdin is a terminal or a
+   * pipe; never blocks the run). Default true; `--no-stdin` turns it off.
+   */
+  readonly stdin?: boolean;
+  /** Where `/byok` lines come from instead of `process.stdin` (tests). Default: process.stdin. */
+  readonly input?: ByokConsoleInput;
   readonly print?: Print;
   readonly signal?: AbortSignal;
 }
@@ -73,6 +86,7 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   const store = createRunStore(database);
   let live: LiveView | undefined;
   let viz: VizServer | undefined;
+  let byokConsole: ByokConsole | undefined;
   try {
     let scenarioSource: string;
     let policy = options.policy;
@@ -122,6 +136,12 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
           });
           print(`visualizer: ${viz.url}`);
         }
+        byokConsole = startStdinByok(options, supervisor, (line) => {
+          // Above the live frame; on stderr when stdout carries the JSON report.
+          if (live) live.log(line);
+          else if (options.json) process.stderr.write(`${scrubSecrets(line)}\n`);
+          else print(line);
+        });
       },
     }).catch((e: unknown) => {
       if (options.signal?.aborted) {
@@ -144,10 +164,39 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
     }
     return report;
   } finally {
+    byokConsole?.stop();
     live?.stop();
     await viz?.close();
     await database.close();
   }
+}
+
+/**
+ * Starts reading `/byok` lines for session `default` when asked to and stdin is a terminal or a pipe.
+ * The typed line is never printed: only the outcome (`openai key sk-…a1b2 active for session default`).
+ */
+function startStdinByok(
+  options: RunCommandOptions,
+  supervisor: Partial<BreakwaterExecutor>['supervisor'],
+  say: (line: string) => void,
+): ByokConsole | undefined {
+  if (options.stdin === false) return undefined;
+  if (!options.input && !canReadCommands(0)) return undefined;
+  const input = options.input ?? process.stdin;
+  const byok = supervisor?.byok;
+  const started = startByokConsole({
+    input,
+    byok,
+    print: say,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+  if (byok?.enabled) {
+    const hidden = input.isTTY === true ? ' (what you type is not shown)' : '';
+    say(
+      `type /byok PROVIDER KEY and Enter to go on with your own key${hidden}; providers: ${byok.providers().join(', ')}`,
+    );
+  }
+  return started;
 }
 
 interface RunFlags {
@@ -160,6 +209,7 @@ interface RunFlags {
   viz?: boolean;
   port?: string;
   live?: boolean;
+  stdin?: boolean;
 }
 
 function vizPort(flags: RunFlags): number | undefined {
@@ -196,7 +246,8 @@ const storeFlags = (cmd: Command) =>
     )
     .option('--viz', 'serve the live state visualizer on 127.0.0.1 while the run goes')
     .option('--port <n>', 'visualizer port with --viz (default: any free port)')
-    .option('--no-live', 'no live view; just the report at the end');
+    .option('--no-live', 'no live view; just the report at the end')
+    .option('--no-stdin', 'do not read /byok PROVIDER KEY lines from stdin while the run goes');
 
 /**
  * Registers `breakwater run [scenario]` and `breakwater resume <run-id>`.
@@ -234,6 +285,7 @@ export function registerRunCommand(program: Command): Command {
       ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
       ...(port !== undefined ? { vizPort: port } : {}),
       live: flags.live !== false,
+      stdin: flags.stdin !== false,
     });
   });
   return storeFlags(
@@ -253,6 +305,7 @@ export function registerRunCommand(program: Command): Command {
       ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
       ...(port !== undefined ? { vizPort: port } : {}),
       live: flags.live !== false,
+      stdin: flags.stdin !== false,
     });
   });
 }
