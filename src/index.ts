@@ -48,6 +48,20 @@ export { type Clock, createManualClock, type ManualClock, sleep, systemClock } f
 export { createScaledClock, type ScaledClock } from './clock/scaled-clock.ts';
 export type { RuntimeEvent, RuntimeEventListener, RuntimeEventType } from './events/runtime-event.ts';
 export { ConfigError, isConfigError } from './errors/config-error.ts';
+export {
+  BYOK_USAGE,
+  type ByokExpiryReason,
+  type ByokReceipt,
+  ByokRejectedError,
+  type ByokTemplate,
+  ByokVaultClosedError,
+  isByokRejectedError,
+  isByokVaultClosedError,
+  parseByokCommand,
+  startByokConsole,
+  type ByokConsole,
+  type ByokConsoleOptions,
+} from './byok/index.ts';
 export { createLogger, type LoggerOptions } from './logging/logger.ts';
 export { maskSecret, registerSecret, scrubSecrets } from './redact/secret-scrubber.ts';
 export {

@@ -193,7 +193,7 @@ describe('the /byok console', () => {
           { cwd: join(import.meta.dirname, '../..'), stdio: [stdin, 'pipe', 'inherit'] },
         );
         let out = '';
-        child.stdout.on('data', (d) => {
+        child.stdout?.on('data', (d) => {
           out += String(d);
         });
         child.once('error', reject);
