@@ -71,7 +71,7 @@ export interface LiveViewOptions {
 }
 
 /** Agent states that are the normal course of a turn; plain `notable` mode does not log entering them. */
-const ROUTINE_STATES: ReadonlySet<string> = new Set(['idle', 'queued', 'calling', 'tools']);
+const ROUTINE_STATES: ReadonlySet<string> = new Set(['idle', 'queued', 'calling', 'fallback', 'tools']);
 
 /**
  * A running live view.

@@ -136,7 +136,7 @@ function tierRows(byTier: Readonly<Record<string, TierStats>>): string[][] {
  * ```
  */
 export function formatRunReport(report: RunReport, options: FormatReportOptions = {}): string[] {
-  const zone = options.timeZone ?? 'UTC';
+  const zone = options.timeZone ?? report.timeZone ?? 'UTC';
   const details = options.details ?? true;
   const t = report.turns;
   const lines: string[] = [];

@@ -174,6 +174,8 @@ export interface RunReport {
   readonly status: string;
   /** `breakwater` or `status-quo` (from the run's config), else `breakwater`. */
   readonly policy: string;
+  /** IANA zone the scenario reads its times in (`run.config.report.timeZone`), for printing. Absent: UTC. */
+  readonly timeZone?: string;
   readonly rounds: { readonly committed: number; readonly total: number };
   readonly window: ReportWindow;
   /** Every turn of the run (deduplicated by turn id). */

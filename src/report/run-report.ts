@@ -114,6 +114,7 @@ const OUTCOMES = ['answered', 'fallback', 'degraded', 'failed', 'cancelled', 'no
 
 function configDefaults(run: RunRecord): {
   policy?: string;
+  timeZone?: string;
   peak?: RunReportOptions['peak'];
   tiers?: string[];
   thresholds: Record<string, number | null>;
@@ -133,6 +134,7 @@ function configDefaults(run: RunRecord): {
   }
   return {
     ...(str(config.policy) ? { policy: str(config.policy) } : {}),
+    ...(str(report.timeZone) ? { timeZone: str(report.timeZone) } : {}),
     ...(from !== undefined && to !== undefined ? { peak: { from, to } } : {}),
     ...(tiers && tiers.length > 0 ? { tiers } : {}),
     thresholds,
@@ -494,6 +496,7 @@ export function buildRunReport(
     scenario: run.scenario,
     status: run.status,
     policy: options.policy ?? defaults.policy ?? 'breakwater',
+    ...(defaults.timeZone ? { timeZone: defaults.timeZone } : {}),
     rounds: { committed: run.currentRound, total: run.totalRounds },
     window: {
       ...collected.window,
