@@ -1,3 +1,4 @@
+import { SEED_DECISION_TREES } from '../../agents/seed-agents.ts';
 import type { JsonSchema } from '../engines/engine-types.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import type { AgentDefinition, AgentTool, NoAgentDefinition } from '../runtime/agent-definition.ts';
@@ -239,6 +240,8 @@ export function scenarioAgents(spec: ScenarioSpec): AgentDefinition[] {
       ...(Object.keys(tools).length > 0 ? { tools } : {}),
       ...(a.maxWaitMs !== undefined ? { maxWaitMs: a.maxWaitMs } : {}),
       ...(a.maxTokens !== undefined ? { maxTokens: a.maxTokens } : {}),
+      // Decision trees are code, not YAML: an agent of the same name in agents/ brings its own.
+      ...(SEED_DECISION_TREES[a.name] ? { decisionTree: SEED_DECISION_TREES[a.name] } : {}),
     };
   });
 }

@@ -220,7 +220,7 @@ export function registerStartCommand(program: Command): Command {
   return program
     .command('demo')
     .description(
-      'The main job (for now: the engine adapter demo): a 429 classified as rate_limited, then a second endpoint answers. Needs no network and no API key.',
+      'A tour of the engine adapter on the built-in emulator: a 429 classified as rate_limited, then a second endpoint answers. Needs no network and no API key.',
     )
     .addHelpText(
       'after',
