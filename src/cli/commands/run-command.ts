@@ -13,7 +13,12 @@ import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
 import type { RunReport } from '../../report/report-types.ts';
 import type { BreakwaterExecutor } from '../../rounds/breakwater-executor.ts';
-import { type RunPolicy, runScenario, type ScenarioRunContext } from '../../rounds/run-scenario.ts';
+import {
+  type ProviderMode,
+  type RunPolicy,
+  runScenario,
+  type ScenarioRunContext,
+} from '../../rounds/run-scenario.ts';
 import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, DEFAULT_DATA_DIR, openDatabase } from '../../store/open-database.ts';
 import { createRunStore } from '../../store/run-store.ts';
@@ -35,6 +40,8 @@ export interface RunCommandOptions {
   readonly runId?: string;
   /** Default `breakwater`. */
   readonly policy?: RunPolicy;
+  /** `emulator` (default) or `real` (keys from ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY). */
+  readonly providers?: ProviderMode;
   readonly json?: boolean;
   readonly databaseUrl?: string;
   readonly dataDir?: string;
@@ -116,16 +123,23 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
           ? { runId: options.runId }
           : {}),
       ...(policy ? { policy } : {}),
+      ...(options.providers ? { providers: options.providers } : {}),
       ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       logger: createLogger(),
       onProgress: (p) => live?.setProgress(p),
       onStart: async (ctx: ScenarioRunContext) => {
         if (showLive) {
-          live = createLiveView({ source: ctx.executor, agents: ctx.agents, clock: ctx.clock });
+          // Printed before the live frame exists, so the frame's redraws stay aligned on a terminal.
           print(
             `run ${ctx.runId}: scenario ${scenario.name}, policy ${ctx.policy}, ${ctx.rounds} rounds, ${database.backend} at ${database.location}`,
           );
+          live = createLiveView({
+            source: ctx.executor,
+            agents: ctx.agents,
+            clock: ctx.clock,
+            title: `${scenario.name}  run ${ctx.runId}  policy ${ctx.policy}`,
+          });
         }
         const supervisor = (ctx.executor as Partial<BreakwaterExecutor>).supervisor;
         if (options.vizPort !== undefined && supervisor) {
@@ -134,7 +148,8 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
             live: createLiveSource(supervisor, { runId: ctx.runId, store }),
             store,
           });
-          print(`visualizer: ${viz.url}`);
+          if (live) live.log(`visualizer: ${viz.url}`);
+          else print(`visualizer: ${viz.url}`);
         }
         byokConsole = startStdinByok(options, supervisor, (line) => {
           // Above the live frame; on stderr when stdout carries the JSON report.
@@ -201,6 +216,7 @@ function startStdinByok(
 
 interface RunFlags {
   policy?: RunPolicy;
+  providers?: ProviderMode;
   json?: boolean;
   databaseUrl?: string;
   dataDir?: string;
@@ -272,12 +288,21 @@ export function registerRunCommand(program: Command): Command {
           .choices(['breakwater', 'status-quo'])
           .default('breakwater'),
       )
+      .addOption(
+        new Option(
+          '--providers <where>',
+          'emulator: the built-in provider emulator; real: the real APIs, keys from ANTHROPIC_API_KEY / OPENAI_API_KEY / GEMINI_API_KEY',
+        )
+          .choices(['emulator', 'real'])
+          .default('emulator'),
+      )
       .option('--run-id <id>', 'id of the new run (default: <scenario>-<timestamp>-<hex>)'),
   ).action(async (scenario: string, flags: RunFlags) => {
     const port = vizPort(flags);
     await act({
       scenario,
       ...(flags.policy ? { policy: flags.policy } : {}),
+      ...(flags.providers ? { providers: flags.providers } : {}),
       ...(flags.runId ? { runId: flags.runId } : {}),
       json: flags.json === true,
       ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
