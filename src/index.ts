@@ -93,3 +93,34 @@ export {
   type LiveView,
   type LiveViewOptions,
 } from './live/index.ts';
+export {
+  type ProviderMode,
+  type RunPolicy,
+  type RunScenarioOptions,
+  runScenario,
+  type ScenarioRunContext,
+  type ScenarioRunResult,
+} from './rounds/run-scenario.ts';
+export { createBreakwaterExecutor, type BreakwaterExecutor } from './rounds/breakwater-executor.ts';
+export type { TurnExecutor, TurnRequest } from './rounds/turn-executor.ts';
+export { listScenarios, loadScenario, parseScenario, resolveScenario } from './scenarios/load-scenario.ts';
+export { planRounds } from './scenarios/round-planner.ts';
+export { scenarioAgents, SCENARIO_TOOLS } from './scenarios/scenario-tools.ts';
+export { scenarioRuntimeConfig } from './scenarios/scenario-endpoints.ts';
+export { toRealProviders } from './scenarios/real-providers.ts';
+export type {
+  AgendaItem,
+  CronJob,
+  ReportSpec,
+  ScenarioAgent,
+  ScenarioSpec,
+} from './scenarios/scenario-types.ts';
+export { createStatusQuoExecutor } from './policies/status-quo-worker.ts';
+export { SEED_DECISION_TREES } from '../agents/seed-agents.ts';
+export {
+  openDatabase,
+  createRunStore,
+  migrateToLatest,
+  type BreakwaterDatabase,
+  type RunStore,
+} from './store/index.ts';
