@@ -206,27 +206,8 @@ function finishTurn(
   return { turn, memory };
 }
 
-/**
- * The agent actor. It never halts on an upstream fault:
- * - `idle`: waits for work (`ASK`).
- * - `queued`: asked the supervisor for a concurrency token and an endpoint; holds nothing yet.
- * - `calling`: holds a token; one call in flight to the chain's first endpoint.
- * - `fallback`: holds a token; one call in flight to a later endpoint of the chain.
- * - `tools`: runs the tool calls the model asked for (no token held), then queues again.
- * - `cooling`: every usable endpoint is cooling; waits for the earliest (deadline `coolingUntil` in
- *   context, so a restored actor recomputes it) holding no token.
- * - `degraded`: no engine can answer within the agent's max wait (or the retry budget is spent): answers
- *   from the degraded layer, labelled, then keeps checking its chain's health and returns to `idle` by itself.
- *
- * The engine call, the tools and the degraded answer are actors registered by name (`callEngine`,
- * `runTools`, `answerDegraded`); the runtime provides them with `agentMachine.provide({ actors })`.
- *
- * @example
- * ```ts
- * const logic = agentMachine.provide({ actors: { callEngine, runTools, answerDegraded } });
- * ```
- */
-export const agentMachine = setup({
+/** The agent machine's implementations, registered by name (the runtime provides the real actors). */
+const agentSetup = setup({
   types: {
     context: {} as AgentContext,
     events: {} as AgentEvent,
@@ -519,7 +500,64 @@ export const agentMachine = setup({
         : {},
     ),
   },
-}).createMachine({
+});
+
+/** `calling` and `fallback` are the same state: they differ only in which endpoint of the chain was granted. */
+const engineCall = agentSetup.createStateConfig({
+  invoke: {
+    src: 'callEngine',
+    input: ({ context }) => ({
+      agent: context.settings.name,
+      tier: context.settings.tier,
+      endpointId: context.turn!.endpointId!,
+      request: requestOf(context),
+      waitMs: context.turn!.waitMs,
+    }),
+    onDone: [
+      {
+        guard: 'wantsTools',
+        target: 'tools',
+        actions: ['releaseToken', 'recordAttempt', 'appendToolCalls'],
+      },
+      {
+        guard: 'callSucceeded',
+        target: 'idle',
+        actions: ['releaseToken', 'recordAttempt', 'completeAnswered', 'emitLastTurn'],
+      },
+      {
+        guard: 'faultIsFinal',
+        target: 'idle',
+        actions: ['releaseToken', 'recordAttempt', 'completeFailed', 'emitLastTurn'],
+      },
+      { guard: 'attemptsExhausted', target: 'degraded', actions: ['releaseToken', 'recordAttempt'] },
+      { target: 'queued', actions: ['releaseToken', 'recordAttempt'] },
+    ],
+    onError: { target: 'idle', actions: ['releaseThrown', 'internalFailure', 'emitLastTurn'] },
+  },
+  on: { CANCEL: { target: 'idle', actions: ['releaseCancelled', 'cancelTurn', 'emitLastTurn'] } },
+});
+
+/**
+ * The agent actor. It never halts on an upstream fault:
+ * - `idle`: waits for work (`ASK`).
+ * - `queued`: asked the supervisor for a concurrency token and an endpoint; holds nothing yet.
+ * - `calling`: holds a token; one call in flight to the chain's first endpoint.
+ * - `fallback`: holds a token; one call in flight to a later endpoint of the chain.
+ * - `tools`: runs the tool calls the model asked for (no token held), then queues again.
+ * - `cooling`: every usable endpoint is cooling; waits for the earliest (deadline `coolingUntil` in
+ *   context, so a restored actor recomputes it) holding no token.
+ * - `degraded`: no engine can answer within the agent's max wait (or the retry budget is spent): answers
+ *   from the degraded layer, labelled, then keeps checking its chain's health and returns to `idle` by itself.
+ *
+ * The engine call, the tools and the degraded answer are actors registered by name (`callEngine`,
+ * `runTools`, `answerDegraded`); the runtime provides them with `agentMachine.provide({ actors })`.
+ *
+ * @example
+ * ```ts
+ * const logic = agentMachine.provide({ actors: { callEngine, runTools, answerDegraded } });
+ * ```
+ */
+export const agentMachine = agentSetup.createMachine({
   id: 'agent',
   context: ({ input }) => ({ settings: input.settings, memory: input.memory, turn: null }),
   on: { 'MEMORY.SET': { actions: 'setSlots' } },
@@ -540,72 +578,8 @@ export const agentMachine = setup({
         CANCEL: { target: 'idle', actions: ['withdrawToken', 'cancelTurn', 'emitLastTurn'] },
       },
     },
-    calling: {
-      invoke: {
-        src: 'callEngine',
-        input: ({ context }) => ({
-          agent: context.settings.name,
-          tier: context.settings.tier,
-          endpointId: context.turn!.endpointId!,
-          request: requestOf(context),
-          waitMs: context.turn!.waitMs,
-        }),
-        onDone: [
-          {
-            guard: 'wantsTools',
-            target: 'tools',
-            actions: ['releaseToken', 'recordAttempt', 'appendToolCalls'],
-          },
-          {
-            guard: 'callSucceeded',
-            target: 'idle',
-            actions: ['releaseToken', 'recordAttempt', 'completeAnswered', 'emitLastTurn'],
-          },
-          {
-            guard: 'faultIsFinal',
-            target: 'idle',
-            actions: ['releaseToken', 'recordAttempt', 'completeFailed', 'emitLastTurn'],
-          },
-          { guard: 'attemptsExhausted', target: 'degraded', actions: ['releaseToken', 'recordAttempt'] },
-          { target: 'queued', actions: ['releaseToken', 'recordAttempt'] },
-        ],
-        onError: { target: 'idle', actions: ['releaseThrown', 'internalFailure', 'emitLastTurn'] },
-      },
-      on: { CANCEL: { target: 'idle', actions: ['releaseCancelled', 'cancelTurn', 'emitLastTurn'] } },
-    },
-    fallback: {
-      invoke: {
-        src: 'callEngine',
-        input: ({ context }) => ({
-          agent: context.settings.name,
-          tier: context.settings.tier,
-          endpointId: context.turn!.endpointId!,
-          request: requestOf(context),
-          waitMs: context.turn!.waitMs,
-        }),
-        onDone: [
-          {
-            guard: 'wantsTools',
-            target: 'tools',
-            actions: ['releaseToken', 'recordAttempt', 'appendToolCalls'],
-          },
-          {
-            guard: 'callSucceeded',
-            target: 'idle',
-            actions: ['releaseToken', 'recordAttempt', 'completeAnswered', 'emitLastTurn'],
-          },
-          {
-            guard: 'faultIsFinal',
-            target: 'idle',
-            actions: ['releaseToken', 'recordAttempt', 'completeFailed', 'emitLastTurn'],
-          },
-          { guard: 'attemptsExhausted', target: 'degraded', actions: ['releaseToken', 'recordAttempt'] },
-          { target: 'queued', actions: ['releaseToken', 'recordAttempt'] },
-        ],
-        onError: { target: 'idle', actions: ['releaseThrown', 'internalFailure', 'emitLastTurn'] },
-      },
-      on: { CANCEL: { target: 'idle', actions: ['releaseCancelled', 'cancelTurn', 'emitLastTurn'] } },
-    },
+    calling: engineCall,
+    fallback: engineCall,
     tools: {
       invoke: {
         src: 'runTools',
