@@ -350,7 +350,12 @@ describe('lines of your own, titles, and terminals without a size', () => {
 describe('plain mode, notable detail (the default)', () => {
   it('keeps cooling and progress steps of 10 %, and drops the routine idle → queued → calling/fallback churn', () => {
     const listeners: ((e: RuntimeEvent) => void)[] = [];
-    const source = { subscribeEvents: (l: (e: RuntimeEvent) => void) => (listeners.push(l), () => {}) };
+    const source = {
+      subscribeEvents: (l: (e: RuntimeEvent) => void) => {
+        listeners.push(l);
+        return () => {};
+      },
+    };
     const out = {
       chunks: [] as string[],
       isTTY: false,
@@ -360,7 +365,9 @@ describe('plain mode, notable detail (the default)', () => {
       },
     };
     const live = createLiveView({ source, agents: ['Kai'], out });
-    const emit = (e: RuntimeEvent) => listeners.forEach((l) => l(e));
+    const emit = (e: RuntimeEvent) => {
+      for (const l of listeners) l(e);
+    };
     const state = (state: string, previous: string, at: number) =>
       emit({ type: 'agent.state', at, agent: 'Kai', data: { state, previous } });
     state('queued', 'idle', 1);
