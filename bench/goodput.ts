@@ -102,6 +102,33 @@ function timeBreakdown(events: readonly RuntimeEvent[], makespanMs: number, toke
     if (c.data.outcome === 'fault') e.faults++;
   }
   for (const e of Object.values(byEndpoint)) e.meanLatencyMs = Math.round(e.meanLatencyMs / e.calls);
+  // Lease time: grant → release. What a token is held for beyond the upstream call is the runtime's own
+  // time inside a lease (result bookkeeping, the durable memo write, actor hops), in simulated ms.
+  const granted = new Map<string, number>();
+  let leaseMs = 0;
+  let leases = 0;
+  for (const e of events) {
+    if (e.type === 'token.granted') granted.set(e.data.leaseId, e.at);
+    if (e.type === 'token.released') {
+      const at = granted.get(e.data.leaseId);
+      if (at !== undefined) {
+        leaseMs += e.at - at;
+        leases++;
+      }
+    }
+  }
+  // Share of the makespan spent with k tokens held (k = 0 … tokens; HALF-OPEN probes hold one too).
+  const held: number[] = Array.from({ length: tokens + 2 }, () => 0);
+  const active = new Set<string>();
+  let last = events.find((e) => e.type === 'run.started')?.at ?? 0;
+  for (const e of events) {
+    if (e.type !== 'token.granted' && e.type !== 'token.released' && e.type !== 'probe.started') continue;
+    held[Math.min(active.size, tokens + 1)]! += e.at - last;
+    last = e.at;
+    if (e.type === 'token.released') active.delete(e.data.leaseId);
+    else active.add(e.data.leaseId);
+  }
+  const heldShare = Object.fromEntries(held.map((ms, k) => [String(k), round(ms / makespanMs)]));
   const waits: Record<string, number> = {};
   for (const e of events) if (e.type === 'token.wait') waits[e.data.cause] = (waits[e.data.cause] ?? 0) + 1;
   const denied = events.filter((e) => e.type === 'token.denied').length;
@@ -115,6 +142,10 @@ function timeBreakdown(events: readonly RuntimeEvent[], makespanMs: number, toke
   return {
     tokens,
     tokenUtilization: round(busyMs / (tokens * makespanMs)),
+    tokensHeldShare: round(leaseMs / (tokens * makespanMs)),
+    meanLeaseMs: Math.round(leaseMs / Math.max(1, leases)),
+    shareOfMakespanWithTokensHeld: heldShare,
+    meanHeldBeyondCallMs: Math.round((leaseMs - busyMs) / Math.max(1, leases)),
     callTimeMs: Math.round(busyMs),
     faultedCallTimeMs: Math.round(faultMs),
     meanCallLatencyMs: Math.round(busyMs / Math.max(1, calls.length)),
@@ -171,6 +202,12 @@ async function main(): Promise<void> {
   try {
     console.log(`agent8-storm at timeScale ${spec.timeScale}: breakwater`);
     bw = await runPolicy(spec, 'breakwater', database);
+    if (process.argv.includes('--breakwater-only')) {
+      // For profiling breakwater alone (`node --cpu-prof`): print where its time went; nothing is written.
+      const b = figures(spec, quotaBound(spec, 1, 1), bw.stats, (k) => k, bw.run);
+      console.log(timeBreakdown(bw.events, b.makespanMs, spec.runtime.concurrency?.limit ?? 3));
+      return;
+    }
     console.log('status-quo (seed 000 worker)');
     sq = await runPolicy(spec, 'status-quo', database);
   } finally {
@@ -226,7 +263,8 @@ async function main(): Promise<void> {
   const t = timeBreakdown(bw.events, breakwater.makespanMs, workload.concurrency);
   console.log();
   console.log(
-    `breakwater's time: tokens busy ${round(t.tokenUtilization * 100, 1)} % of ${t.tokens} × makespan; ` +
+    `breakwater's time: tokens in upstream calls ${round(t.tokenUtilization * 100, 1)} % of ${t.tokens} × makespan, ` +
+      `held ${round(t.tokensHeldShare * 100, 1)} % (${t.meanHeldBeyondCallMs} ms per lease beyond the call); ` +
       `mean call ${t.meanCallLatencyMs} ms; faulted calls ${round(t.faultedCallTimeMs / 1000, 1)} s; ` +
       `rounds ${t.rounds.map((r) => `${round(r.spanMs / 1000, 0)} s`).join(' / ')}; waits ${JSON.stringify(t.tokenWaitsByCause)}`,
   );
