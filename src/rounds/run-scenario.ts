@@ -306,7 +306,10 @@ async function emulatorBaseURLs(
   clock: ScaledClock,
   started: (e: Emulator) => void,
 ): Promise<Record<string, string>> {
-  const needs = spec.runtime.endpoints.some((e) => e.emulator);
+  const templates = Object.values(
+    (spec.runtime as { byok?: { templates?: Record<string, { emulator?: string }> } }).byok?.templates ?? {},
+  );
+  const needs = spec.runtime.endpoints.some((e) => e.emulator) || templates.some((t) => t.emulator);
   if (!needs) return {};
   if (options.emulatorUrl) {
     const res = await fetch(new URL('/_emulator/urls', options.emulatorUrl), {
