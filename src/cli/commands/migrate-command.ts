@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
-import { registerSecret } from '../../redact/secret-scrubber.ts';
 import { MIGRATION_NAMES } from '../../store/migration-provider.ts';
-import { type DatabaseBackend, DEFAULT_DATA_DIR, openDatabase } from '../../store/open-database.ts';
-import { isMigrationError } from '../../store/store-errors.ts';
-import { CliError } from '../cli-error.ts';
+import { type DatabaseBackend, DEFAULT_DATA_DIR } from '../../store/open-database.ts';
+import { openCliDatabase } from '../cli-store.ts';
 import { alignRows, type Print, printToStdout } from '../cli-output.ts';
 
 /** Options of {@link runMigrateCommand}. */
@@ -43,35 +41,6 @@ function chosenBy(options: MigrateCommandOptions, env: Readonly<Record<string, s
   return `default (${DEFAULT_DATA_DIR}/)`;
 }
 
-/** pg/PostgreSQL error codes that mean "this server or database cannot be used as given". */
-const CONNECTION_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  '3D000', // database does not exist
-  '28000', // role does not exist / not authorized
-  '28P01', // wrong password
-]);
-
-function connectionProblem(e: unknown): string | undefined {
-  if (!isMigrationError(e)) return undefined;
-  const cause = e.cause as { code?: unknown; message?: unknown } | undefined;
-  if (typeof cause?.code !== 'string' || !CONNECTION_CODES.has(cause.code)) return undefined;
-  return typeof cause.message === 'string' ? cause.message : cause.code;
-}
-
-function urlWithoutPassword(url: string): string {
-  try {
-    const u = new URL(url);
-    u.password = '';
-    return u.toString();
-  } catch {
-    return 'the given URL';
-  }
-}
-
 /**
  * Opens the store (PGlite or PostgreSQL, as `openDatabase` chooses), brings its schema to the latest
  * migration, prints the backend and the migrations, and closes it.
@@ -87,40 +56,7 @@ function urlWithoutPassword(url: string): string {
 export async function runMigrateCommand(options: MigrateCommandOptions = {}): Promise<MigrateReport> {
   const print = options.print ?? printToStdout;
   const env = options.env ?? process.env;
-  if (set(options.databaseUrl) && set(options.dataDir)) {
-    throw new CliError('give either --database-url (PostgreSQL) or --data-dir (embedded PGlite), not both');
-  }
-  const url = set(options.databaseUrl)
-    ? options.databaseUrl
-    : set(options.dataDir)
-      ? undefined
-      : env.DATABASE_URL;
-  if (set(url)) {
-    try {
-      const password = new URL(url).password;
-      if (password) registerSecret(decodeURIComponent(password));
-    } catch {
-      // Not a URL: pg reports that itself, and there is no password to hide.
-    }
-  }
-  let database: Awaited<ReturnType<typeof openDatabase>>;
-  try {
-    database = await openDatabase({
-      ...(set(options.databaseUrl) ? { url: options.databaseUrl } : {}),
-      ...(set(options.dataDir) ? { dataDir: options.dataDir } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-  } catch (e) {
-    const problem = connectionProblem(e);
-    if (problem !== undefined && set(url)) {
-      throw new CliError(
-        `cannot use PostgreSQL at ${urlWithoutPassword(url)}: ${problem}; start the server or fix ` +
-          '--database-url / DATABASE_URL (without either, breakwater uses embedded PGlite)',
-        { cause: e },
-      );
-    }
-    throw e;
-  }
+  const database = await openCliDatabase({ ...options, env });
   try {
     const report: MigrateReport = Object.freeze({
       backend: database.backend,

@@ -1,19 +1,14 @@
 import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { type Command, InvalidArgumentError } from 'commander';
-import { registerSecret } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
 import type { RunReport } from '../../report/report-types.ts';
-import {
-  type BreakwaterDatabase,
-  DEFAULT_DATA_DIR,
-  IN_MEMORY,
-  openDatabase,
-} from '../../store/open-database.ts';
+import { type BreakwaterDatabase, DEFAULT_DATA_DIR, IN_MEMORY } from '../../store/open-database.ts';
 import { createRunStore, type RunStore } from '../../store/run-store.ts';
-import { isMigrationError, isRunNotFoundError } from '../../store/store-errors.ts';
+import { isRunNotFoundError } from '../../store/store-errors.ts';
 import { CliError } from '../cli-error.ts';
+import { isSet, openCliDatabase, type StoreCliOptions, storeUrl } from '../cli-store.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 
 /**
@@ -24,45 +19,12 @@ import { type Print, printToStdout } from '../cli-output.ts';
  * const where: StoreCliOptions = { dataDir: '.breakwater' };
  * ```
  */
-export interface StoreCliOptions {
-  /** PostgreSQL connection string. Default: none (then `dataDir`, env `DATABASE_URL`, else PGlite). */
-  readonly databaseUrl?: string;
-  /** PGlite data directory. Default: env `BREAKWATER_DATA_DIR`, else `.breakwater/`. */
-  readonly dataDir?: string;
-  /** Environment read for `DATABASE_URL` / `BREAKWATER_DATA_DIR`. Default: `process.env`. */
-  readonly env?: Readonly<Record<string, string | undefined>>;
-  /** Aborts the open. Default none. */
-  readonly signal?: AbortSignal;
-}
+export type { StoreCliOptions } from '../cli-store.ts';
 
 /** An open store, or where it would have been when there is none yet. */
 export type CliStore =
   | { readonly kind: 'open'; readonly database: BreakwaterDatabase; readonly store: RunStore }
   | { readonly kind: 'absent'; readonly location: string };
-
-const set = (v: string | undefined): v is string => v !== undefined && v.trim() !== '';
-
-/** pg/PostgreSQL error codes that mean "this server or database cannot be used as given". */
-const CONNECTION_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  '3D000',
-  '28000',
-  '28P01',
-]);
-
-function withoutPassword(url: string): string {
-  try {
-    const u = new URL(url);
-    u.password = '';
-    return u.toString();
-  } catch {
-    return 'the given URL';
-  }
-}
 
 /**
  * Opens the store for a command that only reads it. A PGlite directory that does not exist is not
@@ -77,46 +39,13 @@ function withoutPassword(url: string): string {
  */
 export async function openStoreForCli(options: StoreCliOptions = {}): Promise<CliStore> {
   const env = options.env ?? process.env;
-  if (set(options.databaseUrl) && set(options.dataDir))
-    throw new CliError('give either --database-url (PostgreSQL) or --data-dir (embedded PGlite), not both');
-  const url = set(options.databaseUrl)
-    ? options.databaseUrl
-    : set(options.dataDir)
-      ? undefined
-      : env.DATABASE_URL;
-  if (set(url)) {
-    try {
-      const password = new URL(url).password;
-      if (password) registerSecret(decodeURIComponent(password));
-    } catch {
-      // Not a URL: pg reports that itself, and there is no password to hide.
-    }
-  } else {
-    const dataDir = set(options.dataDir) ? options.dataDir : (env.BREAKWATER_DATA_DIR ?? DEFAULT_DATA_DIR);
+  if (!storeUrl({ ...options, env })) {
+    const dataDir = isSet(options.dataDir) ? options.dataDir : (env.BREAKWATER_DATA_DIR ?? DEFAULT_DATA_DIR);
     const dir = resolve(process.cwd(), dataDir.trim());
     if (dataDir.trim() !== IN_MEMORY && !existsSync(dir)) return { kind: 'absent', location: dir };
   }
-  try {
-    const database = await openDatabase({
-      ...(set(url) ? { url } : {}),
-      ...(set(options.dataDir) ? { dataDir: options.dataDir } : {}),
-      ...(options.signal ? { signal: options.signal } : {}),
-    });
-    return { kind: 'open', database, store: createRunStore(database) };
-  } catch (e) {
-    const cause = isMigrationError(e)
-      ? (e.cause as { code?: unknown; message?: unknown } | undefined)
-      : undefined;
-    if (set(url) && typeof cause?.code === 'string' && CONNECTION_CODES.has(cause.code)) {
-      const problem = typeof cause.message === 'string' ? cause.message : cause.code;
-      throw new CliError(
-        `cannot use PostgreSQL at ${withoutPassword(url)}: ${problem}; start the server or fix ` +
-          '--database-url / DATABASE_URL (without either, breakwater uses embedded PGlite)',
-        { cause: e },
-      );
-    }
-    throw e;
-  }
+  const database = await openCliDatabase({ ...options, env });
+  return { kind: 'open', database, store: createRunStore(database) };
 }
 
 /**

@@ -8,7 +8,7 @@ import {
 } from '../../byok/byok-console.ts';
 import { createLiveView, type LiveView } from '../../live/live-view.ts';
 import { createLogger } from '../../logging/logger.ts';
-import { registerSecret, scrubSecrets } from '../../redact/secret-scrubber.ts';
+import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
 import type { RunReport } from '../../report/report-types.ts';
@@ -20,12 +20,13 @@ import {
   type ScenarioRunContext,
 } from '../../rounds/run-scenario.ts';
 import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
-import { type BreakwaterDatabase, DEFAULT_DATA_DIR, openDatabase } from '../../store/open-database.ts';
+import { type BreakwaterDatabase, DEFAULT_DATA_DIR } from '../../store/open-database.ts';
 import { createRunStore } from '../../store/run-store.ts';
 import { startVizServer, type VizServer } from '../../viz/index.ts';
 import { createLiveSource } from '../../viz/live-source.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
+import { openCliDatabase } from '../cli-store.ts';
 import { listenForStop } from '../stop-signal.ts';
 
 /** The scenario `breakwater run` replays when none is named (seed 003). */
@@ -62,22 +63,6 @@ export interface RunCommandOptions {
   readonly signal?: AbortSignal;
 }
 
-function storeOptions(o: RunCommandOptions): { url?: string; dataDir?: string } {
-  if (o.databaseUrl && o.dataDir)
-    throw new CliError('give either --database-url (PostgreSQL) or --data-dir (embedded PGlite), not both');
-  const url = o.databaseUrl ?? (o.dataDir ? undefined : process.env.DATABASE_URL);
-  if (url) {
-    try {
-      const password = new URL(url).password;
-      if (password) registerSecret(decodeURIComponent(password));
-    } catch {
-      // Not a URL: pg says so itself.
-    }
-    return { url };
-  }
-  return { dataDir: o.dataDir ?? process.env.BREAKWATER_DATA_DIR ?? DEFAULT_DATA_DIR };
-}
-
 /**
  * Runs (or resumes) a scenario with the live view, commits every round, then prints the report (or its JSON).
  * Resolves with the report; a run that did not complete rejects with a CliError saying how to resume it.
@@ -89,7 +74,10 @@ function storeOptions(o: RunCommandOptions): { url?: string; dataDir?: string } 
  */
 export async function runRunCommand(options: RunCommandOptions = {}): Promise<RunReport> {
   const print = options.print ?? printToStdout;
-  const database: BreakwaterDatabase = await openDatabase(storeOptions(options));
+  const database: BreakwaterDatabase = await openCliDatabase({
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.dataDir ? { dataDir: options.dataDir } : {}),
+  });
   const store = createRunStore(database);
   let live: LiveView | undefined;
   let viz: VizServer | undefined;

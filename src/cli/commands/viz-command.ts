@@ -1,11 +1,11 @@
 import { type Command, InvalidArgumentError, Option } from 'commander';
-import { registerSecret } from '../../redact/secret-scrubber.ts';
-import { DEFAULT_DATA_DIR, openDatabase } from '../../store/open-database.ts';
+import { DEFAULT_DATA_DIR } from '../../store/open-database.ts';
 import { createRunStore } from '../../store/run-store.ts';
 import type { RunRecord } from '../../store/store-types.ts';
 import { startVizServer } from '../../viz/viz-server.ts';
 import { CliError } from '../cli-error.ts';
 import { alignRows, type Print, printToStdout } from '../cli-output.ts';
+import { openCliDatabase } from '../cli-store.ts';
 import { listenForStop, whenAborted } from '../stop-signal.ts';
 
 /** Options of {@link runVizCommand}. */
@@ -80,26 +80,7 @@ export function describeRuns(runs: readonly RunRecord[]): string[] {
 export async function runVizCommand(options: VizCommandOptions = {}): Promise<void> {
   const print = options.print ?? printToStdout;
   const env = options.env ?? process.env;
-  if (set(options.databaseUrl) && set(options.dataDir))
-    throw new CliError('give either --database-url (PostgreSQL) or --data-dir (embedded PGlite), not both');
-  const url = set(options.databaseUrl)
-    ? options.databaseUrl
-    : set(options.dataDir)
-      ? undefined
-      : env.DATABASE_URL;
-  if (set(url)) {
-    try {
-      const password = new URL(url).password;
-      if (password) registerSecret(decodeURIComponent(password));
-    } catch {
-      // Not a URL: pg says so itself, and there is no password to hide.
-    }
-  }
-  const database = await openDatabase({
-    ...(set(options.databaseUrl) ? { url: options.databaseUrl } : {}),
-    ...(set(options.dataDir) ? { dataDir: options.dataDir } : {}),
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  const database = await openCliDatabase({ ...options, env });
   try {
     const store = createRunStore(database);
     if (!set(options.run)) {
