@@ -1,26 +1,44 @@
 import { type CommandRegistrar, runCli } from './cli-program.ts';
-import { registerEmulatorCommand } from './commands/emulator-command.ts';
-import { registerMigrateCommand } from './commands/migrate-command.ts';
-import { registerReportCommand } from './commands/report-command.ts';
-import { registerRunCommand } from './commands/run-command.ts';
-import { registerRunsCommand } from './commands/runs-command.ts';
-import { registerStartCommand } from './commands/start-command.ts';
-import { registerVizCommand } from './commands/viz-command.ts';
 
 /*
  * The `breakwater` command (bin/breakwater.js runs this file through tsx). Each command lives in
- * src/cli/commands/<name>-command.ts; to add one, import its register function and list it here.
+ * src/cli/commands/<name>-command.ts; to add one, list its module and register function here.
  */
 
+/** A command's module, loaded only when needed: `breakwater runs` need not load three provider SDKs. */
+interface CommandModule {
+  readonly names: readonly string[];
+  readonly load: () => Promise<CommandRegistrar>;
+}
+
 /** Every command of the CLI, in the order `--help` lists them. */
-export const COMMANDS: readonly CommandRegistrar[] = Object.freeze([
-  registerRunCommand,
-  registerStartCommand,
-  registerEmulatorCommand,
-  registerMigrateCommand,
-  registerVizCommand,
-  registerReportCommand,
-  registerRunsCommand,
+export const COMMAND_MODULES: readonly CommandModule[] = Object.freeze([
+  {
+    names: ['run', 'resume'],
+    load: async () => (await import('./commands/run-command.ts')).registerRunCommand,
+  },
+  { names: ['demo'], load: async () => (await import('./commands/start-command.ts')).registerStartCommand },
+  {
+    names: ['emulator'],
+    load: async () => (await import('./commands/emulator-command.ts')).registerEmulatorCommand,
+  },
+  {
+    names: ['migrate'],
+    load: async () => (await import('./commands/migrate-command.ts')).registerMigrateCommand,
+  },
+  { names: ['viz'], load: async () => (await import('./commands/viz-command.ts')).registerVizCommand },
+  {
+    names: ['report'],
+    load: async () => (await import('./commands/report-command.ts')).registerReportCommand,
+  },
+  { names: ['runs'], load: async () => (await import('./commands/runs-command.ts')).registerRunsCommand },
 ]);
 
-process.exitCode = await runCli(process.argv, COMMANDS);
+/** The registrars `argv` needs: the named command's alone, or all of them (help, a typo, no command). */
+export async function commandsFor(argv: readonly string[]): Promise<CommandRegistrar[]> {
+  const first = argv[2];
+  const named = COMMAND_MODULES.find((m) => first !== undefined && m.names.includes(first));
+  return Promise.all((named ? [named] : COMMAND_MODULES).map((m) => m.load()));
+}
+
+process.exitCode = await runCli(process.argv, await commandsFor(process.argv));
