@@ -1,0 +1,37 @@
+import { expect } from 'vitest';
+import { loadRunReport } from '../../src/report/load-run-report.ts';
+import type { ReportCheck, RunReport } from '../../src/report/report-types.ts';
+import { type RunPolicy, runScenario } from '../../src/rounds/run-scenario.ts';
+import { loadScenario, resolveScenario } from '../../src/scenarios/load-scenario.ts';
+import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
+import { createRunStore, openDatabase } from '../../src/store/index.ts';
+
+/**
+ * Replays a shipped seed scenario as the product runs it (in-process emulator, round runner, event log,
+ * report), on an in-memory PGlite. Time runs `speedUp` times faster than in `npm start` so the suite stays
+ * short; the scenario is otherwise exactly the shipped file.
+ */
+export async function replaySeed(name: string, policy: RunPolicy, speedUp: number): Promise<RunReport> {
+  const database = await openDatabase({ dataDir: ':memory:' });
+  try {
+    const shipped = loadScenario(resolveScenario(name));
+    const scenario: ScenarioSpec = { ...shipped, timeScale: (shipped.timeScale ?? 1) * speedUp };
+    const result = await runScenario({
+      scenario,
+      policy,
+      database,
+      runId: `${name}-${policy}-${Date.now()}`,
+    });
+    expect(result.run.status).toBe('completed');
+    return await loadRunReport(createRunStore(database), result.runId);
+  } finally {
+    await database.close();
+  }
+}
+
+/** One check of a report, by id. */
+export function checkOf(report: RunReport, id: string): ReportCheck {
+  const c = report.checks.find((x) => x.id === id);
+  if (!c) throw new Error(`no check ${id} in ${report.checks.map((x) => x.id).join(', ')}`);
+  return c;
+}
