@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { InspectionEvent } from 'xstate';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
@@ -162,12 +163,18 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     const specOrigin = scenarioOrigin(spec, realStart);
     const plans = planRounds(spec, { origin: specOrigin });
     const next = plans.find((p) => p.round > (existing?.currentRound ?? 0));
-    // A resumed scheduled run picks its timeline up where the next round begins.
+    // A resumed run continues its timeline: from the later of its last recorded event and (scheduled work) the
+    // first firing of the next round, so event times never go back.
     const firstAt = next?.turns.reduce(
       (m, t) => (t.at !== undefined ? Math.min(m, t.at) : m),
       Number.POSITIVE_INFINITY,
     );
-    const origin = existing && firstAt !== undefined && Number.isFinite(firstAt) ? firstAt : specOrigin;
+    const lastAt = existing ? await lastEventAt(database, runId) : undefined;
+    const resumeAt = Math.max(
+      lastAt ?? Number.NEGATIVE_INFINITY,
+      Number.isFinite(firstAt) ? (firstAt as number) : Number.NEGATIVE_INFINITY,
+    );
+    const origin = existing && Number.isFinite(resumeAt) ? resumeAt : specOrigin;
     const clock = createScaledClock({ origin, scale: timeScale });
 
     const baseURLs = await emulatorBaseURLs(spec, options, clock, (e) => {
@@ -325,6 +332,15 @@ async function emulatorBaseURLs(
   const emulator = await startEmulator({ profile: { ...(spec.emulator ?? {}), timeScale: 1 }, clock });
   started(emulator);
   return emulator.baseURLs();
+}
+
+async function lastEventAt(database: BreakwaterDatabase, runId: string): Promise<number | undefined> {
+  const row = await database.db
+    .selectFrom('events')
+    .select(sql<string | number | null>`max(at)`.as('at'))
+    .where('run_id', '=', runId)
+    .executeTakeFirst();
+  return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
 }
 
 async function restoreMemories(store: RunStore, runId: string): Promise<Record<string, AgentMemory>> {
