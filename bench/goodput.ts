@@ -40,6 +40,7 @@ interface PolicyFigures {
   readonly degradedTurns?: number;
   readonly upstreamCalls: number;
   readonly upstream429s: number;
+  readonly upstream429sByCause: Record<string, number>;
   readonly logicalCalls: number;
   readonly tokens: number;
   readonly byStatus: Record<string, number>;
@@ -62,6 +63,13 @@ function figures(
   const own = quotaBound(spec, logicalCalls, tokens);
   const bound = workload;
   const upstream429s = stats.byStatus['429'] ?? 0;
+  // Whose 429s: an injected storm rule (`fault` on the record) or the emulator's own quota/credit refusal.
+  const by429: Record<string, number> = {};
+  for (const c of calls) {
+    if (c.status !== 429) continue;
+    const cause = `${c.key} ${c.fault ?? 'quota window or credit'}`;
+    by429[cause] = (by429[cause] ?? 0) + 1;
+  }
   return {
     makespanOverBound: round(run.makespanMs / bound.boundMs),
     failedTurns: run.failedTurns,
@@ -74,6 +82,7 @@ function figures(
     ...(run.degradedTurns !== undefined ? { degradedTurns: run.degradedTurns } : {}),
     upstreamCalls: stats.totalCalls,
     upstream429s,
+    upstream429sByCause: by429,
     logicalCalls,
     tokens: Math.round(tokens),
     byStatus: stats.byStatus,
@@ -268,6 +277,7 @@ async function main(): Promise<void> {
       `mean call ${t.meanCallLatencyMs} ms; faulted calls ${round(t.faultedCallTimeMs / 1000, 1)} s; ` +
       `rounds ${t.rounds.map((r) => `${round(r.spanMs / 1000, 0)} s`).join(' / ')}; waits ${JSON.stringify(t.tokenWaitsByCause)}`,
   );
+  console.log(`breakwater's 429s by key and cause: ${JSON.stringify(breakwater.upstream429sByCause)}`);
   console.log(
     `breakwater's bound: max(requests ${b.logicalCalls} ÷ ΣRPM ${round(b.sumRpm, 0)}/min = ${round(b.terms.requestsMs / 1000, 1)} s, ` +
       `tokens ${Math.round(b.tokens)} ÷ ΣTPM ${round(b.sumTpm, 0)}/min = ${round(b.terms.tokensMs / 1000, 1)} s, ` +
