@@ -166,3 +166,62 @@ describe('crash and resume', () => {
     }
   }, 400_000);
 });
+
+async function runExists(dataDir: string, runId: string): Promise<boolean> {
+  const local = await openDatabase({ dataDir });
+  try {
+    return (await createRunStore(local).getRun(runId)) !== undefined;
+  } finally {
+    await local.close();
+  }
+}
+
+describe('crash and resume on the embedded default (PGlite)', () => {
+  it('a PGlite data folder survives SIGKILL: the run resumes and completes with one turn per (round, item, agent)', async () => {
+    const random = mulberry32(7);
+    const dataDir = join(dir, 'pglite');
+    const runId = `crash-pglite-${Date.now()}`;
+    const common = ['--emulator-url', emulator.controlURL, '--data-dir', dataDir, '--json', '--no-live'];
+    let kills = 0;
+    let finished = false;
+    let started = false;
+    for (let attempt = 0; attempt < 12 && !finished; attempt++) {
+      const args = started
+        ? ['resume', runId, ...common]
+        : ['run', join(dir, 'scenario.yaml'), '--run-id', runId, ...common];
+      // PGlite's first start in a fresh folder takes seconds (initdb): the first kill comes later.
+      const killAfter =
+        kills < 3 ? (attempt === 0 ? 5_000 : 2_800) + Math.floor(random() * 2_000) : undefined;
+      const child = spawn(process.execPath, ['bin/breakwater.js', ...args], {
+        cwd: join(import.meta.dirname, '..', '..'),
+        env: { ...process.env, DATABASE_URL: '', BREAKWATER_LOG_LEVEL: 'silent' },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout?.on('data', (d) => (stdout += d));
+      const outcome = await runOrKill(child, killAfter);
+      // A kill before the run row exists (e.g. during PGlite's initdb) means the next attempt starts the run
+      // again, in the same half-made folder.
+      started = started || outcome.killed === false || (await runExists(dataDir, runId));
+      if (outcome.killed) kills++;
+      else {
+        expect(outcome.stderr).toBe('');
+        expect(outcome.code).toBe(0);
+        expect(JSON.parse(stdout).status).toBe('completed');
+        finished = true;
+      }
+    }
+    expect(kills).toBeGreaterThanOrEqual(2);
+    expect(finished).toBe(true);
+    const local = await openDatabase({ dataDir });
+    try {
+      const s = createRunStore(local);
+      expect((await s.getRun(runId))?.status).toBe('completed');
+      const turns = await s.listTurns(runId);
+      expect(turns).toHaveLength(ROUNDS * ITEMS * AGENTS.length);
+      expect(new Set(turns.map((t) => `${t.round}:${t.itemId}:${t.agent}`)).size).toBe(turns.length);
+    } finally {
+      await local.close();
+    }
+  }, 240_000);
+});
