@@ -68,7 +68,14 @@ async function openBackends(): Promise<Backend[]> {
   const liteMs = performance.now() - t0;
   const url = process.env.DATABASE_URL?.trim() || DEFAULT_URL;
   const t1 = performance.now();
-  const server = await openDatabase({ url });
+  const server = await openDatabase({ url }).catch(async (e: unknown) => {
+    await lite.close();
+    await rm(dir, { recursive: true, force: true });
+    throw new Error(
+      `PostgreSQL at ${url.replace(/:[^:@/]*@/, ':***@')} is not reachable (${e instanceof Error ? e.message : String(e)}); ` +
+        'start it or set DATABASE_URL — this benchmark measures PGlite and the server side by side',
+    );
+  });
   const serverMs = performance.now() - t1;
   return [
     {
