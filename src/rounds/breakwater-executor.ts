@@ -68,6 +68,9 @@ export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): Br
     memory: (agent) => supervisor.agent(agent)?.memory() ?? emptyMemory(),
     persistedSnapshot: (agent) => supervisor.agent(agent)?.persistedSnapshot(),
     health: () => ({ endpoints: supervisor.health(), tokens: supervisor.tokens() }),
+    settle: async () => {
+      await options.memo?.settle?.();
+    },
     subscribeEvents: (listener) => supervisor.subscribeEvents(listener),
     stop: () => supervisor.stop(),
   };

@@ -83,6 +83,7 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
       }),
     );
     o.signal?.throwIfAborted();
+    await o.executor.settle?.();
     const turns: TurnInput[] = results.map(({ itemId, key, turn }) => toTurnInput(itemId, key, turn));
     const snapshots: SnapshotInput[] = o.agents.map((agent) => {
       const memory = o.executor.memory(agent);
@@ -93,7 +94,7 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
           utterances: memory.utterances,
           memory: memory.slots,
           toolResults: memory.toolResults,
-          actorSnapshot: o.executor.persistedSnapshot(agent) ?? { status: 'active', context: { memory } },
+          actorSnapshot: slimActorSnapshot(o.executor.persistedSnapshot(agent)),
         },
       };
     });
@@ -112,6 +113,23 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
   }
   return o.store.setRunStatus(o.runId, 'completed');
 }
+
+/**
+ * The actor's persisted snapshot without its copy of the memory (the snapshot row holds it as `utterances` /
+ * `memory` / `toolResults`) and without its last turn (the turns table holds it): committing them twice
+ * doubled every round's bytes.
+ */
+function slimActorSnapshot(snapshot: unknown): unknown {
+  const snap = snapshot as { context?: Record<string, unknown> } | undefined;
+  if (!snap || typeof snap !== 'object') return { status: 'active', context: { memory: MEMORY_IN_ROW } };
+  if (!snap.context || typeof snap.context !== 'object' || !('memory' in snap.context)) return snap;
+  // The last turn is in the turns table already.
+  const { lastTurn: _lastTurn, ...context } = snap.context;
+  return { ...snap, context: { ...context, memory: MEMORY_IN_ROW } };
+}
+
+/** What stands in a committed actor snapshot for the memory the row holds beside it. */
+export const MEMORY_IN_ROW = '(in this row: utterances, memory, toolResults)';
 
 function toTurnInput(itemId: string, key: string, turn: Turn): TurnInput {
   return {

@@ -3,7 +3,8 @@ import type { RunStore } from '../store/run-store.ts';
 
 /**
  * The durable memo of finished calls: an engine (or tool) result is written the moment it arrives, before its
- * round commits, so a run resumed after a crash reads it back by idempotency key instead of asking again.
+ * round commits, so a run resumed after a crash reads it back by idempotency key instead of asking again. The
+ * runtime does not wait for the write; `settle()` does, and the round runner calls it before every commit.
  *
  * @example
  * ```ts
@@ -11,10 +12,18 @@ import type { RunStore } from '../store/run-store.ts';
  * ```
  */
 export function storeCallMemo(store: RunStore, runId: string): CallMemo {
+  const pending = new Set<Promise<void>>();
   return {
     recall: (key) => store.recallCall(key),
-    remember: async (key, value) => {
-      await store.rememberCall({ runId, idempotencyKey: key, result: value });
+    remember(key, value) {
+      const write = store.rememberCall({ runId, idempotencyKey: key, result: value }).then(() => undefined);
+      pending.add(write);
+      const forget = () => pending.delete(write);
+      write.then(forget, forget);
+      return write;
+    },
+    async settle() {
+      while (pending.size > 0) await Promise.allSettled([...pending]);
     },
   };
 }

@@ -28,6 +28,8 @@ export interface TurnExecutor {
   persistedSnapshot(agent: string): unknown;
   /** Plain-data health to keep with a round (breakers, cooldowns), when the policy has one. */
   health(): unknown;
+  /** Resolves when every durable write the policy started (the call memo) has landed. Default: nothing to wait for. */
+  settle?(): Promise<void>;
   /** Adds a listener to the runtime event feed; returns the unsubscribe function. */
   subscribeEvents(listener: RuntimeEventListener): () => void;
   stop(): Promise<void>;

@@ -24,7 +24,13 @@ import type { ToolResultRecord } from './turn.ts';
  */
 export interface CallMemo {
   recall(key: string): Promise<unknown | undefined>;
+  /**
+   * Writes a finished call's result. The runtime does not wait for it (the concurrency token is given back
+   * first); whoever commits must call {@link CallMemo.settle} before committing.
+   */
   remember(key: string, value: unknown): Promise<void>;
+  /** Resolves when every write started so far has landed. */
+  settle?(): Promise<void>;
 }
 
 export interface AgentActorDeps {
@@ -63,6 +69,15 @@ function internalFault(e: unknown, endpointId: string): Fault {
  */
 export function createAgentActors(deps: AgentActorDeps) {
   const { pool, clock, logger, memo } = deps;
+  // The memo write happens off the call's path: the token goes back to the supervisor at once.
+  const remember = (key: string, value: unknown) => {
+    memo?.remember(key, value).catch((e: unknown) => {
+      logger.warn(
+        { key, error: scrubSecrets(e instanceof Error ? e.message : String(e)) },
+        'call memo write failed',
+      );
+    });
+  };
 
   const callEngine = fromPromise<CallOutcome, CallEngineInput>(async ({ input, signal }) => {
     const key = input.request.idempotencyKey;
@@ -109,7 +124,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         'call',
       );
       deps.onCall?.({ ...describe('ok', at), model: result.model });
-      await memo?.remember(key, result);
+      remember(key, result);
       return { ok: true, result, at, memoized: false };
     } catch (e) {
       const at = clock.now();
@@ -159,7 +174,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         }
       }
       logger.info({ agent: input.agent, tool: call.name, isError: record.isError }, 'tool');
-      await memo?.remember(key, record);
+      remember(key, record);
       results.push(record);
     }
     return { results, at: clock.now() };

@@ -20,8 +20,8 @@ import {
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const KILLS = 20;
 const AGENTS = ['Kai', 'Yuna', 'Miso'];
-const ITEMS = 6;
-const ROUNDS = 4;
+const ITEMS = 8;
+const ROUNDS = 5;
 
 let emulator: Emulator;
 let database: BreakwaterDatabase;
@@ -104,7 +104,7 @@ describe('crash and resume', () => {
     const runs: string[] = [];
     const violations: string[] = [];
     // Runs follow each other until the kills are done: on a fast machine one run may finish before 20 kills.
-    while (kills < KILLS && runs.length < 6) {
+    while (kills < KILLS && runs.length < 12) {
       const runId = `crash-${Date.now()}-${runs.length}`;
       runs.push(runId);
       const common = [
