@@ -119,23 +119,7 @@ async function timed<T>(fn: () => Promise<T>): Promise<[T, number]> {
  * commit would carry if snapshots held the round's delta instead of the whole history. Diagnostic only.
  */
 function lastUtteranceOnly(snapshots: SnapshotInput[]): SnapshotInput[] {
-  return snapshots.map((s) => {
-    const actor = s.data.actorSnapshot as { context: { memory: { utterances: unknown[] } } };
-    return {
-      ...s,
-      data: {
-        ...s.data,
-        utterances: s.data.utterances.slice(-1),
-        actorSnapshot: {
-          ...actor,
-          context: {
-            ...actor.context,
-            memory: { ...actor.context.memory, utterances: actor.context.memory.utterances.slice(-1) },
-          },
-        },
-      },
-    };
-  });
+  return snapshots.map((s) => ({ ...s, data: { ...s.data, utterances: s.data.utterances.slice(-1) } }));
 }
 
 interface CommitSamples {

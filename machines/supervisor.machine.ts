@@ -194,8 +194,11 @@ export function createSupervisorMachine(deps: SupervisorDeps) {
         const ref = agentRef(system, event.agent);
         if (ref) enqueue.sendTo(ref, { type: 'HEALTH.STATUS', healthy, at: now });
       }),
-      schedule: enqueueActions(({ context, enqueue, system }) => {
+      schedule: enqueueActions(({ context, event, enqueue, system }) => {
         const now = clock.now();
+        // With every token held, waiting requests cannot be granted; only a newcomer is looked at (it may have to
+        // cool or degrade at once). The rest are looked at again when a token comes back or at the next scan.
+        const newcomer = event.type === 'TOKEN.REQUEST' ? event.agent : undefined;
         const leases: Record<string, Lease> = { ...context.leases };
         let held = 0;
         let nextScan = Number.POSITIVE_INFINITY;
@@ -235,6 +238,10 @@ export function createSupervisorMachine(deps: SupervisorDeps) {
         }
         const queue: QueuedRequest[] = [];
         for (const r of context.queue) {
+          if (held >= context.limit && r.agent !== newcomer) {
+            queue.push(r);
+            continue;
+          }
           const ref = agentRef(system, r.agent);
           if (!ref) continue;
           const sel = pool.select(r.chain, now, r.estimatedTokens, deps.extraEndpoints?.(r.agent) ?? []);

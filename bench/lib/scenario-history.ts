@@ -1,3 +1,4 @@
+import { agentSnapshotInput, toTurnInput } from '../../src/rounds/round-runner.ts';
 import { createHash } from 'node:crypto';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { describeEndpoint, type ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
@@ -7,7 +8,6 @@ import type { PeerAnswer } from '../../src/rounds/round-prompt.ts';
 import type { AgentDefinition } from '../../src/runtime/agent-definition.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeConfigInput } from '../../src/runtime/runtime-config.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { scenarioRuntimeConfig } from '../../src/scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../../src/scenarios/scenario-tools.ts';
@@ -83,23 +83,6 @@ export interface HistoryRound {
   readonly snapshots: SnapshotInput[];
 }
 
-/** Converts a finished turn to what `commitRound` stores (as the round runner does). */
-export function toTurnInput(itemId: string, key: string, turn: Turn): TurnInput {
-  return {
-    itemId,
-    agent: turn.agent,
-    prompt: { text: turn.prompt },
-    answer: { text: turn.answer.text },
-    outcome: turn.outcome === 'cancelled' ? 'failed' : turn.outcome,
-    endpointId: turn.endpointId ?? null,
-    degraded: turn.degraded,
-    usage: turn.usage,
-    faults: turn.faults,
-    waitMs: Math.round(turn.waitMs),
-    idempotencyKey: key,
-  };
-}
-
 /**
  * Runs the agent8-storm work (8 agents × 35 items × `rounds` rounds) through the real supervisor and agent
  * actors with the scripted engine, and returns each round's turns and end-of-round snapshots.
@@ -132,19 +115,10 @@ export async function buildAgent8History(rounds = 3): Promise<HistoryRound[]> {
         current.set(item.id, list);
       }
     }
-    const snapshots: SnapshotInput[] = handles.map((h) => {
-      const memory = h.memory();
-      return {
-        agent: h.name,
-        machineVersion: AGENT_MACHINE_VERSION,
-        data: {
-          utterances: memory.utterances,
-          memory: memory.slots,
-          toolResults: memory.toolResults,
-          actorSnapshot: h.persistedSnapshot() ?? { status: 'active', context: { memory } },
-        },
-      };
-    });
+    // Exactly what the round runner commits.
+    const snapshots: SnapshotInput[] = handles.map((h) =>
+      agentSnapshotInput(h.name, h.memory(), h.persistedSnapshot(), AGENT_MACHINE_VERSION),
+    );
     out.push({ round, turns, snapshots: JSON.parse(JSON.stringify(snapshots)) });
     previous = current;
   }

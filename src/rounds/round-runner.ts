@@ -1,6 +1,6 @@
 import { sleep, type Clock } from '../clock/clock.ts';
 import type { RuntimeEventListener } from '../events/runtime-event.ts';
-import type { Turn } from '../runtime/turn.ts';
+import type { AgentMemory, Turn } from '../runtime/turn.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import type { RunRecord, SnapshotInput, TurnInput } from '../store/store-types.ts';
 import type { RunStore } from '../store/run-store.ts';
@@ -85,19 +85,14 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
     o.signal?.throwIfAborted();
     await o.executor.settle?.();
     const turns: TurnInput[] = results.map(({ itemId, key, turn }) => toTurnInput(itemId, key, turn));
-    const snapshots: SnapshotInput[] = o.agents.map((agent) => {
-      const memory = o.executor.memory(agent);
-      return {
+    const snapshots: SnapshotInput[] = o.agents.map((agent) =>
+      agentSnapshotInput(
         agent,
-        machineVersion: o.machineVersion,
-        data: {
-          utterances: memory.utterances,
-          memory: memory.slots,
-          toolResults: memory.toolResults,
-          actorSnapshot: slimActorSnapshot(o.executor.persistedSnapshot(agent)),
-        },
-      };
-    });
+        o.executor.memory(agent),
+        o.executor.persistedSnapshot(agent),
+        o.machineVersion,
+      ),
+    );
     await o.store.commitRound(
       {
         runId: o.runId,
@@ -112,6 +107,33 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
     await o.afterCommit?.(plan.round);
   }
   return o.store.setRunStatus(o.runId, 'completed');
+}
+
+/**
+ * What one agent's row of a round commit holds: its memory (utterances, slots, tool results) and its actor
+ * snapshot without the copies of them.
+ *
+ * @example
+ * ```ts
+ * const row = agentSnapshotInput('Kai', handle.memory(), handle.persistedSnapshot(), AGENT_MACHINE_VERSION);
+ * ```
+ */
+export function agentSnapshotInput(
+  agent: string,
+  memory: AgentMemory,
+  persisted: unknown,
+  machineVersion: string,
+): SnapshotInput {
+  return {
+    agent,
+    machineVersion,
+    data: {
+      utterances: memory.utterances,
+      memory: memory.slots,
+      toolResults: memory.toolResults,
+      actorSnapshot: slimActorSnapshot(persisted),
+    },
+  };
 }
 
 /**
@@ -131,7 +153,8 @@ function slimActorSnapshot(snapshot: unknown): unknown {
 /** What stands in a committed actor snapshot for the memory the row holds beside it. */
 export const MEMORY_IN_ROW = '(in this row: utterances, memory, toolResults)';
 
-function toTurnInput(itemId: string, key: string, turn: Turn): TurnInput {
+/** A finished turn as `commitRound` stores it. */
+export function toTurnInput(itemId: string, key: string, turn: Turn): TurnInput {
   return {
     itemId,
     agent: turn.agent,
