@@ -113,6 +113,8 @@ export function createAgentHandle(opts: {
     persistedSnapshot: () => ref.getPersistedSnapshot?.(),
     setMemory: (slots) => ref.send({ type: 'MEMORY.SET', slots }),
     async drain(signal) {
+      // An already aborted signal fires no 'abort' event: check it, or a stuck turn would hold stop() forever.
+      if (signal?.aborted) return;
       await Promise.race([
         tail,
         new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true })),
