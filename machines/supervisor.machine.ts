@@ -110,6 +110,17 @@ function toPoolOutcome(o: CallOutcome): PoolOutcome {
  */
 export function createSupervisorMachine(deps: SupervisorDeps) {
   const { pool, clock, budget } = deps;
+  /** Takes a token back from a holder that stopped or overran its lease. */
+  const reclaim = (lease: Lease, now: number) => {
+    pool.release(lease.endpointId, { kind: 'reclaimed' }, 0, now);
+    deps.report?.({
+      type: 'token.reclaimed',
+      at: now,
+      holder: lease.holder,
+      endpointId: lease.endpointId,
+      leaseId: lease.leaseId,
+    });
+  };
   const rank = (tier: string) => {
     const i = deps.tiers.indexOf(tier);
     return i < 0 ? deps.tiers.length : i;
@@ -166,16 +177,8 @@ export function createSupervisorMachine(deps: SupervisorDeps) {
         const now = clock.now();
         const leases: Record<string, Lease> = {};
         for (const [id, l] of Object.entries(context.leases)) {
-          if (l.holder === event.name) {
-            pool.release(l.endpointId, { kind: 'reclaimed' }, 0, now);
-            deps.report?.({
-              type: 'token.reclaimed',
-              at: now,
-              holder: l.holder,
-              endpointId: l.endpointId,
-              leaseId: id,
-            });
-          } else leases[id] = l;
+          if (l.holder === event.name) reclaim(l, now);
+          else leases[id] = l;
         }
         return { leases };
       }),
@@ -205,14 +208,7 @@ export function createSupervisorMachine(deps: SupervisorDeps) {
         for (const [id, l] of Object.entries(leases)) {
           if (l.leaseUntil <= now) {
             delete leases[id];
-            pool.release(l.endpointId, { kind: 'reclaimed' }, 0, now);
-            deps.report?.({
-              type: 'token.reclaimed',
-              at: now,
-              holder: l.holder,
-              endpointId: l.endpointId,
-              leaseId: id,
-            });
+            reclaim(l, now);
           } else {
             held++;
             nextScan = Math.min(nextScan, l.leaseUntil);

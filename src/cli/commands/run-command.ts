@@ -224,6 +224,20 @@ function vizPort(flags: RunFlags): number | undefined {
   return port;
 }
 
+/** The options `run` and `resume` take alike. */
+function sharedOptions(flags: RunFlags): RunCommandOptions {
+  const port = vizPort(flags);
+  return {
+    json: flags.json === true,
+    ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
+    ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
+    ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
+    ...(port !== undefined ? { vizPort: port } : {}),
+    live: flags.live !== false,
+    stdin: flags.stdin !== false,
+  };
+}
+
 async function act(options: RunCommandOptions): Promise<void> {
   const stop = listenForStop();
   try {
@@ -286,19 +300,12 @@ export function registerRunCommand(program: Command): Command {
       )
       .option('--run-id <id>', 'id of the new run (default: <scenario>-<timestamp>-<hex>)'),
   ).action(async (scenario: string, flags: RunFlags) => {
-    const port = vizPort(flags);
     await act({
       scenario,
       ...(flags.policy ? { policy: flags.policy } : {}),
       ...(flags.providers ? { providers: flags.providers } : {}),
       ...(flags.runId ? { runId: flags.runId } : {}),
-      json: flags.json === true,
-      ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
-      ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
-      ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
-      ...(port !== undefined ? { vizPort: port } : {}),
-      live: flags.live !== false,
-      stdin: flags.stdin !== false,
+      ...sharedOptions(flags),
     });
   });
   return storeFlags(
@@ -309,16 +316,9 @@ export function registerRunCommand(program: Command): Command {
       )
       .argument('<run-id>', 'the run (`breakwater runs` lists them)'),
   ).action(async (runId: string, flags: RunFlags) => {
-    const port = vizPort(flags);
     await act({
       resumeRunId: runId,
-      json: flags.json === true,
-      ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
-      ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
-      ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
-      ...(port !== undefined ? { vizPort: port } : {}),
-      live: flags.live !== false,
-      stdin: flags.stdin !== false,
+      ...sharedOptions(flags),
     });
   });
 }
