@@ -17,15 +17,16 @@
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
-import { type AnyActorRef, assign, createActor, sendTo, setup } from 'xstate';
+import { createActor } from 'xstate';
 import { agentMachine } from '../machines/agent.machine.ts';
-import { createSupervisorMachine } from '../machines/supervisor.machine.ts';
 import { systemClock } from '../src/clock/clock.ts';
 import { describeEndpoint, type ParsedEndpointConfig } from '../src/engines/endpoint-config.ts';
 import type { Engine, EngineResult } from '../src/engines/engine-types.ts';
 import { RetryBudget } from '../src/resilience/retry-budget.ts';
 import { createSupervisor } from '../src/runtime/create-supervisor.ts';
-import { EnginePool } from '../src/runtime/engine-pool.ts';
+import { EndpointRegistry } from '../src/health/endpoint-registry.ts';
+import { MemoryTokenScheduler } from '../src/scheduler/memory-token-scheduler.ts';
+import { TimerHeap } from '../src/scheduler/timer-heap.ts';
 import { defineConfig, type RuntimeConfigInput } from '../src/runtime/runtime-config.ts';
 import { emptyMemory } from '../src/runtime/turn.ts';
 import { row, writeResult } from './lib/bench-result.ts';
@@ -139,75 +140,31 @@ async function heapPerIdleAgent(): Promise<{
 
 // ── 2. grants per second ────────────────────────────────────────────────────────────────────────
 
-interface ContenderContext {
-  readonly name: string;
-  readonly grants: number;
-  readonly quota: number;
-}
-
-const supervisorRef = ({ system }: { system: { get(id: string): AnyActorRef | undefined } }) =>
-  system.get('supervisor') as AnyActorRef;
-
-const tokenRequest = ({ context }: { context: ContenderContext }) => ({
-  type: 'TOKEN.REQUEST' as const,
-  agent: context.name,
-  tier: 'ops',
-  chain: 'main',
-  retry: false,
-  attempt: 0,
-  maxWaitMs: 600_000,
-  estimatedTokens: 25,
-});
-
 /**
- * The smallest agent that contends for tokens: REQUEST on start; on GRANTED, RELEASE with a successful
- * outcome and REQUEST again until it had `quota` grants.
+ * The token scheduler itself (the grant path every ask takes): real endpoint registry with its health (breaker,
+ * buckets), real retry budget, real timer heap. `contenders` loops each acquire a token, release it with a
+ * successful outcome and ask again, so `contenders - TOKENS` requests wait at every moment. Returns grants/s.
  */
-function contenderLogic(result: EngineResult) {
-  const release = sendTo(
-    supervisorRef,
-    ({ context, event }: { context: ContenderContext; event: unknown }) => ({
-      type: 'TOKEN.RELEASE',
-      agent: context.name,
-      leaseId: (event as { leaseId: string }).leaseId,
-      outcome: { ok: true, result, at: systemClock.now(), memoized: false },
-      reservedTokens: 25,
-    }),
-  );
-  return setup({
-    types: {
-      context: {} as ContenderContext,
-      input: {} as { settings: { name: string }; quota: number },
-    },
-  }).createMachine({
-    context: ({ input }) => ({ name: input.settings.name, grants: 0, quota: input.quota }),
-    entry: sendTo(supervisorRef, tokenRequest),
-    on: {
-      'TOKEN.GRANTED': [
-        {
-          guard: ({ context }) => context.grants + 1 < context.quota && performance.now() < deadline,
-          actions: [
-            release,
-            assign({ grants: ({ context }) => context.grants + 1 }),
-            sendTo(supervisorRef, tokenRequest),
-          ],
-        },
-        { actions: [release, assign({ grants: ({ context }) => context.grants + 1 })] },
-      ],
+async function grantsDirect(
+  contenders: number,
+  totalGrants: number,
+): Promise<{ grantsPerSec: number; grants: number }> {
+  const config = defineConfig(runtimeConfig(TOKENS));
+  const timers = new TimerHeap(systemClock);
+  const endpoints = new EndpointRegistry(config.endpoints, config.chains, {
+    timers,
+    createEngine: instantEngine,
+    settings: {
+      breaker: config.breaker,
+      baseBackoffMs: config.retry.baseBackoffMs,
+      maxBackoffMs: config.retry.maxBackoffMs,
+      creditCooldownMs: config.creditCooldownMs,
+      adaptive: false,
+      defaultConcurrency: TOKENS,
     },
   });
-}
-
-/**
- * The real supervisor machine with `contenders` contender actors for `TOKENS` tokens. Every contender is
- * queued first (limit 0), then LIMIT.SET opens the tokens and the REQUEST → GRANTED → RELEASE cycles run
- * through the actors' mailboxes until each contender had its quota. Returns grants/s.
- */
-function grantsDirect(contenders: number, totalGrants: number): { grantsPerSec: number; grants: number } {
-  const config = defineConfig(runtimeConfig(TOKENS));
-  const pool = new EnginePool(config, { clock: systemClock, createEngine: instantEngine });
   const endpoint = describeEndpoint(config.endpoints[0]!);
-  const outcomeResult: EngineResult = {
+  const result: EngineResult = {
     text: 'ok',
     toolCalls: [],
     stopReason: 'end_turn',
@@ -218,35 +175,41 @@ function grantsDirect(contenders: number, totalGrants: number): { grantsPerSec: 
     latencyMs: 0,
   };
   let grants = 0;
-  const machine = createSupervisorMachine({
-    pool,
+  const scheduler = new MemoryTokenScheduler({
     clock: systemClock,
-    budget: new RetryBudget(),
+    timers,
+    endpoints,
+    limit: TOKENS,
     tiers: ['analysis', 'ops'],
-    limit: 0,
     leaseMs: 600_000,
-    startProbe: () => {},
-    report: (r) => {
-      if (r.type === 'token.granted') grants++;
-    },
-  }).provide({ actors: { agent: contenderLogic(outcomeResult) } });
-  const root = createActor(machine, { systemId: 'supervisor', clock: systemClock as never });
-  root.start();
+    reclaimGraceMs: 5_000,
+    budget: new RetryBudget(),
+  });
   const quota = Math.ceil(totalGrants / contenders);
-  for (let i = 0; i < contenders; i++)
-    root.send({
-      type: 'AGENT.SPAWN',
-      name: `c-${i}`,
-      input: { settings: { name: `c-${i}` }, quota } as never,
-    });
-  if (root.getSnapshot().context.queue.length !== contenders) throw new Error('contenders did not queue');
   const t0 = performance.now();
   deadline = t0 + BUDGET_MS;
-  root.send({ type: 'LIMIT.SET', limit: TOKENS });
+  const loops = Array.from({ length: contenders }, async (_, i) => {
+    const request = {
+      holder: `c-${i}`,
+      tier: i % 2 === 0 ? 'analysis' : 'ops',
+      chain: 'main',
+      estimatedTokens: 25,
+      maxWaitMs: 600_000,
+      retry: false,
+      attempt: 0,
+    };
+    for (let k = 0; k < quota && performance.now() < deadline; k++) {
+      const d = await scheduler.acquire(request);
+      if (d.kind !== 'granted') throw new Error(`contender ${i} was not granted: ${d.kind}`);
+      grants++;
+      scheduler.release(d.grant.leaseId, { kind: 'success', result });
+    }
+  });
+  await Promise.all(loops);
   const ms = performance.now() - t0;
   if (grants < contenders) throw new Error(`expected at least ${contenders} grants, saw ${grants}`);
-  root.stop();
-  pool.stop();
+  scheduler.close();
+  timers.close();
   return { grantsPerSec: (grants / ms) * 1000, grants };
 }
 
@@ -405,11 +368,11 @@ async function main(): Promise<void> {
   const flight = await inFlight();
   console.log(`grants: ${GRANTS} grants, ${TOKENS} tokens`);
   // Warm the JIT on a small run first, then the measured ones.
-  grantsDirect(100, 20_000);
+  await grantsDirect(100, 20_000);
   const direct = {
-    c10: grantsDirect(10, GRANTS),
-    c100: grantsDirect(100, GRANTS),
-    c1000: grantsDirect(1_000, GRANTS),
+    c10: await grantsDirect(10, GRANTS),
+    c1000: await grantsDirect(1_000, GRANTS),
+    c10000: await grantsDirect(10_000, GRANTS),
   };
   await grantsViaAsk(100, 2_000);
   const viaAsk = {
@@ -421,7 +384,7 @@ async function main(): Promise<void> {
   const heap = await heapPerIdleAgent();
 
   const bytesPerIdleActor = Math.round(heap.viaSupervisor);
-  const grantsPerSec = Math.round(direct.c1000.grantsPerSec);
+  const grantsPerSec = Math.round(Math.min(direct.c1000.grantsPerSec, direct.c10000.grantsPerSec));
   const lagP99Ms = flight.breakwater.lagP99Ms;
   const targets = { bytesPerIdleActor: 10_240, grantsPerSec: 50_000, lagP99Ms: 20 };
   const met = {
@@ -437,15 +400,16 @@ async function main(): Promise<void> {
   console.log(row(`spawning ${AGENTS} agents (ms)`, round(heap.spawnMs, 0)));
   console.log(row(`stopping ${AGENTS} agents (ms)`, round(heap.stopMs, 0)));
   console.log();
-  console.log(row(`grants/s, ${TOKENS} tokens`, '10 agents', '100 agents', '1000 agents'));
+  console.log(row(`grants/s, ${TOKENS} tokens`, '10 waiting', '1000 waiting', '10000 waiting'));
   console.log(
     row(
-      'supervisor machine (direct)',
+      'token scheduler (direct)',
       Math.round(direct.c10.grantsPerSec),
-      Math.round(direct.c100.grantsPerSec),
       Math.round(direct.c1000.grantsPerSec),
+      Math.round(direct.c10000.grantsPerSec),
     ),
   );
+  console.log(row(`grants/s, ${TOKENS} tokens`, '10 agents', '100 agents', '1000 agents'));
   console.log(
     row(
       'agent.ask(), in-memory engine',
@@ -521,12 +485,13 @@ async function main(): Promise<void> {
 async function profileOne(part: string): Promise<void> {
   if (part === 'heap') console.log(await heapPerIdleAgent());
   else if (part === 'grants') {
-    grantsDirect(100, 20_000);
-    console.log('direct, 1000 contenders', grantsDirect(1_000, GRANTS));
+    await grantsDirect(100, 20_000);
+    console.log('direct, 1000 contenders', await grantsDirect(1_000, GRANTS));
+    console.log('direct, 10000 contenders', await grantsDirect(10_000, GRANTS));
     console.log('ask, 1000 agents', await grantsViaAsk(1_000, 20_000));
   } else if (part === 'grants10') {
-    grantsDirect(10, 20_000);
-    console.log('direct, 10 contenders', grantsDirect(10, GRANTS));
+    await grantsDirect(10, 20_000);
+    console.log('direct, 10 contenders', await grantsDirect(10, GRANTS));
   } else if (part === 'inflight') console.log(await inFlight());
   else throw new Error(`--only ${part}: use heap, grants, grants10 or inflight`);
   console.log('partial run (profiling): no result written');

@@ -1,54 +1,64 @@
-import { type AnyActorRef, type ActorSystem, assign, emit, fromPromise, sendTo, setup } from 'xstate';
+import { assign, emit, fromPromise, setup } from 'xstate';
 import type { DegradedAnswer } from '../src/degraded/decision-tree.ts';
-import type { ChatMessage, EngineRequest, ToolCall } from '../src/engines/engine-types.ts';
-import { type Fault, isSwappableFault } from '../src/faults/fault.ts';
-import { buildRequest, estimateRequestTokens } from '../src/runtime/prompt-builder.ts';
-import { scrubSecrets } from '../src/redact/secret-scrubber.ts';
+import type { ChatMessage, ToolCall } from '../src/engines/engine-types.ts';
+import type { Fault, FaultKind } from '../src/faults/fault.ts';
+import type { PromptParts } from '../src/runtime/prompt-builder.ts';
 import type { AgentMemory, Turn, TurnOutcome } from '../src/runtime/turn.ts';
 import type {
+  AcquireTokenInput,
   ActiveTurn,
   AgentContext,
   AgentEmitted,
   AgentEvent,
   AgentInput,
-  AgentToSupervisorEvent,
   AnswerDegradedInput,
   AnswerDegradedOutput,
   CallEngineInput,
   CallOutcome,
+  CheckHealthInput,
+  CheckHealthOutput,
   RunToolsInput,
   RunToolsOutput,
+  TokenAnswer,
+  WakeAtInput,
 } from './agent.types.ts';
 
 /** Bumped whenever the shape of the agent's context or states changes; stored beside every snapshot. */
-export const AGENT_MACHINE_VERSION = 'agent@1';
+export const AGENT_MACHINE_VERSION = 'agent@2';
 
 export type {
+  AcquireTokenInput,
   ActiveTurn,
   AgentContext,
   AgentEmitted,
   AgentEvent,
   AgentInput,
   AgentSettings,
-  AgentToSupervisorEvent,
   AnswerDegradedInput,
   AnswerDegradedOutput,
   CallEngineInput,
   CallOutcome,
+  CheckHealthInput,
+  CheckHealthOutput,
   RunToolsInput,
   RunToolsOutput,
+  TokenAnswer,
+  WakeAtInput,
 } from './agent.types.ts';
 
 /** Faults after which trying *another* endpoint is a fallback, not a retry: the endpoint said it has no room for us. */
-const CAPACITY_FAULTS = new Set(['rate_limited', 'credit_exhausted', 'auth']);
+const CAPACITY_FAULTS: ReadonlySet<FaultKind> = new Set(['rate_limited', 'credit_exhausted', 'auth']);
+/** Faults no engine swap fixes (`isSwappableFault` in src/faults/fault.ts; a machine imports types only). */
+const FINAL_FAULTS: ReadonlySet<FaultKind> = new Set(['bad_request', 'cancelled']);
 
-// biome-ignore lint/suspicious/noExplicitAny: the system's actor map is not typed; the supervisor is found by id.
-const supervisor = ({ system }: { system: ActorSystem<any> }) => system.get('supervisor') as AnyActorRef;
+type Done<T> = { output: T };
+const outputOf = <T>(event: unknown): T => (event as Done<T>).output;
 
-function requestOf(ctx: AgentContext): Omit<EngineRequest, 'signal'> {
+/** What the next engine call's prompt is made of: the runtime builds the request (and its token estimate). */
+function promptOf(ctx: AgentContext): PromptParts {
   const t = ctx.turn!;
   const s = ctx.settings;
-  return buildRequest({
+  return {
     ...(s.role ? { role: s.role } : {}),
     memory: ctx.memory,
     historyTurns: s.historyTurns,
@@ -57,7 +67,7 @@ function requestOf(ctx: AgentContext): Omit<EngineRequest, 'signal'> {
     maxTokens: s.maxTokens,
     ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
     idempotencyKey: `${t.key}:call${t.step}`,
-  });
+  };
 }
 
 function finishTurn(
@@ -104,6 +114,19 @@ function finishTurn(
   return { turn, memory };
 }
 
+/**
+ * A thrown error from one of the runtime's actors is a bug. Its text is quoted only when the runtime sanitized it
+ * where it entered (`InternalActorError.safeMessage`): a raw error may hold anything, a key included.
+ */
+function internalError(agent: string, err: unknown): string {
+  const safe = (err as { safeMessage?: unknown } | null)?.safeMessage;
+  const what =
+    typeof safe === 'string'
+      ? safe
+      : `${err instanceof Error ? err.name : typeof err} (details are in the log)`;
+  return `internal error in agent ${agent}: ${what}; this is a bug, please report it`;
+}
+
 /** The agent machine's implementations, registered by name (the runtime provides the real actors). */
 const agentSetup = setup({
   types: {
@@ -113,6 +136,9 @@ const agentSetup = setup({
     emitted: {} as AgentEmitted,
   },
   actors: {
+    acquireToken: fromPromise<TokenAnswer, AcquireTokenInput>(async () => {
+      throw new Error('acquireToken is provided by the runtime');
+    }),
     callEngine: fromPromise<CallOutcome, CallEngineInput>(async () => {
       throw new Error('callEngine is provided by the runtime');
     }),
@@ -122,33 +148,35 @@ const agentSetup = setup({
     answerDegraded: fromPromise<AnswerDegradedOutput, AnswerDegradedInput>(async () => {
       throw new Error('answerDegraded is provided by the runtime');
     }),
-  },
-  delays: {
-    coolingDelay: ({ context }) => {
-      const t = context.turn;
-      return t?.coolingUntil !== undefined && t.coolingFrom !== undefined
-        ? Math.max(0, t.coolingUntil - t.coolingFrom)
-        : 0;
-    },
-    probeDelay: ({ context }) => context.settings.probeIntervalMs,
+    wakeAt: fromPromise<{ at: number }, WakeAtInput>(async () => {
+      throw new Error('wakeAt is provided by the runtime');
+    }),
+    checkHealth: fromPromise<CheckHealthOutput, CheckHealthInput>(async () => {
+      throw new Error('checkHealth is provided by the runtime');
+    }),
   },
   guards: {
-    isPrimary: ({ event }) => event.type === 'TOKEN.GRANTED' && event.index === 0,
-    callSucceeded: ({ event }) => (event as unknown as { output: CallOutcome }).output.ok,
+    granted: ({ event }) => outputOf<TokenAnswer>(event).kind === 'granted',
+    grantedPrimary: ({ event }) => {
+      const a = outputOf<TokenAnswer>(event);
+      return a.kind === 'granted' && a.index === 0;
+    },
+    mustCool: ({ event }) => outputOf<TokenAnswer>(event).kind === 'cool',
+    leaseLost: ({ event }) => {
+      const out = outputOf<CallOutcome>(event);
+      return !out.ok && out.leaseLost === true;
+    },
+    callSucceeded: ({ event }) => outputOf<CallOutcome>(event).ok,
     wantsTools: ({ context, event }) => {
-      const out = (event as unknown as { output: CallOutcome }).output;
+      const out = outputOf<CallOutcome>(event);
       return out.ok && out.result.toolCalls.length > 0 && context.settings.tools.length > 0;
     },
     faultIsFinal: ({ event }) => {
-      const out = (event as unknown as { output: CallOutcome }).output;
-      return !out.ok && !isSwappableFault(out.fault.kind);
+      const out = outputOf<CallOutcome>(event);
+      return !out.ok && FINAL_FAULTS.has(out.fault.kind);
     },
     attemptsExhausted: ({ context }) => (context.turn?.stepAttempts ?? 0) + 1 >= context.settings.maxAttempts,
-    coolingDone: ({ context, event }) =>
-      event.type === 'TICK' &&
-      context.turn?.coolingUntil !== undefined &&
-      event.at >= context.turn.coolingUntil,
-    healthy: ({ event }) => event.type === 'HEALTH.STATUS' && event.healthy,
+    healthy: ({ event }) => outputOf<CheckHealthOutput>(event).healthy,
   },
   actions: {
     startTurn: assign(({ event }) => {
@@ -168,74 +196,33 @@ const agentSetup = setup({
         inputTokens: 0,
         outputTokens: 0,
       };
-      return { turn };
+      return { turn, recheckAt: undefined };
     }),
-    requestToken: sendTo(supervisor, ({ context }): AgentToSupervisorEvent => {
-      const t = context.turn!;
-      const last = t.faults[t.faults.length - 1];
-      // The first attempt of a step is free; a re-attempt after a capacity fault on another endpoint is a
-      // fallback (the failed endpoint cools, nobody hits it); anything else is a retry, charged to the budget.
-      const retry = t.stepAttempts > 0 && !(last && CAPACITY_FAULTS.has(last.kind));
-      const req = requestOf(context);
-      return {
-        type: 'TOKEN.REQUEST',
-        agent: context.settings.name,
-        tier: context.settings.tier,
-        chain: context.settings.chain,
-        retry,
-        attempt: t.stepAttempts,
-        maxWaitMs: context.settings.maxWaitMs,
-        estimatedTokens: estimateRequestTokens(req),
-      };
-    }),
-    withdrawToken: sendTo(
-      supervisor,
-      ({ context }): AgentToSupervisorEvent => ({
-        type: 'TOKEN.WITHDRAW',
-        agent: context.settings.name,
-      }),
-    ),
     takeGrant: assign(({ context, event }) => {
-      if (event.type !== 'TOKEN.GRANTED') return {};
+      const a = outputOf<TokenAnswer>(event);
+      if (a.kind !== 'granted') return {};
       const t = context.turn!;
       return {
         turn: {
           ...t,
-          leaseId: event.leaseId,
-          endpointId: event.endpointId,
-          endpointIndex: event.index,
-          waitMs: t.waitMs + (t.waitingSince !== undefined ? Math.max(0, event.at - t.waitingSince) : 0),
+          leaseId: a.leaseId,
+          endpointId: a.endpointId,
+          endpointIndex: a.index,
+          waitMs: t.waitMs + (t.waitingSince !== undefined ? Math.max(0, a.at - t.waitingSince) : 0),
           waitingSince: undefined,
           coolingUntil: undefined,
-          coolingFrom: undefined,
         },
       };
     }),
     startCooling: assign(({ context, event }) => {
-      if (event.type !== 'TOKEN.WAIT') return {};
+      const a = outputOf<TokenAnswer>(event);
+      if (a.kind !== 'cool') return {};
       const t = context.turn!;
-      return {
-        turn: {
-          ...t,
-          coolingUntil: event.until,
-          coolingFrom: event.at,
-          waitingSince: t.waitingSince ?? event.at,
-        },
-      };
+      return { turn: { ...t, coolingUntil: a.until, waitingSince: t.waitingSince ?? a.at } };
     }),
-    releaseToken: sendTo(supervisor, ({ context, event }): AgentToSupervisorEvent => {
-      const out = (event as unknown as { output: CallOutcome }).output;
-      const t = context.turn!;
-      return {
-        type: 'TOKEN.RELEASE',
-        agent: context.settings.name,
-        leaseId: t.leaseId ?? '',
-        outcome: out,
-        reservedTokens: estimateRequestTokens(requestOf(context)),
-      };
-    }),
+    forgetLease: assign(({ context }) => ({ turn: { ...context.turn!, leaseId: undefined } })),
     recordAttempt: assign(({ context, event }) => {
-      const out = (event as unknown as { output: CallOutcome }).output;
+      const out = outputOf<CallOutcome>(event);
       const t = context.turn!;
       const upstream = out.ok && out.memoized ? 0 : 1;
       return {
@@ -252,7 +239,7 @@ const agentSetup = setup({
       };
     }),
     appendToolCalls: assign(({ context, event }) => {
-      const out = (event as unknown as { output: CallOutcome }).output;
+      const out = outputOf<CallOutcome>(event);
       if (!out.ok) return {};
       const t = context.turn!;
       const msgs: ChatMessage[] = [...t.messages];
@@ -261,7 +248,7 @@ const agentSetup = setup({
       return { turn: { ...t, messages: msgs } };
     }),
     appendToolResults: assign(({ context, event }) => {
-      const { results } = (event as unknown as { output: RunToolsOutput }).output;
+      const { results } = outputOf<RunToolsOutput>(event);
       const t = context.turn!;
       const msgs: ChatMessage[] = [...t.messages];
       for (const r of results)
@@ -278,7 +265,7 @@ const agentSetup = setup({
       };
     }),
     completeAnswered: assign(({ context, event }) => {
-      const out = (event as unknown as { output: CallOutcome }).output;
+      const out = outputOf<CallOutcome>(event);
       if (!out.ok) return {};
       const t = context.turn!;
       const outcome: TurnOutcome = (t.endpointIndex ?? 0) === 0 ? 'answered' : 'fallback';
@@ -287,25 +274,29 @@ const agentSetup = setup({
         out.at,
         outcome,
         { text: out.result.text },
-        {
-          endpointId: out.result.endpoint.id,
-          model: out.result.model,
-        },
+        { endpointId: out.result.endpoint.id, model: out.result.model },
       );
       return { turn: null, memory, lastTurn: turn };
     }),
     completeDegraded: assign(({ context, event }) => {
-      const { answer, at } = (event as unknown as { output: AnswerDegradedOutput }).output;
+      const { answer, at } = outputOf<AnswerDegradedOutput>(event);
       const { turn, memory } = finishTurn(
         context,
         at,
         'degraded',
         { text: answer.summary, degraded: answer },
-        {
-          degradedReason: answer.reason,
-        },
+        { degradedReason: answer.reason },
       );
       return { turn: null, memory, lastTurn: turn };
+    }),
+    /** After a degraded answer (or its failure): the next health check, an instant kept in context. */
+    planRecheck: assign(({ context }) => ({
+      recheckAt: (context.lastTurn?.finishedAt ?? 0) + context.settings.probeIntervalMs,
+    })),
+    scheduleRecheck: assign(({ context, event }) => {
+      // After a failed check (no output) the last planned instant is the best time we have.
+      const at = (event as Partial<Done<CheckHealthOutput>>).output?.at ?? context.recheckAt ?? 0;
+      return { recheckAt: at + context.settings.probeIntervalMs };
     }),
     cancelTurn: assign(({ context, event }) => {
       const at = (event as { at?: number }).at ?? context.turn!.startedAt;
@@ -318,53 +309,22 @@ const agentSetup = setup({
       );
       return { turn: null, memory, lastTurn: turn };
     }),
-    releaseCancelled: sendTo(supervisor, ({ context, event }): AgentToSupervisorEvent => {
-      const at = (event as { at?: number }).at ?? context.turn!.startedAt;
-      const fault: Fault = { kind: 'cancelled', provider: 'openai', message: 'cancelled by the caller' };
-      return {
-        type: 'TOKEN.RELEASE',
-        agent: context.settings.name,
-        leaseId: context.turn!.leaseId ?? '',
-        outcome: { ok: false, fault, at },
-        reservedTokens: estimateRequestTokens(requestOf(context)),
-      };
-    }),
-    // The engine call threw instead of resolving with an outcome (a bug, a call memo that failed): free the
-    // token so the supervisor is not left short; `bad_request` leaves the endpoint's health untouched.
-    releaseThrown: sendTo(supervisor, ({ context, event }): AgentToSupervisorEvent => {
-      const err = (event as { error?: unknown }).error;
-      const t = context.turn!;
-      const fault: Fault = {
-        kind: 'bad_request',
-        provider: 'openai',
-        message: `internal error: ${scrubSecrets(err instanceof Error ? err.message : String(err))}`,
-        ...(t.endpointId ? { endpointId: t.endpointId } : {}),
-      };
-      return {
-        type: 'TOKEN.RELEASE',
-        agent: context.settings.name,
-        leaseId: t.leaseId ?? '',
-        outcome: { ok: false, fault, at: t.startedAt },
-        reservedTokens: estimateRequestTokens(requestOf(context)),
-      };
-    }),
     internalFailure: assign(({ context, event }) => {
-      const err = (event as { error?: unknown }).error;
-      const message = scrubSecrets(err instanceof Error ? err.message : String(err));
       const t = context.turn!;
+      const err = (event as { error?: { at?: unknown } }).error;
+      // The runtime stamps its errors; an unstamped one ends the turn at the last instant the turn knew.
+      const at = typeof err?.at === 'number' ? err.at : (t.waitingSince ?? t.startedAt);
       const { turn, memory } = finishTurn(
         context,
-        t.waitingSince ?? t.startedAt,
+        at,
         'failed',
         { text: '' },
-        {
-          error: `internal error in agent ${context.settings.name}: ${message}; this is a bug, please report it`,
-        },
+        { error: internalError(context.settings.name, (event as { error?: unknown }).error) },
       );
       return { turn: null, memory, lastTurn: turn };
     }),
     completeFailed: assign(({ context, event }) => {
-      const out = (event as unknown as { output: CallOutcome }).output;
+      const out = outputOf<CallOutcome>(event);
       if (out.ok) return {};
       const kind = out.fault.kind;
       const error =
@@ -384,14 +344,6 @@ const agentSetup = setup({
       type: 'turn.completed' as const,
       turn: context.lastTurn!,
     })),
-    checkHealth: sendTo(
-      supervisor,
-      ({ context }): AgentToSupervisorEvent => ({
-        type: 'HEALTH.CHECK',
-        agent: context.settings.name,
-        chain: context.settings.chain,
-      }),
-    ),
     setSlots: assign(({ context, event }) =>
       event.type === 'MEMORY.SET'
         ? { memory: { ...context.memory, slots: { ...context.memory.slots, ...event.slots } } }
@@ -400,59 +352,66 @@ const agentSetup = setup({
   },
 });
 
-/** `calling` and `fallback` are the same state: they differ only in which endpoint of the chain was granted. */
+const CANCEL = { target: '#agent.idle', actions: ['cancelTurn', 'emitLastTurn'] } as const;
+
+/**
+ * `calling` and `fallback` are the same state: they differ only in which endpoint of the chain was granted.
+ * The `callEngine` actor owns the grant from here: it releases it with the call's outcome (also when the
+ * agent is cancelled or stopped, through its abort signal), so the machine never touches a token.
+ */
 const engineCall = agentSetup.createStateConfig({
   invoke: {
     src: 'callEngine',
     input: ({ context }) => ({
       agent: context.settings.name,
       tier: context.settings.tier,
+      leaseId: context.turn!.leaseId!,
       endpointId: context.turn!.endpointId!,
-      request: requestOf(context),
+      prompt: promptOf(context),
       waitMs: context.turn!.waitMs,
     }),
     onDone: [
-      {
-        guard: 'wantsTools',
-        target: 'tools',
-        actions: ['releaseToken', 'recordAttempt', 'appendToolCalls'],
-      },
+      { guard: 'leaseLost', target: 'queued', actions: 'forgetLease' },
+      { guard: 'wantsTools', target: 'tools', actions: ['recordAttempt', 'appendToolCalls'] },
       {
         guard: 'callSucceeded',
         target: 'idle',
-        actions: ['releaseToken', 'recordAttempt', 'completeAnswered', 'emitLastTurn'],
+        actions: ['recordAttempt', 'completeAnswered', 'emitLastTurn'],
       },
       {
         guard: 'faultIsFinal',
         target: 'idle',
-        actions: ['releaseToken', 'recordAttempt', 'completeFailed', 'emitLastTurn'],
+        actions: ['recordAttempt', 'completeFailed', 'emitLastTurn'],
       },
-      { guard: 'attemptsExhausted', target: 'degraded', actions: ['releaseToken', 'recordAttempt'] },
-      { target: 'queued', actions: ['releaseToken', 'recordAttempt'] },
+      { guard: 'attemptsExhausted', target: 'degraded', actions: 'recordAttempt' },
+      { target: 'queued', actions: 'recordAttempt' },
     ],
-    onError: { target: 'idle', actions: ['releaseThrown', 'internalFailure', 'emitLastTurn'] },
+    onError: { target: 'idle', actions: ['internalFailure', 'emitLastTurn'] },
   },
-  on: { CANCEL: { target: 'idle', actions: ['releaseCancelled', 'cancelTurn', 'emitLastTurn'] } },
+  on: { CANCEL },
 });
 
 /**
  * The agent actor. It never halts on an upstream fault:
  * - `idle`: waits for work (`ASK`).
- * - `queued`: asked the supervisor for a concurrency token and an endpoint; holds nothing yet.
+ * - `queued`: asks the token scheduler (`acquireToken`) for a token and an endpoint; holds nothing yet.
  * - `calling`: holds a token; one call in flight to the chain's first endpoint.
  * - `fallback`: holds a token; one call in flight to a later endpoint of the chain.
  * - `tools`: runs the tool calls the model asked for (no token held), then queues again.
- * - `cooling`: every usable endpoint is cooling; waits for the earliest (deadline `coolingUntil` in
- *   context, so a restored actor recomputes it) holding no token.
+ * - `cooling`: every usable endpoint is cooling; waits for the earliest (`coolingUntil` in context) holding
+ *   no token.
  * - `degraded`: no engine can answer within the agent's max wait (or the retry budget is spent): answers
- *   from the degraded layer, labelled, then keeps checking its chain's health and returns to `idle` by itself.
+ *   from the degraded layer, labelled, then checks its chain's health every `probeIntervalMs` and returns to
+ *   `idle` by itself.
  *
- * The engine call, the tools and the degraded answer are actors registered by name (`callEngine`,
- * `runTools`, `answerDegraded`); the runtime provides them with `agentMachine.provide({ actors })`.
+ * Every effect is an actor registered by name (`acquireToken`, `callEngine`, `runTools`, `answerDegraded`,
+ * `wakeAt`, `checkHealth`); the runtime provides them with `agentMachine.provide({ actors })`. Waits are
+ * invoked `wakeAt` timers at absolute instants kept in context: XState re-runs an invoked actor that was in
+ * flight when a snapshot is restored, so a restored cooling agent wakes at its stored deadline.
  *
  * @example
  * ```ts
- * const logic = agentMachine.provide({ actors: { callEngine, runTools, answerDegraded } });
+ * const logic = agentMachine.provide({ actors: { acquireToken, callEngine, runTools, answerDegraded, wakeAt, checkHealth } });
  * ```
  */
 export const agentMachine = agentSetup.createMachine({
@@ -465,16 +424,33 @@ export const agentMachine = agentSetup.createMachine({
       on: { ASK: { target: 'queued', actions: 'startTurn' } },
     },
     queued: {
-      entry: 'requestToken',
-      on: {
-        'TOKEN.GRANTED': [
-          { guard: 'isPrimary', target: 'calling', actions: 'takeGrant' },
-          { target: 'fallback', actions: 'takeGrant' },
+      invoke: {
+        src: 'acquireToken',
+        input: ({ context }) => {
+          const t = context.turn!;
+          const last = t.faults[t.faults.length - 1];
+          // The first attempt of a step is free; a re-attempt after a capacity fault on another endpoint is a
+          // fallback (the failed endpoint cools, nobody hits it); anything else is a retry, charged to the budget.
+          const retry = t.stepAttempts > 0 && !(last && CAPACITY_FAULTS.has(last.kind));
+          return {
+            agent: context.settings.name,
+            tier: context.settings.tier,
+            chain: context.settings.chain,
+            retry,
+            attempt: t.stepAttempts,
+            maxWaitMs: context.settings.maxWaitMs,
+            prompt: promptOf(context),
+          };
+        },
+        onDone: [
+          { guard: 'grantedPrimary', target: 'calling', actions: 'takeGrant' },
+          { guard: 'granted', target: 'fallback', actions: 'takeGrant' },
+          { guard: 'mustCool', target: 'cooling', actions: 'startCooling' },
+          { target: 'degraded' },
         ],
-        'TOKEN.WAIT': { target: 'cooling', actions: 'startCooling' },
-        'TOKEN.DENIED': { target: 'degraded' },
-        CANCEL: { target: 'idle', actions: ['withdrawToken', 'cancelTurn', 'emitLastTurn'] },
+        onError: { target: 'idle', actions: ['internalFailure', 'emitLastTurn'] },
       },
+      on: { CANCEL },
     },
     calling: engineCall,
     fallback: engineCall,
@@ -490,14 +466,15 @@ export const agentMachine = agentSetup.createMachine({
         onDone: { target: 'queued', actions: 'appendToolResults' },
         onError: { target: 'idle', actions: ['internalFailure', 'emitLastTurn'] },
       },
-      on: { CANCEL: { target: 'idle', actions: ['cancelTurn', 'emitLastTurn'] } },
+      on: { CANCEL },
     },
     cooling: {
-      after: { coolingDelay: 'queued' },
-      on: {
-        TICK: { guard: 'coolingDone', target: 'queued' },
-        CANCEL: { target: 'idle', actions: ['cancelTurn', 'emitLastTurn'] },
+      invoke: {
+        src: 'wakeAt',
+        input: ({ context }) => ({ at: context.turn!.coolingUntil ?? 0 }),
+        onDone: { target: 'queued' },
       },
+      on: { CANCEL },
     },
     degraded: {
       initial: 'answering',
@@ -511,20 +488,30 @@ export const agentMachine = agentSetup.createMachine({
               memory: context.memory,
               reason: degradedReason(context, event),
             }),
-            onDone: { target: 'resting', actions: ['completeDegraded', 'emitLastTurn'] },
-            onError: { target: 'resting', actions: ['internalFailure', 'emitLastTurn'] },
+            onDone: { target: 'resting', actions: ['completeDegraded', 'planRecheck', 'emitLastTurn'] },
+            onError: { target: 'resting', actions: ['internalFailure', 'planRecheck', 'emitLastTurn'] },
           },
+          on: { CANCEL },
         },
         resting: {
-          after: { probeDelay: 'checking' },
+          invoke: {
+            src: 'wakeAt',
+            input: ({ context }) => ({ at: context.recheckAt ?? 0 }),
+            onDone: { target: 'checking' },
+          },
           on: { ASK: { target: '#agent.queued', actions: 'startTurn' } },
         },
         checking: {
-          entry: 'checkHealth',
-          on: {
-            'HEALTH.STATUS': [{ guard: 'healthy', target: '#agent.idle' }, { target: 'resting' }],
-            ASK: { target: '#agent.queued', actions: 'startTurn' },
+          invoke: {
+            src: 'checkHealth',
+            input: ({ context }) => ({ agent: context.settings.name, chain: context.settings.chain }),
+            onDone: [
+              { guard: 'healthy', target: '#agent.idle' },
+              { target: 'resting', actions: 'scheduleRecheck' },
+            ],
+            onError: { target: 'resting', actions: 'scheduleRecheck' },
           },
+          on: { ASK: { target: '#agent.queued', actions: 'startTurn' } },
         },
       },
     },
@@ -542,9 +529,9 @@ function pendingToolCalls(messages: readonly ChatMessage[]): ToolCall[] {
 }
 
 function degradedReason(context: AgentContext, event: unknown): string {
-  const e = event as { type?: string; reason?: string };
-  if (e.type === 'TOKEN.DENIED' && e.reason) return e.reason;
-  const last = context.turn?.faults[context.turn.faults.length - 1];
+  const answer = (event as Partial<Done<TokenAnswer>>).output;
+  if (answer && answer.kind === 'denied') return answer.reason;
+  const last: Fault | undefined = context.turn?.faults[context.turn.faults.length - 1];
   return last
     ? `gave up after ${context.turn!.stepAttempts} attempts; last fault ${last.kind}`
     : 'no engine available';

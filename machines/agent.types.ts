@@ -1,12 +1,7 @@
 import type { DegradedAnswer } from '../src/degraded/decision-tree.ts';
-import type {
-  ChatMessage,
-  EngineRequest,
-  EngineResult,
-  ToolCall,
-  ToolDefinition,
-} from '../src/engines/engine-types.ts';
+import type { ChatMessage, EngineResult, ToolCall, ToolDefinition } from '../src/engines/engine-types.ts';
 import type { Fault } from '../src/faults/fault.ts';
+import type { PromptParts } from '../src/runtime/prompt-builder.ts';
 import type { AgentMemory, ToolResultRecord, Turn } from '../src/runtime/turn.ts';
 
 /*
@@ -54,9 +49,8 @@ export interface ActiveTurn {
   readonly faults: readonly Fault[];
   readonly waitMs: number;
   readonly waitingSince?: number;
+  /** While cooling: when to ask for a token again (absolute, so a restored actor wakes at the same instant). */
   readonly coolingUntil?: number;
-  /** When cooling began (the WAIT's time): the live delay is `coolingUntil - coolingFrom`. */
-  readonly coolingFrom?: number;
   readonly leaseId?: string;
   readonly endpointId?: string;
   readonly endpointIndex?: number;
@@ -70,19 +64,69 @@ export interface AgentContext {
   readonly turn: ActiveTurn | null;
   /** The last finished turn (what `turn.completed` carried). */
   readonly lastTurn?: Turn;
+  /** While degraded and resting: when to check the chain's health again (absolute). */
+  readonly recheckAt?: number;
 }
 
-/** What the `callEngine` actor resolves with: failures travel as data, never thrown. */
+/**
+ * What the `callEngine` actor resolves with: failures travel as data, never thrown. `leaseLost`: the grant was
+ * gone before the call could start (a restored actor, a lease taken back): nothing was sent, ask again.
+ */
 export type CallOutcome =
   | { readonly ok: true; readonly result: EngineResult; readonly at: number; readonly memoized: boolean }
-  | { readonly ok: false; readonly fault: Fault; readonly at: number };
+  | { readonly ok: false; readonly fault: Fault; readonly at: number; readonly leaseLost?: true };
 
 export interface CallEngineInput {
   readonly agent: string;
   readonly tier: string;
+  /** The grant the call spends (the implementation claims it, and releases it with the outcome). */
+  readonly leaseId: string;
   readonly endpointId: string;
-  readonly request: Omit<EngineRequest, 'signal'>;
+  /** What the request is built from (the runtime builds it: the same memory gives the same prompt). */
+  readonly prompt: PromptParts;
   readonly waitMs: number;
+}
+
+/** What the `acquireToken` actor asks the scheduler for. */
+export interface AcquireTokenInput {
+  readonly agent: string;
+  readonly tier: string;
+  readonly chain: string;
+  /** A re-attempt charged to the retry budget. */
+  readonly retry: boolean;
+  /** Upstream attempts already made for this engine call (0 = first). */
+  readonly attempt: number;
+  readonly maxWaitMs: number;
+  /** The next call's prompt parts: the runtime estimates its tokens for TPM pacing. */
+  readonly prompt: PromptParts;
+}
+
+/** The scheduler's answer as plain data (it is kept in the snapshot). */
+export type TokenAnswer =
+  | {
+      readonly kind: 'granted';
+      readonly leaseId: string;
+      readonly endpointId: string;
+      readonly index: number;
+      readonly at: number;
+    }
+  | { readonly kind: 'cool'; readonly endpointId: string; readonly until: number; readonly at: number }
+  | { readonly kind: 'denied'; readonly reason: string; readonly at: number };
+
+/** Input of the `wakeAt` timer actor: resolves once the clock reaches `at`. */
+export interface WakeAtInput {
+  readonly at: number;
+}
+
+export interface CheckHealthInput {
+  readonly agent: string;
+  readonly chain: string;
+}
+
+/** What `checkHealth` resolves with: whether some endpoint of the chain can take a call now. */
+export interface CheckHealthOutput {
+  readonly healthy: boolean;
+  readonly at: number;
 }
 
 export interface RunToolsInput {
@@ -111,32 +155,10 @@ export interface AnswerDegradedInput {
   readonly reason: string;
 }
 
+/** Events the agent takes from its handle. Everything else reaches it as the output of its own actors. */
 export type AgentEvent =
   | { type: 'ASK'; turnId: string; key: string; prompt: string; at: number }
   | { type: 'CANCEL'; at: number }
-  | { type: 'TICK'; at: number }
-  | { type: 'TOKEN.GRANTED'; leaseId: string; endpointId: string; index: number; at: number }
-  | { type: 'TOKEN.WAIT'; until: number; endpointId: string; at: number }
-  | { type: 'TOKEN.DENIED'; reason: string; at: number }
-  | { type: 'HEALTH.STATUS'; healthy: boolean; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> };
 
 export type AgentEmitted = { type: 'turn.completed'; turn: Turn };
-
-/** What the agent sends the supervisor (system id `supervisor`). */
-export type AgentToSupervisorEvent =
-  | {
-      type: 'TOKEN.REQUEST';
-      agent: string;
-      tier: string;
-      chain: string;
-      /** A re-attempt charged to the retry budget. */
-      retry: boolean;
-      /** Upstream attempts already made for this engine call (0 = first). */
-      attempt: number;
-      maxWaitMs: number;
-      estimatedTokens: number;
-    }
-  | { type: 'TOKEN.RELEASE'; agent: string; leaseId: string; outcome: CallOutcome; reservedTokens: number }
-  | { type: 'TOKEN.WITHDRAW'; agent: string }
-  | { type: 'HEALTH.CHECK'; agent: string; chain: string };

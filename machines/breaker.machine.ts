@@ -6,10 +6,10 @@
  * `consecutiveKinds`. OPEN lets nothing upstream until `openUntil`; then HALF-OPEN admits one probe at
  * a time; `probesToClose` consecutive good probes close it, a bad probe reopens it.
  *
- * Every event carries its time (`at`, epoch ms), so the machine never reads a clock: the caller's
- * injected clock is the only source of time. The deadline lives in context (`openUntil`): the
- * `after` timer moves a live actor by itself, and `TICK` moves a restored one (XState does not persist
- * delayed transitions).
+ * Every event carries its time (`at`, epoch ms), so the machine never reads a clock and holds no timer:
+ * the deadline lives in context (`openUntil`), and its owner sends `TICK` once it is due (the runtime's
+ * endpoint health does, from its one timer heap). One driver for OPEN → HALF-OPEN, a live actor and a
+ * restored one behave the same, and nothing depends on XState's (unpersisted) delayed transitions.
  */
 import { assign, setup } from 'xstate';
 import { ConfigError } from '../src/errors/config-error.ts';
@@ -25,7 +25,7 @@ import {
  * Bumped whenever the context shape or the states change, so a persisted snapshot of an older
  * shape is recognised (and dropped) instead of being restored into the wrong machine.
  */
-export const BREAKER_MACHINE_VERSION = 1;
+export const BREAKER_MACHINE_VERSION = 2;
 
 /** The thresholds of one breaker. Plain data: it is kept in context and persisted with it. */
 export interface BreakerConfig {
@@ -207,11 +207,10 @@ function cooldownEnd(context: BreakerContext, at: number, retryAfterMs: number |
  *
  * @example
  * ```ts
- * const clock = createManualClock(0);
- * const breaker = createActor(breakerMachine, { input: { openMs: 30_000 }, clock }).start();
- * for (let i = 0; i < 3; i++) breaker.send({ type: 'CALL_FAILED', at: clock.now(), kind: 'rate_limited' });
+ * const breaker = createActor(breakerMachine, { input: { openMs: 30_000 } }).start();
+ * for (let i = 0; i < 3; i++) breaker.send({ type: 'CALL_FAILED', at: now, kind: 'rate_limited' });
  * breaker.getSnapshot().value; // 'open'
- * clock.advance(30_000);
+ * breaker.send({ type: 'TICK', at: breaker.getSnapshot().context.openUntil! }); // the owner's timer
  * breaker.getSnapshot().value; // 'halfOpen'
  * ```
  */
@@ -289,10 +288,6 @@ export const breakerMachine = setup({
     }),
     reset: assign(({ context }) => initialContext(context.config, context.openCount)),
   },
-  delays: {
-    // The timer starts when OPEN is (re)entered, i.e. at `openedAt` on the caller's clock.
-    cooldown: ({ context }) => Math.max(0, (context.openUntil ?? 0) - (context.openedAt ?? 0)),
-  },
 }).createMachine({
   id: 'breaker',
   context: ({ input }) => initialContext(resolveBreakerConfig(input)),
@@ -317,7 +312,6 @@ export const breakerMachine = setup({
     },
     open: {
       // Calls that were already in flight when the circuit opened report here; they change nothing.
-      after: { cooldown: { target: 'halfOpen' } },
       on: {
         TICK: { guard: 'cooldownOver', target: 'halfOpen' },
         FORCE_OPEN: {

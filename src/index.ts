@@ -43,7 +43,7 @@ export * from './degraded/index.ts';
 export { AimdLimiter, RetryBudget, TokenBucket, backoffDelay, retryDelay } from './resilience/index.ts';
 export { breakerMachine, BREAKER_MACHINE_VERSION } from '../machines/breaker.machine.ts';
 export { agentMachine, AGENT_MACHINE_VERSION } from '../machines/agent.machine.ts';
-export { createSupervisorMachine, SUPERVISOR_MACHINE_VERSION } from '../machines/supervisor.machine.ts';
+export { supervisorMachine, SUPERVISOR_MACHINE_VERSION } from '../machines/supervisor.machine.ts';
 export { type Clock, createManualClock, type ManualClock, sleep, systemClock } from './clock/clock.ts';
 export { createScaledClock, type ScaledClock } from './clock/scaled-clock.ts';
 export type { RuntimeEvent, RuntimeEventListener, RuntimeEventType } from './events/runtime-event.ts';

@@ -56,6 +56,7 @@ export class EmulatorStatsCollector {
       byStatus: { ...this.#byStatus },
       byFlavor: { ...this.#byFlavor },
       maxInFlight: this.#maxInFlight,
+      inFlight: this.#inFlight,
     };
   }
 

@@ -248,4 +248,6 @@ export interface EmulatorStats {
   byFlavor: Record<string, number>;
   /** The most requests in flight at once, across all flavors. */
   maxInFlight: number;
+  /** Requests in flight now (arrived, not yet answered, failed or dropped). */
+  inFlight: number;
 }

@@ -36,8 +36,10 @@ export type RuntimeEvent =
         status?: number;
         retryAfterMs?: number;
         memoized?: boolean;
+        /** A HALF-OPEN health probe: an upstream call no agent asked for (no `agent`). */
+        probe?: boolean;
       },
-      'agent' | 'endpoint'
+      'endpoint'
     >
   | Ev<'token.granted', { leaseId: string; waitedMs: number; held: number }, 'agent' | 'endpoint'>
   | Ev<'token.released', { leaseId: string; held: number }, 'agent' | 'endpoint'>

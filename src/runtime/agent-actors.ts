@@ -1,20 +1,31 @@
 import type { Logger } from 'pino';
 import { fromPromise } from 'xstate';
 import type {
+  AcquireTokenInput,
   AnswerDegradedInput,
   AnswerDegradedOutput,
   CallEngineInput,
   CallOutcome,
+  CheckHealthInput,
+  CheckHealthOutput,
   RunToolsInput,
   RunToolsOutput,
+  TokenAnswer,
+  WakeAtInput,
 } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
 import type { EngineResult } from '../engines/engine-types.ts';
+import { InternalActorError } from '../errors/internal-error.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
+import type { CallSettlement } from '../health/endpoint-health.ts';
+import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import type { TimerHeap } from '../scheduler/timer-heap.ts';
+import { isLeaseExpiredError, type TokenScheduler } from '../scheduler/token-scheduler.ts';
+import { onAbort } from './abort-fanout.ts';
 import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
-import type { EnginePool } from './engine-pool.ts';
+import { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
 import type { ToolResultRecord } from './turn.ts';
 
 /**
@@ -34,11 +45,17 @@ export interface CallMemo {
 }
 
 export interface AgentActorDeps {
-  readonly pool: EnginePool;
+  readonly endpoints: EndpointRegistry;
+  readonly scheduler: TokenScheduler;
+  readonly timers: TimerHeap;
   readonly clock: Clock;
   readonly logger: Logger;
   readonly definitions: ReadonlyMap<string, AgentDefinition>;
   readonly degraded: DegradedResponder;
+  /** The BYOK session of an agent (its keys come after its chain). */
+  readonly sessionOf: (agent: string) => string | undefined;
+  /** Endpoint ids an agent may use, in order (its chain, then its session's BYOK keys). */
+  readonly endpointsOf: (agent: string, chain: string) => readonly string[];
   readonly memo?: CallMemo;
   /** Receives one record per upstream attempt (the call log as data). */
   readonly onCall?: (record: CallRecordEvent) => void;
@@ -46,7 +63,8 @@ export interface AgentActorDeps {
 
 /** One upstream attempt, as the runtime reports it. */
 export interface CallRecordEvent {
-  readonly agent: string;
+  /** The agent whose call it was; absent for a HALF-OPEN probe. */
+  readonly agent?: string;
   readonly tier: string;
   readonly endpointId: string;
   readonly provider: string;
@@ -56,6 +74,8 @@ export interface CallRecordEvent {
   readonly at: number;
   readonly fault?: Fault;
   readonly memoized?: boolean;
+  /** A HALF-OPEN health probe (an upstream call no agent asked for). */
+  readonly probe?: boolean;
 }
 
 function internalFault(e: unknown, endpointId: string): Fault {
@@ -63,13 +83,29 @@ function internalFault(e: unknown, endpointId: string): Fault {
   return { kind: 'bad_request', provider: 'openai', message: `internal error: ${message}`, endpointId };
 }
 
+/** Runs an actor's body; an error it throws (a bug) reaches the machine sanitized, and the log has it. */
+async function guarded<T>(logger: Logger, clock: Clock, what: string, body: () => Promise<T>): Promise<T> {
+  try {
+    return await body();
+  } catch (e) {
+    if (e instanceof InternalActorError) throw e;
+    const safe = scrubSecrets(e instanceof Error ? e.message : String(e));
+    logger.error({ actor: what, error: safe }, 'agent actor failed');
+    throw new InternalActorError(safe, { cause: e, at: clock.now() });
+  }
+}
+
 /**
- * The real implementations of the agent machine's named actors: the engine call (memoized, logged one line
- * per attempt with `confirmed_model` on success, as seed 000 counts them), the tools, and the degraded answer.
+ * The real implementations of the agent machine's named actors:
+ * - `acquireToken`: asks the scheduler; a grant its holder leaves before calling is given back at once;
+ * - `callEngine`: claims the grant, calls the engine with a signal that aborts when the agent is cancelled or
+ *   the lease is taken back, and always releases the grant with how the call ended (one log line per attempt,
+ *   `confirmed_model` on success, as seed 000 counts them);
+ * - `runTools`, `answerDegraded`, `checkHealth`, and `wakeAt` (a deadline in the runtime's timer heap).
  */
 export function createAgentActors(deps: AgentActorDeps) {
-  const { pool, clock, logger, memo } = deps;
-  // The memo write happens off the call's path: the token goes back to the supervisor at once.
+  const { endpoints, scheduler, clock, logger, memo } = deps;
+  // The memo write happens off the call's path: the token goes back to the scheduler at once.
   const remember = (key: string, value: unknown) => {
     memo?.remember(key, value).catch((e: unknown) => {
       logger.warn(
@@ -79,73 +115,124 @@ export function createAgentActors(deps: AgentActorDeps) {
     });
   };
 
-  const callEngine = fromPromise<CallOutcome, CallEngineInput>(async ({ input, signal }) => {
-    const key = input.request.idempotencyKey;
-    const remembered = (await memo?.recall(key)) as EngineResult | undefined;
-    if (remembered) return { ok: true, result: remembered, at: clock.now(), memoized: true };
-    const engine = pool.engine(input.endpointId);
-    const describe = (outcome: 'ok' | 'fault', at: number, fault?: Fault): CallRecordEvent => ({
-      agent: input.agent,
-      tier: input.tier,
-      endpointId: input.endpointId,
-      provider: engine?.endpoint.provider ?? 'unknown',
-      model: engine?.endpoint.model ?? 'unknown',
-      outcome,
-      startedAt: started,
-      at,
-      ...(fault ? { fault } : {}),
-    });
-    const started = clock.now();
-    const line = { agent: input.agent, tier: input.tier, endpoint: input.endpointId, waitMs: input.waitMs };
-    if (!engine) {
-      // A BYOK key that expired or was revoked between the grant and the call: nothing was sent, and another
-      // endpoint (or the degraded layer) can still answer, so it is a swappable auth fault, not a bug.
-      const fault: Fault = input.endpointId.startsWith('byok:')
-        ? {
-            kind: 'auth',
-            provider: 'openai',
-            code: 'byok_expired',
-            message: `BYOK endpoint ${input.endpointId} is gone (its key expired or was revoked); nothing was sent`,
-            endpointId: input.endpointId,
-          }
-        : internalFault(new Error(`endpoint ${input.endpointId} is gone`), input.endpointId);
-      return { ok: false, fault, at: clock.now() };
+  const acquireToken = fromPromise<TokenAnswer, AcquireTokenInput>(async ({ input, signal }) => {
+    const session = deps.sessionOf(input.agent);
+    const d = await scheduler.acquire(
+      {
+        holder: input.agent,
+        tier: input.tier,
+        chain: input.chain,
+        ...(session !== undefined ? { session } : {}),
+        estimatedTokens: estimateRequestTokens(buildRequest(input.prompt)),
+        maxWaitMs: input.maxWaitMs,
+        retry: input.retry,
+        attempt: input.attempt,
+      },
+      signal,
+    );
+    if (d.kind === 'granted') {
+      const { leaseId, endpointId, index, grantedAt } = d.grant;
+      // Cancelled between the grant and the call (this actor stopped first): nothing may keep holding the token.
+      onAbort(signal, () => scheduler.releaseUnclaimed(leaseId));
+      return { kind: 'granted', leaseId, endpointId, index, at: grantedAt };
     }
-    try {
-      const result = await engine.call({ ...input.request, signal });
-      const at = clock.now();
-      logger.info(
-        {
-          ...line,
-          outcome: 'ok',
-          latencyMs: at - started,
-          confirmed_model: `${result.endpoint.provider}/${result.model}`,
-        },
-        'call',
-      );
-      deps.onCall?.({ ...describe('ok', at), model: result.model });
-      remember(key, result);
-      return { ok: true, result, at, memoized: false };
-    } catch (e) {
-      const at = clock.now();
-      const fault = isEngineFaultError(e) ? e.fault : internalFault(e, input.endpointId);
-      logger.info(
-        {
-          ...line,
-          outcome: 'fault',
-          fault: fault.kind,
-          status: fault.status,
-          retryAfterMs: fault.retryAfterMs,
-          latencyMs: at - started,
-        },
-        'call',
-      );
-      deps.onCall?.(describe('fault', at, fault));
-      return { ok: false, fault, at };
-    }
+    if (d.kind === 'cool') return { kind: 'cool', endpointId: d.endpointId, until: d.until, at: d.at };
+    return { kind: 'denied', reason: d.reason, at: d.at };
   });
 
-  const runTools = fromPromise<RunToolsOutput, RunToolsInput>(async ({ input, signal }) => {
+  const callEngine = fromPromise<CallOutcome, CallEngineInput>(({ input, signal }) =>
+    guarded(logger, clock, 'callEngine', () => callEngineBody(input, signal)),
+  );
+  const callEngineBody = async (input: CallEngineInput, signal: AbortSignal): Promise<CallOutcome> => {
+    const grant = scheduler.claim(input.leaseId);
+    if (!grant) {
+      const fault: Fault = {
+        kind: 'cancelled',
+        provider: 'openai',
+        code: 'lease_lost',
+        message: 'the concurrency token was gone before the call started; nothing was sent',
+        endpointId: input.endpointId,
+      };
+      return { ok: false, fault, at: clock.now(), leaseLost: true };
+    }
+    let settlement: CallSettlement = { kind: 'unused' };
+    try {
+      const request = buildRequest(input.prompt);
+      const key = request.idempotencyKey;
+      const remembered = (await memo?.recall(key)) as EngineResult | undefined;
+      if (remembered) return { ok: true, result: remembered, at: clock.now(), memoized: true };
+      const engine = endpoints.get(input.endpointId)?.engine;
+      const started = clock.now();
+      const describe = (outcome: 'ok' | 'fault', at: number, fault?: Fault): CallRecordEvent => ({
+        agent: input.agent,
+        tier: input.tier,
+        endpointId: input.endpointId,
+        provider: engine?.endpoint.provider ?? 'unknown',
+        model: engine?.endpoint.model ?? 'unknown',
+        outcome,
+        startedAt: started,
+        at,
+        ...(fault ? { fault } : {}),
+      });
+      const line = { agent: input.agent, tier: input.tier, endpoint: input.endpointId, waitMs: input.waitMs };
+      if (!engine) {
+        // A BYOK key that expired or was revoked between the grant and the call: nothing was sent, and another
+        // endpoint (or the degraded layer) can still answer, so it is a swappable auth fault, not a bug.
+        const fault: Fault = input.endpointId.startsWith('byok:')
+          ? {
+              kind: 'auth',
+              provider: 'openai',
+              code: 'byok_expired',
+              message: `BYOK endpoint ${input.endpointId} is gone (its key expired or was revoked); nothing was sent`,
+              endpointId: input.endpointId,
+            }
+          : internalFault(new Error(`endpoint ${input.endpointId} is gone`), input.endpointId);
+        return { ok: false, fault, at: clock.now() };
+      }
+      try {
+        const result = await engine.call({ ...request, signal: AbortSignal.any([signal, grant.signal]) });
+        const at = clock.now();
+        settlement = { kind: 'success', result };
+        logger.info(
+          {
+            ...line,
+            outcome: 'ok',
+            latencyMs: at - started,
+            confirmed_model: `${result.endpoint.provider}/${result.model}`,
+          },
+          'call',
+        );
+        deps.onCall?.({ ...describe('ok', at), model: result.model });
+        remember(key, result);
+        return { ok: true, result, at, memoized: false };
+      } catch (e) {
+        const at = clock.now();
+        const fault = faultOf(e, input.endpointId, grant.signal, engine.endpoint.provider);
+        settlement = { kind: 'fault', fault };
+        logger.info(
+          {
+            ...line,
+            outcome: 'fault',
+            fault: fault.kind,
+            status: fault.status,
+            retryAfterMs: fault.retryAfterMs,
+            ...cappedFrom(fault),
+            latencyMs: at - started,
+          },
+          'call',
+        );
+        deps.onCall?.(describe('fault', at, fault));
+        return { ok: false, fault, at };
+      }
+    } finally {
+      scheduler.release(grant.leaseId, settlement);
+    }
+  };
+
+  const runTools = fromPromise<RunToolsOutput, RunToolsInput>(({ input, signal }) =>
+    guarded(logger, clock, 'runTools', () => runToolsBody(input, signal)),
+  );
+  const runToolsBody = async (input: RunToolsInput, signal: AbortSignal): Promise<RunToolsOutput> => {
     const def = deps.definitions.get(input.agent) as LlmAgentDefinition | undefined;
     const results: ToolResultRecord[] = [];
     for (const call of input.calls) {
@@ -178,7 +265,7 @@ export function createAgentActors(deps: AgentActorDeps) {
       results.push(record);
     }
     return { results, at: clock.now() };
-  });
+  };
 
   const answerDegraded = fromPromise<AnswerDegradedOutput, AnswerDegradedInput>(async ({ input }) => {
     const answer = deps.degraded.answer(
@@ -191,5 +278,36 @@ export function createAgentActors(deps: AgentActorDeps) {
     return { answer, at: clock.now() };
   });
 
-  return { callEngine, runTools, answerDegraded };
+  const wakeAt = fromPromise<{ at: number }, WakeAtInput>(
+    ({ input, signal }) =>
+      new Promise((resolve, reject) => {
+        if (input.at <= clock.now()) return resolve({ at: clock.now() });
+        const timer = deps.timers.schedule(input.at, () => resolve({ at: clock.now() }));
+        onAbort(signal, () => {
+          timer.cancel();
+          reject(signal.reason);
+        });
+      }),
+  );
+
+  const checkHealth = fromPromise<CheckHealthOutput, CheckHealthInput>(async ({ input }) => {
+    const now = clock.now();
+    return { healthy: endpoints.usable(deps.endpointsOf(input.agent, input.chain), now), at: now };
+  });
+
+  return { acquireToken, callEngine, runTools, answerDegraded, wakeAt, checkHealth };
+}
+
+/** The call's fault; a call cancelled because its lease ran out is a `timeout` of that endpoint. */
+function faultOf(e: unknown, endpointId: string, lease: AbortSignal, provider: Fault['provider']): Fault {
+  if (lease.aborted && isLeaseExpiredError(lease.reason)) {
+    return { kind: 'timeout', provider, code: 'lease_expired', message: lease.reason.message, endpointId };
+  }
+  return isEngineFaultError(e) ? e.fault : internalFault(e, endpointId);
+}
+
+/** A Retry-After longer than the endpoint's cap was cut to it (the fault keeps the value it was cut from). */
+function cappedFrom(fault: Fault): { retryAfterCappedFromMs?: number } {
+  const from = (fault as { readonly retryAfterCappedFromMs?: unknown }).retryAfterCappedFromMs;
+  return typeof from === 'number' ? { retryAfterCappedFromMs: from } : {};
 }

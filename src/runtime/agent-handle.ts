@@ -1,15 +1,37 @@
 import { randomUUID } from 'node:crypto';
-import type { AnyActorRef } from 'xstate';
-import type { AgentContext, AgentEmitted } from '../../machines/agent.machine.ts';
+import type { Actor, AnyActorRef } from 'xstate';
+import type { AgentContext, AgentEmitted, agentMachine } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
-import { scrubSecrets } from '../redact/secret-scrubber.ts';
-import type { NoAgentDefinition } from './agent-definition.ts';
-import type { AgentStateChange, AgentStateName } from './create-supervisor.ts';
+import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
+import { onAbort } from './abort-fanout.ts';
+import type { KeepAlive } from './keep-alive.ts';
 import type { AgentMemory, Turn } from './turn.ts';
+
+/** The states an agent is seen in. */
+export type AgentStateName =
+  | 'idle'
+  | 'queued'
+  | 'calling'
+  | 'fallback'
+  | 'tools'
+  | 'cooling'
+  | 'degraded'
+  | 'stopped';
+
+/** One agent state change, as `subscribe` reports it. */
+export interface AgentStateChange {
+  readonly agent: string;
+  readonly state: AgentStateName;
+  readonly previous: AgentStateName;
+  readonly at: number;
+}
 
 /** Options of {@link AgentHandle.ask}. */
 export interface AskOptions {
-  /** Cancels the turn: the call in flight is aborted, the token released; the turn ends `cancelled`. */
+  /**
+   * Cancels the ask: a queued ask settles at once with nothing sent; a running one has its call aborted and its
+   * token released. Either way the turn resolves with outcome `cancelled`. Default: none.
+   */
   readonly signal?: AbortSignal;
   /** Id of the turn. Default: a random UUID. */
   readonly turnId?: string;
@@ -29,12 +51,17 @@ export interface TurnMeta {
 export interface AgentHandle {
   readonly name: string;
   readonly tier: string;
+  /** The agent's XState actor (inspect, subscribe); `undefined` for `no_agent` work. */
+  readonly actor?: AnyActorRef;
   /**
    * Gives the agent one piece of work and resolves with the finished turn: the answer, the endpoint used,
    * whether it is degraded, the faults met and the wait. Never rejects for an upstream fault: a fault no
-   * engine swap can fix gives a turn with outcome `failed` and an `error`. Asks to one agent run one at a time.
+   * engine swap can fix gives a turn with outcome `failed` and an `error`; a cancelled ask (its signal, the
+   * agent's or the supervisor's stop) gives outcome `cancelled`. Asks to one agent run one at a time, in order.
+   * Rejects with `AgentStoppedError` when the agent is already stopped.
    */
   ask(prompt: string, options?: AskOptions): Promise<Turn>;
+  /** `stopped` once stopped. */
   state(): AgentStateName;
   /** The agent's working memory (utterances, slots, tool results): plain JSON. */
   memory(): AgentMemory;
@@ -42,9 +69,45 @@ export interface AgentHandle {
   persistedSnapshot(): unknown;
   /** Sets memory slots (merged). */
   setMemory(slots: Readonly<Record<string, string>>): void;
-  /** Resolves when the turns asked so far have finished. */
+  /** Resolves when the asks given so far have settled, or when `signal` aborts. */
   drain(signal?: AbortSignal): Promise<void>;
+  /** Stops the agent: every pending ask settles `cancelled` (a call in flight is aborted); its name is free again. */
   stop(): void;
+}
+
+/** What the supervisor needs of every handle it owns (beyond the public {@link AgentHandle}). */
+export interface ManagedHandle extends AgentHandle {
+  /** New asks reject with `AgentStoppedError` (the supervisor is stopping); pending ones go on. */
+  refuseAsks(): void;
+  /** Settles every pending ask `cancelled` (a call in flight is aborted); the agent keeps running. */
+  cancelAll(): void;
+  /** Stops the agent; `by` says who (for the error later asks get). */
+  stopAs(by: 'agent' | 'supervisor'): void;
+}
+
+interface PendingAsk {
+  readonly turnId: string;
+  readonly key: string;
+  readonly prompt: string;
+  readonly meta: TurnMeta | undefined;
+  readonly resolve: (t: Turn) => void;
+  started: boolean;
+  settled: boolean;
+  offAbort: (() => void) | undefined;
+}
+
+/** What an LLM agent's handle is built from. */
+export interface LlmAgentHandleOptions {
+  readonly name: string;
+  readonly tier: string;
+  readonly actor: Actor<typeof agentMachine>;
+  readonly clock: Clock;
+  readonly keepAlive: KeepAlive;
+  readonly onState: (c: AgentStateChange) => void;
+  /** Every finished turn (the event log, the answer cache). */
+  readonly onTurn: (t: Turn, meta: TurnMeta | undefined) => void;
+  /** The agent stopped (its name is free again). */
+  readonly onStopped: (name: string) => void;
 }
 
 function topState(value: unknown): AgentStateName {
@@ -53,150 +116,213 @@ function topState(value: unknown): AgentStateName {
   return 'idle';
 }
 
-/** Wraps an agent actor ref in the public handle. */
-export function createAgentHandle(opts: {
-  name: string;
-  tier: string;
-  ref: AnyActorRef;
-  clock: Clock;
-  onState: (c: AgentStateChange) => void;
-  onTurn: (t: Turn, meta: TurnMeta | undefined) => void;
-  stop: () => void;
-}): AgentHandle {
-  const metas = new Map<string, TurnMeta>();
-  const { ref, clock, name } = opts;
-  let tail: Promise<unknown> = Promise.resolve();
-  let current: AgentStateName = topState(ref.getSnapshot().value);
-  let stopped = false;
-  ref.subscribe((snap: { value: unknown; status: string }) => {
-    const next: AgentStateName = snap.status === 'stopped' ? 'stopped' : topState(snap.value);
-    if (next !== current) {
-      const previous = current;
-      current = next;
-      opts.onState({ agent: name, state: next, previous, at: clock.now() });
-    }
-  });
-  ref.on('turn.completed', (e: AgentEmitted) => {
-    const meta = metas.get(e.turn.turnId);
-    metas.delete(e.turn.turnId);
-    opts.onTurn(e.turn, meta);
-  });
-
-  const askNow = (prompt: string, o: AskOptions): Promise<Turn> =>
-    new Promise<Turn>((resolve, reject) => {
-      if (stopped) return reject(new Error(`agent ${name} is stopped`));
-      const turnId = o.turnId ?? randomUUID();
-      const key = o.key ?? `${name}:${turnId}`;
-      if (o.meta) metas.set(turnId, o.meta);
-      const onAbort = () => ref.send({ type: 'CANCEL', at: clock.now() });
-      const sub = ref.on('turn.completed', (e: AgentEmitted) => {
-        if (e.turn.turnId !== turnId) return;
-        sub.unsubscribe();
-        o.signal?.removeEventListener('abort', onAbort);
-        resolve(e.turn);
-      });
-      o.signal?.addEventListener('abort', onAbort, { once: true });
-      ref.send({ type: 'ASK', turnId, key, prompt, at: clock.now() });
-      if (o.signal?.aborted) onAbort();
-    });
-
-  return {
-    name,
-    tier: opts.tier,
-    ask(prompt, o = {}) {
-      const run = tail.then(() => askNow(prompt, o));
-      tail = run.catch(() => {});
-      return run;
-    },
-    state: () => current,
-    memory: () => (ref.getSnapshot().context as AgentContext).memory,
-    persistedSnapshot: () => ref.getPersistedSnapshot?.(),
-    setMemory: (slots) => ref.send({ type: 'MEMORY.SET', slots }),
-    async drain(signal) {
-      // An already aborted signal fires no 'abort' event: check it, or a stuck turn would hold stop() forever.
-      if (signal?.aborted) return;
-      await Promise.race([
-        tail,
-        new Promise<void>((resolve) => signal?.addEventListener('abort', () => resolve(), { once: true })),
-      ]);
-    },
-    stop() {
-      stopped = true;
-      opts.stop();
-    },
-  };
-}
-
-/** A handle for plain-code work: runs `definition.run`, takes no token, never calls an engine. */
-export function createNoAgentHandle(
-  definition: NoAgentDefinition,
+/** A turn that ended `cancelled` without having started: nothing was sent, nothing changed. */
+export function unstartedCancelledTurn(
+  agent: string,
   tier: string,
-  clock: Clock,
-  onTurn: (t: Turn, meta: TurnMeta | undefined) => void = () => {},
-): AgentHandle {
-  let tail: Promise<unknown> = Promise.resolve();
-  let running = false;
-  const memory: AgentMemory = { utterances: [], slots: {}, toolResults: [] };
-  const runNow = async (prompt: string, o: AskOptions): Promise<Turn> => {
-    const turn = await runPlain(prompt, o);
-    onTurn(turn, o.meta);
-    return turn;
-  };
-  const runPlain = async (prompt: string, o: AskOptions): Promise<Turn> => {
-    const turnId = o.turnId ?? randomUUID();
-    const startedAt = clock.now();
-    running = true;
-    try {
-      const value = await definition.run(prompt, { signal: o.signal ?? new AbortController().signal });
-      const text = typeof value === 'string' ? value : JSON.stringify(value ?? null);
-      return base(turnId, prompt, startedAt, 'no_agent', { text });
-    } catch (e) {
-      const error = scrubSecrets(e instanceof Error ? e.message : String(e));
-      return {
-        ...base(turnId, prompt, startedAt, 'failed', { text: '' }),
-        error: `no_agent work failed: ${error}`,
-      };
-    } finally {
-      running = false;
-    }
-  };
-  const base = (
-    turnId: string,
-    prompt: string,
-    startedAt: number,
-    outcome: Turn['outcome'],
-    answer: Turn['answer'],
-  ): Turn => ({
-    turnId,
-    agent: definition.name,
+  ask: { turnId: string; prompt: string },
+  at: number,
+): Turn {
+  return {
+    turnId: ask.turnId,
+    agent,
     tier,
-    prompt,
-    answer,
-    outcome,
+    prompt: ask.prompt,
+    answer: { text: '' },
+    outcome: 'cancelled',
     degraded: false,
     faults: [],
     waitMs: 0,
     attempts: 0,
     usage: { inputTokens: 0, outputTokens: 0 },
     messages: [],
-    startedAt,
-    finishedAt: clock.now(),
-  });
-  return {
-    name: definition.name,
-    tier,
-    ask(prompt, o = {}) {
-      const run = tail.then(() => runNow(prompt, o));
-      tail = run.catch(() => {});
-      return run;
-    },
-    state: () => (running ? 'calling' : 'idle'),
-    memory: () => memory,
-    persistedSnapshot: () => undefined,
-    setMemory: () => {},
-    async drain() {
-      await tail;
-    },
-    stop() {},
+    startedAt: at,
+    finishedAt: at,
+    error: 'cancelled before it started; nothing was sent',
   };
+}
+
+/**
+ * The handle of an LLM agent: its asks in a FIFO (one turn at a time), each of which settles exactly once.
+ * While any ask is pending it holds the process open ({@link KeepAlive}).
+ *
+ * @example
+ * ```ts
+ * const turn = await handle.ask('Summarize item 3', { signal: AbortSignal.timeout(60_000) });
+ * ```
+ */
+export class LlmAgentHandle implements ManagedHandle {
+  readonly name: string;
+  readonly tier: string;
+  readonly actor: Actor<typeof agentMachine>;
+  readonly #o: LlmAgentHandleOptions;
+  readonly #queue: PendingAsk[] = [];
+  #current: PendingAsk | undefined;
+  #state: AgentStateName;
+  #stoppedBy: 'agent' | 'supervisor' | undefined;
+  #refusing = false;
+  #drained: Array<() => void> = [];
+
+  constructor(options: LlmAgentHandleOptions) {
+    this.#o = options;
+    this.name = options.name;
+    this.tier = options.tier;
+    this.actor = options.actor;
+    this.#state = topState(options.actor.getSnapshot().value);
+    options.actor.subscribe((snap) =>
+      this.#observe(snap.status === 'stopped' ? 'stopped' : topState(snap.value)),
+    );
+    options.actor.on('turn.completed', (e: AgentEmitted) => this.#completed(e.turn));
+  }
+
+  ask(prompt: string, options: AskOptions = {}): Promise<Turn> {
+    if (this.#stoppedBy || this.#refusing)
+      return Promise.reject(new AgentStoppedError(this.name, this.#stoppedBy ?? 'supervisor'));
+    const turnId = options.turnId ?? randomUUID();
+    if (options.signal?.aborted)
+      return Promise.resolve(
+        unstartedCancelledTurn(this.name, this.tier, { turnId, prompt }, this.#o.clock.now()),
+      );
+    return new Promise<Turn>((resolve) => {
+      const ask: PendingAsk = {
+        turnId,
+        key: options.key ?? `${this.name}:${turnId}`,
+        prompt,
+        meta: options.meta,
+        resolve,
+        started: false,
+        settled: false,
+        offAbort: undefined,
+      };
+      this.#o.keepAlive.hold();
+      if (options.signal) ask.offAbort = onAbort(options.signal, () => this.#cancel(ask));
+      this.#queue.push(ask);
+      this.#startNext();
+    });
+  }
+
+  state(): AgentStateName {
+    return this.#state;
+  }
+
+  memory(): AgentMemory {
+    return (this.actor.getSnapshot().context as AgentContext).memory;
+  }
+
+  persistedSnapshot(): unknown {
+    return this.actor.getPersistedSnapshot();
+  }
+
+  setMemory(slots: Readonly<Record<string, string>>): void {
+    if (!this.#stoppedBy) this.actor.send({ type: 'MEMORY.SET', slots });
+  }
+
+  drain(signal?: AbortSignal): Promise<void> {
+    if (this.#idle() || signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const off = signal ? onAbort(signal, () => resolve()) : undefined;
+      this.#drained.push(() => {
+        off?.();
+        resolve();
+      });
+    });
+  }
+
+  stop(): void {
+    this.stopAs('agent');
+  }
+
+  refuseAsks(): void {
+    this.#refusing = true;
+  }
+
+  stopAs(by: 'agent' | 'supervisor'): void {
+    if (this.#stoppedBy) return;
+    this.#stoppedBy = by;
+    const now = this.#o.clock.now();
+    for (const ask of this.#queue.splice(0)) this.#settle(ask, this.#unstarted(ask, now));
+    const current = this.#current;
+    // The machine takes CANCEL in every working state and emits the cancelled turn at once.
+    if (current) this.actor.send({ type: 'CANCEL', at: now });
+    if (current && !current.settled) this.#settle(current, this.#unstarted(current, now));
+    this.#current = undefined;
+    this.actor.stop();
+    // One agent stopped is news (its name is free again); the whole runtime stopping is not, per agent.
+    if (by === 'agent') this.#observe('stopped');
+    else this.#state = 'stopped';
+    this.#o.onStopped(this.name);
+    this.#checkDrained();
+  }
+
+  cancelAll(): void {
+    const now = this.#o.clock.now();
+    for (const ask of this.#queue.splice(0)) this.#settle(ask, this.#unstarted(ask, now));
+    if (this.#current) this.#cancel(this.#current);
+  }
+
+  #startNext(): void {
+    if (this.#current || this.#stoppedBy) return;
+    const ask = this.#queue.shift();
+    if (!ask) return;
+    this.#current = ask;
+    ask.started = true;
+    this.actor.send({
+      type: 'ASK',
+      turnId: ask.turnId,
+      key: ask.key,
+      prompt: ask.prompt,
+      at: this.#o.clock.now(),
+    });
+  }
+
+  #cancel(ask: PendingAsk): void {
+    if (ask.settled) return;
+    if (!ask.started) {
+      const i = this.#queue.indexOf(ask);
+      if (i >= 0) this.#queue.splice(i, 1);
+      this.#settle(ask, this.#unstarted(ask, this.#o.clock.now()));
+      this.#checkDrained();
+      return;
+    }
+    this.actor.send({ type: 'CANCEL', at: this.#o.clock.now() });
+  }
+
+  #completed(turn: Turn): void {
+    const ask = this.#current;
+    const mine = ask !== undefined && ask.turnId === turn.turnId;
+    this.#o.onTurn(turn, mine ? ask.meta : undefined);
+    if (!mine) return;
+    this.#current = undefined;
+    this.#settle(ask, turn);
+    this.#startNext();
+    this.#checkDrained();
+  }
+
+  #settle(ask: PendingAsk, turn: Turn): void {
+    if (ask.settled) return;
+    ask.settled = true;
+    ask.offAbort?.();
+    this.#o.keepAlive.release();
+    ask.resolve(turn);
+  }
+
+  #unstarted(ask: PendingAsk, at: number): Turn {
+    return unstartedCancelledTurn(this.name, this.tier, ask, at);
+  }
+
+  #idle(): boolean {
+    return this.#current === undefined && this.#queue.length === 0;
+  }
+
+  #checkDrained(): void {
+    if (!this.#idle() || this.#drained.length === 0) return;
+    for (const done of this.#drained.splice(0)) done();
+  }
+
+  #observe(next: AgentStateName): void {
+    if (next === this.#state) return;
+    const previous = this.#state;
+    this.#state = next;
+    this.#o.onState({ agent: this.name, state: next, previous, at: this.#o.clock.now() });
+  }
 }

@@ -1,7 +1,14 @@
 import type { Logger } from 'pino';
-import { type Actor, type AnyActorRef, type InspectionEvent, createActor } from 'xstate';
+import {
+  type Actor,
+  type AnyActorRef,
+  createActor,
+  fromPromise,
+  type InspectionEvent,
+  type Snapshot,
+} from 'xstate';
 import { type AgentInput, type AgentSettings, agentMachine } from '../../machines/agent.machine.ts';
-import { type SupervisorReport, createSupervisorMachine } from '../../machines/supervisor.machine.ts';
+import { supervisorMachine } from '../../machines/supervisor.machine.ts';
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { AnswerCache } from '../degraded/answer-cache.ts';
 import { createDegradedResponder } from '../degraded/degraded-responder.ts';
@@ -9,35 +16,34 @@ import { createEngine as createAdapterEngine } from '../engines/create-engine.ts
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import type { Engine } from '../engines/engine-types.ts';
 import { ConfigError } from '../errors/config-error.ts';
+import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import type { EndpointHealth } from '../health/endpoint-health.ts';
+import { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { createLogger } from '../logging/logger.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
+import { MemoryTokenScheduler } from '../scheduler/memory-token-scheduler.ts';
+import { TimerHeap } from '../scheduler/timer-heap.ts';
+import type { SchedulerReport, TokenView } from '../scheduler/token-scheduler.ts';
+import { onAbort } from './abort-fanout.ts';
 import { type CallMemo, createAgentActors } from './agent-actors.ts';
-import { type AgentDefinition, type LlmAgentDefinition, isNoAgentDefinition } from './agent-definition.ts';
-import { type AgentHandle, createAgentHandle, createNoAgentHandle, type TurnMeta } from './agent-handle.ts';
-import { EnginePool, type EndpointHealth } from './engine-pool.ts';
+import { type AgentDefinition, isNoAgentDefinition, type LlmAgentDefinition } from './agent-definition.ts';
+import {
+  type AgentHandle,
+  type AgentStateChange,
+  LlmAgentHandle,
+  type ManagedHandle,
+} from './agent-handle.ts';
+import { KeepAlive } from './keep-alive.ts';
+import { NoAgentHandle } from './no-agent-handle.ts';
+import { createProbeRunner } from './probe-runner.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
+import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
 import { DEFAULT_BYOK_SESSION, type SupervisorByok, wireByok } from './supervisor-byok.ts';
-import { type AgentMemory, emptyMemory, type Turn } from './turn.ts';
+import { type AgentMemory, emptyMemory } from './turn.ts';
 
-/** The five states an agent is seen in (plus `queued` and `tools`, which are transient). */
-export type AgentStateName =
-  | 'idle'
-  | 'queued'
-  | 'calling'
-  | 'fallback'
-  | 'tools'
-  | 'cooling'
-  | 'degraded'
-  | 'stopped';
-
-/** One agent state change, as `subscribe` reports it. */
-export interface AgentStateChange {
-  readonly agent: string;
-  readonly state: AgentStateName;
-  readonly previous: AgentStateName;
-  readonly at: number;
-}
+export type { AgentStateChange, AgentStateName } from './agent-handle.ts';
+export type { TokenView } from '../scheduler/token-scheduler.ts';
 
 /** Options of {@link createSupervisor}. Every one is optional. */
 export interface SupervisorOptions {
@@ -47,43 +53,55 @@ export interface SupervisorOptions {
   readonly logger?: Logger;
   /** Builds an endpoint's engine. Default: the unified adapter (`createEngine`). */
   readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
-  /** XState inspection events of every actor (agents, supervisor, breakers): the visualizer's feed. Default none. */
+  /** XState inspection events of every actor (each agent, the supervisor's lifecycle): the visualizer's feed. Default none. */
   readonly inspect?: (event: InspectionEvent) => void;
   /** Memo of finished calls by idempotency key (the durable store). Default: none (in-memory only). */
   readonly memo?: CallMemo;
-  /** Receives the supervisor's decisions (grants, waits, denials, reclaims, probes). Default none. */
-  readonly onReport?: (report: SupervisorReport) => void;
+  /** Receives the scheduler's decisions (grants, waits, denials, reclaims, probes). Default none. */
+  readonly onReport?: (report: SchedulerReport) => void;
   /** Random source for backoff jitter. Default Math.random. */
   readonly random?: () => number;
   /**
-   * Receives every runtime event as plain data: agent state changes, call attempts, token grants and
-   * releases, waits, denials, probes, breaker changes, finished turns. The event log and the visualizer
-   * are built from it. Default none.
+   * Receives every runtime event as plain data: agent state changes, call attempts (probes included), token
+   * grants and releases, waits, denials, probes, breaker changes, finished turns. The event log and the
+   * visualizer are built from it. Default none.
    */
   readonly onEvent?: RuntimeEventListener;
+  /**
+   * Keep the process alive while an ask is pending (the clock's own timers never hold it open, so a script whose
+   * agents all wait out a cooldown would otherwise exit with its asks unsettled). Default true.
+   */
+  readonly keepAlive?: boolean;
 }
 
-/** The token state at a glance. */
-export interface TokenView {
-  readonly limit: number;
-  readonly held: number;
-  readonly holders: readonly {
-    readonly holder: string;
-    readonly endpointId: string;
-    readonly tier: string;
-  }[];
-  readonly queue: readonly { readonly agent: string; readonly tier: string }[];
+/** Options of {@link Supervisor.spawnAgent}. */
+export interface SpawnOptions {
+  /** Working memory to start from (a resumed run). Default: empty, with the definition's initial slots. */
+  readonly memory?: AgentMemory;
+  /**
+   * A persisted snapshot of this agent's actor (`handle.persistedSnapshot()`) to restore instead of starting
+   * fresh: a cooling agent wakes at its stored deadline, a queued one asks for a token again. Default none.
+   */
+  readonly snapshot?: unknown;
 }
+
+/** Where the supervisor is in its life. */
+export type SupervisorState = 'running' | 'draining' | 'stopped';
 
 /**
- * A running breakwater runtime: the supervisor actor with its agents, tokens and endpoint health.
+ * A running breakwater runtime: the supervisor with its agents, tokens and endpoint health.
  */
 export interface Supervisor {
   readonly config: RuntimeConfig;
-  /** The root XState actor (system id `supervisor`). */
+  /** The supervisor's lifecycle actor (system id `supervisor`): running → draining → stopped. */
   readonly actor: AnyActorRef;
-  /** Starts an agent (an LLM agent actor, or plain `no_agent` work). Throws ConfigError on a bad definition. */
-  spawnAgent(definition: AgentDefinition, options?: { memory?: AgentMemory }): AgentHandle;
+  /** The clock every deadline runs on. */
+  readonly clock: Clock;
+  /**
+   * Starts an agent (an LLM agent actor, or plain `no_agent` work). Throws ConfigError on a bad definition or a
+   * name in use, and AgentStoppedError once the supervisor is stopping. O(1).
+   */
+  spawnAgent(definition: AgentDefinition, options?: SpawnOptions): AgentHandle;
   agent(name: string): AgentHandle | undefined;
   agents(): readonly AgentHandle[];
   /** Calls `listener` on every agent state change. Returns the unsubscribe function. */
@@ -92,19 +110,27 @@ export interface Supervisor {
   subscribeEvents(listener: RuntimeEventListener): () => void;
   health(): readonly EndpointHealth[];
   tokens(): TokenView;
+  /** Changes the number of global concurrency tokens (at least 1). */
+  setLimit(limit: number): void;
+  state(): SupervisorState;
   /**
    * Runtime BYOK: `inject(sessionId, provider, key, { signal })` a user's own key mid-run (checked, kept
    * encrypted in memory, used only by that session's agents after their chain), `revoke`, `list`,
    * `endSession`. Needs `byok.templates` in the config; without them `inject` throws a ConfigError.
    */
   readonly byok: SupervisorByok;
-  /** Drains: refuses new asks, waits for the turns in progress, then stops every actor; wipes every BYOK key. */
+  /**
+   * Drains, then stops: new asks and spawns are refused at once, the asks already given finish, then every
+   * agent stops and every BYOK key is wiped. When `signal` aborts (before or during the drain), every pending
+   * ask is cancelled instead: calls in flight are aborted, queued asks settle `cancelled` with nothing sent.
+   * Resolves once stopped; every ask has settled by then. Calling it again returns the same stop.
+   */
   stop(options?: { signal?: AbortSignal }): Promise<void>;
 }
 
 /**
  * Creates the runtime: validates the config (a bad one is refused with a ConfigError naming the field),
- * builds the engine pool and starts the supervisor actor.
+ * builds the endpoints with their health, the token scheduler, and starts the supervisor's lifecycle.
  *
  * @example
  * ```ts
@@ -134,123 +160,175 @@ export function createSupervisor(
   const emit = (e: RuntimeEvent) => {
     for (const l of eventListeners) l(e);
   };
-  const onBreakerChange = (c: {
-    endpointId: string;
-    state: string;
-    previous: string;
-    openUntil: number | null;
-  }) =>
-    emit({
-      type: 'breaker.state',
-      at: clock.now(),
-      endpoint: c.endpointId,
-      data: { state: c.state, previous: c.previous, openUntil: c.openUntil },
-    });
-  let root: Actor<ReturnType<typeof createSupervisorMachine>> | undefined;
+  const timers = new TimerHeap(clock);
+  const keepAlive = new KeepAlive(options.keepAlive ?? true);
+  let scheduler!: MemoryTokenScheduler;
   const byok = wireByok({
     config,
     clock,
     logger,
-    pool: () => pool,
+    pool: () => ({
+      addEndpoint: (c, o) => {
+        endpoints.add(c, o.createEngine);
+        scheduler.rescan();
+      },
+      removeEndpoint: (id) => {
+        endpoints.remove(id);
+        scheduler.rescan();
+      },
+    }),
     emit,
-    endpointOptions: { ...(options.inspect ? { inspect: options.inspect } : {}), onBreakerChange },
-    // Agents queued for pacing or concurrency may now be granted the new key's endpoint.
-    onInjected: () => root?.send({ type: 'SCAN' }),
+    endpointOptions: {},
+    onInjected: () => scheduler.rescan(),
   });
-  const pool = new EnginePool(config, {
-    clock,
+  const probes = { request: (id: string) => probeRunner.request(id) };
+  const endpoints = new EndpointRegistry(config.endpoints, config.chains, {
+    timers,
     createEngine: build,
-    ...(options.inspect ? { inspect: options.inspect } : {}),
     ...(options.random ? { random: options.random } : {}),
-    onBreakerChange,
-    onFault: (endpointId, fault) => byok.onFault(endpointId, fault),
+    settings: {
+      breaker: config.breaker,
+      baseBackoffMs: config.retry.baseBackoffMs,
+      maxBackoffMs: config.retry.maxBackoffMs,
+      creditCooldownMs: config.creditCooldownMs,
+      adaptive: config.concurrency.adaptive,
+      defaultConcurrency: config.concurrency.limit,
+    },
+    hooks: {
+      onBreakerChange: (c) =>
+        emit({
+          type: 'breaker.state',
+          at: clock.now(),
+          endpoint: c.endpointId,
+          data: { state: c.state, previous: c.previous, openUntil: c.openUntil },
+        }),
+      onProbeWanted: (id) => probes.request(id),
+      onReadinessChange: (id) => scheduler?.wake(id),
+      onFault: (id, fault) => byok.onFault(id, fault),
+    },
   });
-  const budget = new RetryBudget({
-    ratio: config.retry.budgetRatio,
-    windowMs: config.retry.budgetWindowMs,
-    minRetriesPerWindow: config.retry.minRetriesPerWindow,
-  });
-  const definitions = new Map<string, AgentDefinition>();
-  const cache = new AnswerCache();
-  const trees: Record<string, NonNullable<LlmAgentDefinition['decisionTree']>> = {};
-  const degraded = createDegradedResponder({ cache, trees });
-  const actors = createAgentActors({
-    pool,
-    clock,
-    logger,
-    definitions,
-    degraded,
-    ...(options.memo ? { memo: options.memo } : {}),
-    onCall: (c) =>
-      emit({
-        type: 'call.attempt',
-        at: c.at,
-        agent: c.agent,
-        endpoint: c.endpointId,
-        data: {
-          tier: c.tier,
-          outcome: c.outcome,
-          startedAt: c.startedAt,
-          latencyMs: c.at - c.startedAt,
-          provider: c.provider,
-          model: c.model,
-          ...(c.fault
-            ? {
-                faultKind: c.fault.kind,
-                ...(c.fault.status !== undefined ? { status: c.fault.status } : {}),
-                ...(c.fault.retryAfterMs !== undefined ? { retryAfterMs: c.fault.retryAfterMs } : {}),
-              }
-            : { status: 200 }),
-        },
-      }),
-  });
-
   /** The BYOK session of each LLM agent: only that session's keys come after its chain. */
   const sessions = new Map<string, string>();
-  const machine = createSupervisorMachine({
-    pool,
+  const endpointsOf = (chain: string, session: string | undefined) => {
+    const extra = byok.endpointsFor(session ?? DEFAULT_BYOK_SESSION);
+    const own = endpoints.chain(chain);
+    return extra.length === 0 ? own : [...own, ...extra];
+  };
+  scheduler = new MemoryTokenScheduler({
     clock,
-    budget,
-    tiers: config.tiers,
+    timers,
+    endpoints,
     limit: config.concurrency.limit,
+    tiers: config.tiers,
     leaseMs: config.concurrency.leaseMs,
-    startProbe: (endpointId, leaseId) => {
-      void pool.probe(endpointId).finally(() => root?.send({ type: 'PROBE.DONE', leaseId }));
-    },
-    extraEndpoints: (agent) => byok.endpointsFor(sessions.get(agent) ?? DEFAULT_BYOK_SESSION),
-    report: (r) => {
-      if (r.type === 'probe.started') logger.info({ endpoint: r.endpointId }, 'probe');
+    reclaimGraceMs: config.concurrency.reclaimGraceMs,
+    budget: new RetryBudget({
+      ratio: config.retry.budgetRatio,
+      windowMs: config.retry.budgetWindowMs,
+      minRetriesPerWindow: config.retry.minRetriesPerWindow,
+    }),
+    endpointsFor: (r) => endpointsOf(r.chain, r.session),
+    onReport: (r) => {
       options.onReport?.(r);
       if (eventListeners.size > 0) emit(reportToEvent(r));
     },
-  }).provide({ actors: { agent: agentMachine.provide({ actors }) } });
-
-  const started = createActor(machine, {
-    systemId: 'supervisor',
-    clock: clock as never,
-    ...(options.inspect ? { inspect: options.inspect } : {}),
+    onForcedReclaim: (g) =>
+      logger.warn(
+        { endpoint: g.endpointId, holder: g.holder, leaseId: g.leaseId },
+        'a call ignored the cancellation of its overrun lease; its token was taken back',
+      ),
   });
-  root = started;
-  started.start();
+  const probeRunner = createProbeRunner({
+    endpoints,
+    scheduler,
+    clock,
+    logger,
+    maxTokens: config.probeMaxTokens,
+    onCall: (c) => emit(callEvent(c)),
+  });
 
-  const handles = new Map<string, AgentHandle>();
+  const definitions = new Map<string, AgentDefinition>();
+  const cache = new AnswerCache();
+  const trees: Record<string, NonNullable<LlmAgentDefinition['decisionTree']>> = {};
+  const agentLogic = agentMachine.provide({
+    actors: createAgentActors({
+      endpoints,
+      scheduler,
+      timers,
+      clock,
+      logger,
+      definitions,
+      degraded: createDegradedResponder({ cache, trees }),
+      sessionOf: (agent) => sessions.get(agent),
+      endpointsOf: (agent, chain) => endpointsOf(chain, sessions.get(agent)),
+      ...(options.memo ? { memo: options.memo } : {}),
+      onCall: (c) => emit(callEvent(c)),
+    }),
+  });
+
+  const handles = new Map<string, ManagedHandle>();
   const listeners = new Set<(c: AgentStateChange) => void>();
   const notify = (c: AgentStateChange) => {
     emit({ type: 'agent.state', at: c.at, agent: c.agent, data: { state: c.state, previous: c.previous } });
     for (const l of listeners) l(c);
   };
-  let stopping = false;
+  const forget = (name: string) => {
+    handles.delete(name);
+    definitions.delete(name);
+    sessions.delete(name);
+    delete trees[name];
+  };
+
+  // The lifecycle: the drain waits for every ask given (or cancels them all when a stop signal aborts).
+  const cancelAll = () => {
+    for (const h of handles.values()) h.cancelAll();
+  };
+  let stopped!: () => void;
+  const whenStopped = new Promise<void>((resolve) => {
+    stopped = resolve;
+  });
+  const lifecycle = createActor(
+    supervisorMachine.provide({
+      actors: {
+        drain: fromPromise(async () => {
+          const drains = [...handles.values()].map((h) => h.drain());
+          await Promise.allSettled(drains);
+        }),
+      },
+      actions: {
+        applyLimit: (_, params: { limit: number }) => scheduler.setLimit(params.limit),
+        shutdown: () => {
+          for (const h of [...handles.values()]) h.stopAs('supervisor');
+          probeRunner.close();
+          scheduler.close();
+          // Every user key is wiped (its endpoint removed) before the endpoints' timers go.
+          byok.close();
+          endpoints.close();
+          timers.close();
+          stopped();
+        },
+      },
+    }),
+    {
+      systemId: 'supervisor',
+      input: { limit: config.concurrency.limit },
+      clock: clock as never,
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    },
+  ).start();
+  const running = () => lifecycle.getSnapshot().value === 'running';
 
   const spawnAgent: Supervisor['spawnAgent'] = (definition, spawnOptions = {}) => {
-    if (stopping) throw new Error('the supervisor is stopping; no new agents');
     const where = `agents.${definition.name}`;
     if (!definition.name)
       throw new ConfigError({ source: 'spawnAgent', path: 'name', message: 'an agent needs a name' });
+    if (!running()) throw new AgentStoppedError(definition.name, 'supervisor');
     if (handles.has(definition.name))
       throw new ConfigError({
         source: 'spawnAgent',
         path: `${where}.name`,
-        message: 'an agent of this name is already running; names must be unique',
+        message:
+          'an agent of this name is already running; names must be unique (stop it first to reuse the name)',
       });
     const tier = definition.tier ?? config.tiers[config.tiers.length - 1]!;
     if (!config.tiers.includes(tier))
@@ -259,9 +337,16 @@ export function createSupervisor(
         path: `${where}.tier`,
         message: `unknown tier "${tier}"; use one of ${config.tiers.join(', ')}`,
       });
-    definitions.set(definition.name, definition);
     if (isNoAgentDefinition(definition)) {
-      const h = createNoAgentHandle(definition, tier, clock, (turn, meta) => emit(turnEvent(turn, meta)));
+      definitions.set(definition.name, definition);
+      const h = new NoAgentHandle({
+        definition,
+        tier,
+        clock,
+        keepAlive,
+        onTurn: (turn, meta) => emit(turnEvent(turn, meta)),
+        onStopped: forget,
+      });
       handles.set(definition.name, h);
       return h;
     }
@@ -280,52 +365,43 @@ export function createSupervisor(
         path: `${where}.session`,
         message: 'must be a non-empty string (the user session whose BYOK keys the agent may use)',
       });
+    definitions.set(definition.name, definition);
     sessions.set(definition.name, definition.session ?? DEFAULT_BYOK_SESSION);
     if (definition.decisionTree) trees[definition.name] = definition.decisionTree;
-    const d = config.agentDefaults;
-    const settings: AgentSettings = {
-      name: definition.name,
-      tier,
-      chain: definition.chain,
-      ...(definition.role ? { role: definition.role } : {}),
-      maxWaitMs: definition.maxWaitMs ?? d.maxWaitMs,
-      maxAttempts: definition.maxAttempts ?? d.maxAttempts,
-      maxTokens: definition.maxTokens ?? d.maxTokens,
-      ...(definition.temperature !== undefined ? { temperature: definition.temperature } : {}),
-      historyTurns: definition.historyTurns ?? d.historyTurns,
-      probeIntervalMs: d.probeIntervalMs,
-      tools: Object.entries(definition.tools ?? {}).map(([name, t]) => ({
-        name,
-        ...(t.description ? { description: t.description } : {}),
-        parameters: t.parameters,
-      })),
-    };
     const agentInput: AgentInput = {
-      settings,
+      settings: agentSettings(definition, tier, config),
       memory: spawnOptions.memory ?? emptyMemory(definition.memory),
     };
-    started.send({ type: 'AGENT.SPAWN', name: definition.name, input: agentInput });
-    const ref = started.system.get(`agent:${definition.name}`) as AnyActorRef;
-    const h = createAgentHandle({
+    const actor: Actor<typeof agentMachine> = createActor(agentLogic, {
+      id: definition.name,
+      input: agentInput,
+      clock: clock as never,
+      ...(spawnOptions.snapshot ? { snapshot: spawnOptions.snapshot as Snapshot<unknown> } : {}),
+      ...(options.inspect ? { inspect: options.inspect } : {}),
+    });
+    const h = new LlmAgentHandle({
       name: definition.name,
       tier,
-      ref,
+      actor,
       clock,
+      keepAlive,
       onState: notify,
       onTurn: (turn, meta) => {
         if (turn.outcome === 'answered' || turn.outcome === 'fallback')
           cache.remember(turn.agent, turn.prompt, turn.answer.text);
         emit(turnEvent(turn, meta));
       },
-      stop: () => started.send({ type: 'AGENT.STOP', name: definition.name }),
+      onStopped: forget,
     });
     handles.set(definition.name, h);
+    actor.start();
     return h;
   };
 
   return {
     config,
-    actor: started,
+    actor: lifecycle,
+    clock,
     spawnAgent,
     agent: (name) => handles.get(name),
     agents: () => [...handles.values()],
@@ -337,91 +413,42 @@ export function createSupervisor(
       eventListeners.add(listener);
       return () => eventListeners.delete(listener);
     },
-    health: () => pool.health(clock.now()),
+    health: () => endpoints.views(clock.now()),
+    tokens: () => scheduler.view(),
+    setLimit: (limit) => lifecycle.send({ type: 'LIMIT.SET', limit }),
+    state: () => {
+      const v = lifecycle.getSnapshot().value;
+      return v === 'running' ? 'running' : v === 'draining' ? 'draining' : 'stopped';
+    },
     byok: byok.api,
-    tokens() {
-      const ctx = started.getSnapshot().context;
-      return {
-        limit: ctx.limit,
-        held: Object.keys(ctx.leases).length,
-        holders: Object.values(ctx.leases).map((l) => ({
-          holder: l.holder,
-          endpointId: l.endpointId,
-          tier: l.tier,
-        })),
-        queue: ctx.queue.map((q) => ({ agent: q.agent, tier: q.tier })),
-      };
-    },
-    async stop(stopOptions = {}) {
-      stopping = true;
-      const drains = [...handles.values()].map((h) => h.drain(stopOptions.signal));
-      await Promise.allSettled(drains);
-      started.stop();
-      // Every user key is wiped (its endpoint removed) before the pool's breakers stop.
-      byok.close();
-      pool.stop();
+    stop(stopOptions = {}) {
+      const signal = stopOptions.signal;
+      if (signal) onAbort(signal, cancelAll);
+      // Refuse new work at once, even before the drain starts.
+      for (const h of handles.values()) h.refuseAsks();
+      lifecycle.send({ type: 'STOP' });
+      return whenStopped;
     },
   };
 }
 
-function turnEvent(turn: Turn, meta: TurnMeta | undefined): RuntimeEvent {
+function agentSettings(definition: LlmAgentDefinition, tier: string, config: RuntimeConfig): AgentSettings {
+  const d = config.agentDefaults;
   return {
-    type: 'turn.completed',
-    at: turn.finishedAt,
-    agent: turn.agent,
-    ...(turn.endpointId ? { endpoint: turn.endpointId } : {}),
-    data: {
-      turnId: turn.turnId,
-      tier: turn.tier,
-      ...(meta?.round !== undefined ? { round: meta.round } : {}),
-      ...(meta?.itemId !== undefined ? { itemId: meta.itemId } : {}),
-      outcome: turn.outcome,
-      degraded: turn.degraded,
-      ...(turn.degradedReason ? { degradedReason: turn.degradedReason } : {}),
-      waitMs: turn.waitMs,
-      attempts: turn.attempts,
-      faults: turn.faults.map((f) => f.kind),
-      startedAt: turn.startedAt,
-    },
+    name: definition.name,
+    tier,
+    chain: definition.chain,
+    ...(definition.role ? { role: definition.role } : {}),
+    maxWaitMs: definition.maxWaitMs ?? d.maxWaitMs,
+    maxAttempts: definition.maxAttempts ?? d.maxAttempts,
+    maxTokens: definition.maxTokens ?? d.maxTokens,
+    ...(definition.temperature !== undefined ? { temperature: definition.temperature } : {}),
+    historyTurns: definition.historyTurns ?? d.historyTurns,
+    probeIntervalMs: d.probeIntervalMs,
+    tools: Object.entries(definition.tools ?? {}).map(([name, t]) => ({
+      name,
+      ...(t.description ? { description: t.description } : {}),
+      parameters: t.parameters,
+    })),
   };
-}
-
-function reportToEvent(r: SupervisorReport): RuntimeEvent {
-  switch (r.type) {
-    case 'token.granted':
-      return {
-        type: r.type,
-        at: r.at,
-        agent: r.agent,
-        endpoint: r.endpointId,
-        data: { leaseId: r.leaseId, waitedMs: r.waitedMs, held: r.held },
-      };
-    case 'token.released':
-      return {
-        type: r.type,
-        at: r.at,
-        agent: r.agent,
-        endpoint: r.endpointId,
-        data: { leaseId: r.leaseId, held: r.held },
-      };
-    case 'token.reclaimed':
-      return {
-        type: r.type,
-        at: r.at,
-        endpoint: r.endpointId,
-        data: { leaseId: r.leaseId, holder: r.holder },
-      };
-    case 'token.wait':
-      return {
-        type: r.type,
-        at: r.at,
-        agent: r.agent,
-        endpoint: r.endpointId,
-        data: { until: r.until, cause: r.cause },
-      };
-    case 'token.denied':
-      return { type: r.type, at: r.at, agent: r.agent, data: { reason: r.reason } };
-    case 'probe.started':
-      return { type: r.type, at: r.at, endpoint: r.endpointId, data: { leaseId: r.leaseId } };
-  }
 }

@@ -22,12 +22,29 @@ export type { CallMemo, CallRecordEvent } from './agent-actors.ts';
 export type {
   AgentStateChange,
   AgentStateName,
+  SpawnOptions,
   Supervisor,
   SupervisorOptions,
+  SupervisorState,
   TokenView,
 } from './create-supervisor.ts';
 export { createSupervisor } from './create-supervisor.ts';
-export type { EndpointHealth, Selection, WaitCause } from './engine-pool.ts';
+export type { EndpointHealth, WaitCause } from '../health/endpoint-health.ts';
+export type { Selection } from '../health/endpoint-registry.ts';
+export type {
+  Grant,
+  SchedulerReport,
+  TokenDecision,
+  TokenRequest,
+  TokenScheduler,
+} from '../scheduler/token-scheduler.ts';
+export {
+  isLeaseExpiredError,
+  isSchedulerClosedError,
+  LeaseExpiredError,
+  SchedulerClosedError,
+} from '../scheduler/token-scheduler.ts';
+export { AgentStoppedError, isAgentStoppedError } from '../errors/lifecycle-errors.ts';
 export { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
 export type { RuntimeConfig, RuntimeConfigInput } from './runtime-config.ts';
 export { byokConfigSchema, defineConfig, runtimeConfigSchema } from './runtime-config.ts';

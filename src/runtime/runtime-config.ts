@@ -59,10 +59,18 @@ const concurrencySchema = z
     limit: positiveInt.default(3),
     /** AIMD per endpoint: halve an endpoint's concurrency on 429/overload, grow it back on success. Default false. */
     adaptive: z.boolean().default(false),
-    /** A token whose holder has not released it after this long is taken back, ms. Default 120 000. */
+    /**
+     * A token whose holder has not released it after this long is taken back: its call is cancelled and the
+     * endpoint records a `timeout`, ms. Default 120 000.
+     */
     leaseMs: positiveInt.default(120_000),
+    /**
+     * After cancelling an overrun call, how long its holder has to give the token back before it is taken
+     * anyway (only a call that ignores cancellation ever waits this long), ms. Default 5 000.
+     */
+    reclaimGraceMs: positiveInt.default(5_000),
   })
-  .default({ limit: 3, adaptive: false, leaseMs: 120_000 });
+  .default({ limit: 3, adaptive: false, leaseMs: 120_000, reclaimGraceMs: 5_000 });
 
 const agentDefaultsSchema = z
   .strictObject({

@@ -5,7 +5,17 @@ import type { Clock } from '../clock/clock.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import type { RuntimeEvent } from '../events/runtime-event.ts';
 import type { Fault, FaultKind } from '../faults/fault.ts';
-import type { EnginePool, EnginePoolOptions } from './engine-pool.ts';
+import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import type { Engine } from '../engines/engine-types.ts';
+
+/** Where BYOK endpoints go: the runtime's endpoints (each with its own health). */
+export interface ByokEndpointSink {
+  addEndpoint(
+    config: ParsedEndpointConfig,
+    options: { createEngine: (config: ParsedEndpointConfig) => Engine },
+  ): void;
+  removeEndpoint(id: string): void;
+}
 import type { RuntimeConfig } from './runtime-config.ts';
 
 /**
@@ -101,10 +111,11 @@ export interface ByokWiringDeps {
   readonly config: RuntimeConfig;
   readonly clock: Clock;
   readonly logger: Logger;
-  /** Getter: the pool is built after the wiring (its fault hook points here). */
-  readonly pool: () => EnginePool;
+  /** Getter: the endpoints are built after the wiring (their fault hook points here). */
+  readonly pool: () => ByokEndpointSink;
   readonly emit: (event: RuntimeEvent) => void;
-  readonly endpointOptions: Pick<EnginePoolOptions, 'inspect' | 'onBreakerChange'>;
+  /** Extra options for each BYOK endpoint. Default none. */
+  readonly endpointOptions?: Record<string, never>;
   /** A key became usable: the supervisor looks at its queue again. */
   readonly onInjected: () => void;
 }

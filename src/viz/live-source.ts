@@ -1,4 +1,3 @@
-import type { AnyActorRef } from 'xstate';
 import { type Clock, systemClock } from '../clock/clock.ts';
 import type { RuntimeEvent } from '../events/runtime-event.ts';
 import type { Supervisor } from '../runtime/create-supervisor.ts';
@@ -74,12 +73,6 @@ export interface LiveSource extends VizLiveSource {
   close(): void;
 }
 
-/** The clock the supervisor's root actor was created with (XState keeps it as `actor.clock`). */
-function clockOf(supervisor: Supervisor): Clock | undefined {
-  const clock = (supervisor.actor as { clock?: Partial<Clock> }).clock;
-  return clock && typeof clock.now === 'function' ? (clock as Clock) : undefined;
-}
-
 function pathOf(value: unknown): string {
   if (typeof value === 'string') return value;
   if (value && typeof value === 'object') {
@@ -103,7 +96,7 @@ function pathOf(value: unknown): string {
  * ```
  */
 export function createLiveSource(supervisor: Supervisor, options: LiveSourceOptions = {}): LiveSource {
-  const clock = options.clock ?? clockOf(supervisor) ?? systemClock;
+  const clock = options.clock ?? supervisor.clock ?? systemClock;
   const listeners = new Set<(event: VizEvent) => void>();
   let state = emptyVizState({ limit: supervisor.config.concurrency.limit });
   let closed = false;
@@ -113,11 +106,9 @@ export function createLiveSource(supervisor: Supervisor, options: LiveSourceOpti
     for (const l of listeners) l(event);
   };
 
-  const agentRef = (name: string) => supervisor.actor.system.get(`agent:${name}`) as AnyActorRef | undefined;
-
   const takeSample = (): VizSampleEvent => {
     const agents: VizAgentSample[] = supervisor.agents().map((h) => {
-      const snap = agentRef(h.name)?.getSnapshot() as
+      const snap = h.actor?.getSnapshot() as
         | { value: unknown; status: string; context?: { settings?: { chain?: string } } }
         | undefined;
       const chain = snap?.context?.settings?.chain;

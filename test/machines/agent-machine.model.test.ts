@@ -5,12 +5,11 @@ import { type AgentEvent, type AgentInput, agentMachine } from '../../machines/a
 import { createManualClock } from '../../src/clock/clock.ts';
 import {
   ActorScript,
-  AFTER_COOLING,
   type AgentSnapshot,
   abstractState,
-  agentOf,
   CALLING_INVOKE,
   type CallOutcomeName,
+  COOLING_INVOKE,
   contextOf,
   definedTransitions,
   ev,
@@ -18,9 +17,9 @@ import {
   INPUT,
   type ModelEvent,
   modelEvents,
+  QUEUED_INVOKE,
   serializeEvent,
   stateName,
-  supervisorHarness,
   T0,
 } from './agent-model-harness.ts';
 import { type Live, type PathStep, replay, startLive } from './agent-model-replay.ts';
@@ -53,7 +52,7 @@ async function run(steps: readonly PathStep[], taken = new Set<string>()): Promi
     await replay(live, steps);
   } catch (e) {
     (e as Error).message += `\n  path: ${describePath(steps)}`;
-    live.root.stop();
+    live.agent.stop();
     throw e;
   }
   return live;
@@ -78,9 +77,12 @@ describe('agent machine — model-based, every transition replayed on a live act
     const declared = definedTransitions(agentMachine);
     // Guards and targets spelled out, so a changed chart shows up here by name.
     expect(declared).toContain(
-      'agent.calling --xstate.done.actor.0.agent.calling#3 [attemptsExhausted]--> agent.degraded',
+      'agent.calling --xstate.done.actor.0.agent.calling#4 [attemptsExhausted]--> agent.degraded',
     );
-    expect(declared).toContain('agent.cooling --xstate.after.coolingDelay.agent.cooling#0--> agent.queued');
+    expect(declared).toContain(`agent.cooling --xstate.done.actor.${COOLING_INVOKE}#0--> agent.queued`);
+    expect(declared).toContain(
+      `agent.queued --xstate.done.actor.${QUEUED_INVOKE}#2 [mustCool]--> agent.cooling`,
+    );
     expect(declared).toContain('agent --MEMORY.SET#0--> (stays)');
 
     const paths = model.getShortestPaths();
@@ -99,7 +101,7 @@ describe('agent machine — model-based, every transition replayed on a live act
       ]),
     );
     const taken = new Set<string>();
-    for (const path of paths) (await run(path.steps as unknown as PathStep[], taken)).root.stop();
+    for (const path of paths) (await run(path.steps as unknown as PathStep[], taken)).agent.stop();
     const missing = declared.filter((k) => !taken.has(k));
     expect(missing, 'transitions no replayed path took').toEqual([]);
     expect(paths.length).toBeGreaterThan(declared.length);
@@ -110,7 +112,9 @@ describe('agent machine — model-based, every transition replayed on a live act
       const x = e as ModelEvent & {
         output?: { ok: boolean; fault?: { kind: string }; result?: { toolCalls: [] } };
       };
-      if (['ASK', 'TOKEN.GRANTED', 'TOKEN.WAIT', AFTER_COOLING].includes(x.type)) return true;
+      if (x.type === 'ASK' || x.type === `xstate.done.actor.${COOLING_INVOKE}`) return true;
+      if (x.type === `xstate.done.actor.${QUEUED_INVOKE}`)
+        return (x.output as unknown as { kind: string }).kind !== 'denied';
       if (
         x.type !== `xstate.done.actor.${CALLING_INVOKE}` &&
         x.type !== `xstate.done.actor.${FALLBACK_INVOKE}`
@@ -136,7 +140,7 @@ describe('agent machine — model-based, every transition replayed on a live act
       // which endpoint gave it.
       expect(turn!.attempts).toBe(turn!.faults.length + 1);
       expect(['primary', 'backup']).toContain(turn!.endpointId);
-      live.root.stop();
+      live.agent.stop();
     }
     expect([...outcomes.keys()].sort()).toEqual(['answered', 'fallback']);
     expect(paths.length).toBeGreaterThanOrEqual(20);
@@ -148,15 +152,16 @@ describe('agent machine — scripted turns', () => {
     const live = await run(pathOf([ev.ask(), ev.grant(0), called('answer')]));
     const [turn] = live.turns;
     expect(turn).toMatchObject({ outcome: 'answered', endpointId: 'primary', attempts: 1, faults: [] });
-    expect(live.received().map((m) => m.type)).toEqual(['TOKEN.REQUEST', 'TOKEN.RELEASE']);
+    expect(live.script.started.map((a) => a.kind)).toEqual(['acquireToken', 'callEngine']);
+    expect(live.book.spent).toEqual(['lease-1']);
     expect(contextOf(live.agent).memory.utterances.map((u) => u.endpointId)).toEqual(['primary']);
-    live.root.stop();
+    live.agent.stop();
   });
 
   it('success on a later endpoint of the chain: outcome fallback', async () => {
     const live = await run(pathOf([ev.ask(), ev.grant(1), calledBackup('answer')]));
     expect(live.turns[0]).toMatchObject({ outcome: 'fallback', endpointId: 'backup' });
-    live.root.stop();
+    live.agent.stop();
   });
 
   it('tool calls then success: the tool result goes into the next request and into memory', async () => {
@@ -167,17 +172,17 @@ describe('agent machine — scripted turns', () => {
     expect(turn!.outcome).toBe('answered');
     expect(turn!.messages.map((m) => m.role)).toEqual(['tool_call', 'tool_result']);
     const second = live.script.started.filter((s) => s.kind === 'callEngine')[1]!.input as {
-      request: { idempotencyKey: string; messages: { role: string; content?: string }[] };
+      prompt: { idempotencyKey: string; turnMessages: { role: string; content?: string }[] };
     };
-    expect(second.request.idempotencyKey).toBe('model:turn-1:call1');
-    expect(second.request.messages.at(-1)).toMatchObject({ role: 'tool_result', content: '1.0842' });
+    expect(second.prompt.idempotencyKey).toBe('model:turn-1:call1');
+    expect(second.prompt.turnMessages.at(-1)).toMatchObject({ role: 'tool_result', content: '1.0842' });
     expect(contextOf(live.agent).memory.toolResults).toHaveLength(1);
     // The tool round trip starts a new step: its first request is not a retry either.
     expect(live.book.requests.map((r) => [r.attempt, r.retry])).toEqual([
       [0, false],
       [0, false],
     ]);
-    live.root.stop();
+    live.agent.stop();
   });
 
   it('a transient fault is retried and charged as a retry; a capacity fault falls back uncharged', async () => {
@@ -189,7 +194,7 @@ describe('agent machine — scripted turns', () => {
       [1, true],
     ]);
     expect(transient.turns[0]).toMatchObject({ outcome: 'answered', attempts: 2 });
-    transient.root.stop();
+    transient.agent.stop();
 
     const capacity = await run(
       pathOf([ev.ask(), ev.grant(0), called('rate_limited'), ev.grant(1), calledBackup('answer')]),
@@ -200,15 +205,15 @@ describe('agent machine — scripted turns', () => {
     ]);
     expect(capacity.turns[0]).toMatchObject({ outcome: 'fallback', endpointId: 'backup' });
     expect(capacity.turns[0]!.faults.map((f) => f.kind)).toEqual(['rate_limited']);
-    capacity.root.stop();
+    capacity.agent.stop();
   });
 
-  it('a bad request ends the turn failed with a clear error, releasing its lease', async () => {
+  it('a bad request ends the turn failed with a clear error; its one grant was spent by its one call', async () => {
     const live = await run(pathOf([ev.ask(), ev.grant(0), called('bad_request')]));
     expect(live.turns[0]!.error).toMatch(/^bad_request: .* no engine swap fixes this/);
     expect(live.agent.getSnapshot().value).toBe('idle');
-    expect(live.book.released).toEqual(live.book.granted);
-    live.root.stop();
+    expect(live.book.spent).toEqual(live.book.granted);
+    live.agent.stop();
   });
 
   it('attempts exhausted: answers degraded, labelled, then returns to idle when its chain is healthy', async () => {
@@ -220,79 +225,109 @@ describe('agent machine — scripted turns', () => {
         ev.grant(1),
         calledBackup('overloaded'),
         ev.degradedDone(),
-        ev.afterProbe(),
+        ev.rested(),
         ev.health(false),
-        ev.afterProbe(),
+        ev.rested(),
         ev.health(true),
       ]),
     );
     const [turn] = degraded.turns;
     expect(turn).toMatchObject({ outcome: 'degraded', degraded: true, attempts: 2 });
     expect(turn!.degradedReason).toBe('gave up after 2 attempts; last fault overloaded');
-    expect(degraded.received().filter((m) => m.type === 'HEALTH.CHECK')).toHaveLength(2);
+    expect(degraded.script.started.filter((a) => a.kind === 'checkHealth')).toHaveLength(2);
     expect(degraded.agent.getSnapshot().value).toBe('idle');
-    degraded.root.stop();
+    degraded.agent.stop();
   });
 
-  it('cancelled: by the caller while calling (lease released as cancelled), or by the engine call itself', async () => {
+  it('cancelled: by the caller while queued or calling (its actor stopped), or by the engine call itself', async () => {
+    const whileQueued = await run(pathOf([ev.ask(), ev.cancel()]));
+    expect(whileQueued.turns[0]!.outcome).toBe('cancelled');
+    // The token request is withdrawn through the acquire actor's abort signal: nothing is left queued.
+    expect(whileQueued.script.aborted).toEqual(['acquireToken']);
+    whileQueued.agent.stop();
+
     const byCaller = await run(pathOf([ev.ask(), ev.grant(0), ev.cancel()]));
     expect(byCaller.turns[0]!.outcome).toBe('cancelled');
+    // The call's abort signal fires: the runtime's callEngine aborts the request and releases the grant.
     expect(byCaller.script.aborted).toEqual(['callEngine']);
-    expect(byCaller.received().at(-1)).toMatchObject({
-      type: 'TOKEN.RELEASE',
-      leaseId: 'lease-1',
-      outcome: { ok: false, fault: { kind: 'cancelled' } },
-    });
-    byCaller.root.stop();
+    byCaller.agent.stop();
 
     const byCall = await run(pathOf([ev.ask(), ev.grant(1), calledBackup('cancelled')]));
     expect(byCall.turns[0]!.outcome).toBe('cancelled');
-    byCall.root.stop();
+    byCall.agent.stop();
   });
 
-  it('an engine call that throws (a bug, a broken call memo) ends the turn failed and frees its lease', async () => {
+  it('an engine call that throws (a bug, a broken call memo) ends the turn failed, without quoting the raw error', async () => {
     const live = await run(pathOf([ev.ask(), ev.grant(0), ev.callThrew(CALLING_INVOKE), ev.ask()]));
     expect(live.turns[0]!.outcome).toBe('failed');
     expect(live.turns[0]!.error).toMatch(/internal error in agent model: .*this is a bug/);
-    expect(live.book.released).toEqual(['lease-1']);
+    expect(live.book.spent).toEqual(['lease-1']);
     // The agent is still alive and takes the next turn.
     expect(live.agent.getSnapshot().value).toBe('queued');
-    live.root.stop();
+    live.agent.stop();
   });
 });
 
 describe('agent machine — restored from a persisted snapshot', () => {
-  it('a cooling agent restored from JSON has no timer; a TICK past coolingUntil moves it on', async () => {
+  it('a cooling agent restored from JSON wakes by itself at its stored deadline and asks for a token again', async () => {
     const live = await run(pathOf([ev.ask(), ev.grant(0), called('rate_limited'), ev.wait()]));
     const cooling = contextOf(live.agent).turn!;
     expect(cooling.coolingUntil).toBe(T0 + 5_000);
-    const json = JSON.stringify(live.root.getPersistedSnapshot());
-    live.root.stop();
+    const json = JSON.stringify(live.agent.getPersistedSnapshot());
+    live.agent.stop();
 
-    const clock = createManualClock(T0);
+    // A new process, 2 s later: the deadline is absolute, so 3 s of cooling are left.
+    const clock = createManualClock(T0 + 2_000);
     const script = new ActorScript();
-    const root = createActor(supervisorHarness(script.provide()), {
-      systemId: 'supervisor',
+    const agent = createActor(script.provide(clock), {
       clock,
+      input: INPUT,
       snapshot: JSON.parse(json),
     }).start();
-    const agent = agentOf(root);
     expect(agent.getSnapshot().value).toBe('cooling');
     expect(contextOf(agent).turn).toEqual(cooling);
-    // XState does not persist `after` timers: time passing alone never wakes it.
-    expect(clock.pending()).toBe(0);
-    clock.advance(60_000);
+    // The invoked `wakeAt` re-ran on restore: one timer, armed for the stored deadline.
+    expect(clock.pending()).toBe(1);
+    clock.advance(2_999);
     expect(agent.getSnapshot().value).toBe('cooling');
-    agent.send({ type: 'TICK', at: cooling.coolingUntil! - 1 });
-    expect(agent.getSnapshot().value).toBe('cooling');
-    const before = root.getSnapshot().context.received.length;
-    agent.send({ type: 'TICK', at: cooling.coolingUntil! + 55_000 });
+    expect(script.started).toEqual([]);
+    clock.advance(1);
+    await new Promise((resolve) => setImmediate(resolve));
     expect(agent.getSnapshot().value).toBe('queued');
     expect(contextOf(agent).turn?.stepAttempts).toBe(1);
     expect(contextOf(agent).turn?.leaseId).toBeUndefined();
-    expect(root.getSnapshot().context.received.slice(before)).toEqual([
-      expect.objectContaining({ type: 'TOKEN.REQUEST', attempt: 1, retry: false }),
+    expect(script.started).toEqual([
+      { kind: 'acquireToken', input: expect.objectContaining({ attempt: 1, retry: false }) },
     ]);
-    root.stop();
+    agent.stop();
+  });
+
+  it('a degraded agent restored while resting checks its chain again at its stored instant', async () => {
+    const live = await run(
+      pathOf([
+        ev.ask(),
+        ev.grant(0),
+        called('overloaded'),
+        ev.grant(1),
+        calledBackup('overloaded'),
+        ev.degradedDone(),
+      ]),
+    );
+    const recheckAt = contextOf(live.agent).recheckAt!;
+    const json = JSON.stringify(live.agent.getPersistedSnapshot());
+    live.agent.stop();
+    const clock = createManualClock(T0);
+    const script = new ActorScript();
+    const agent = createActor(script.provide(clock), {
+      clock,
+      input: INPUT,
+      snapshot: JSON.parse(json),
+    }).start();
+    expect(agent.getSnapshot().value).toEqual({ degraded: 'resting' });
+    clock.advance(recheckAt - T0);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(agent.getSnapshot().value).toEqual({ degraded: 'checking' });
+    expect(script.started.map((a) => a.kind)).toEqual(['checkHealth']);
+    agent.stop();
   });
 });

@@ -1,31 +1,35 @@
 /**
  * Test harness of the agent machine's model-based test: the abstract model (events, abstraction of a
- * snapshot), the transitions the definition declares, a tiny parent machine standing in for the
- * supervisor (it only records what the agent sends it), and the scripted promise actors a path drives.
+ * snapshot), the transitions the definition declares, and the scripted actors a path drives (the token
+ * scheduler's answers, the engine calls, tools, degraded answers, health checks), with the `wakeAt` timers on a
+ * manual clock.
  */
 import {
   type AnyActorRef,
   type AnyStateMachine,
   type AnyStateNode,
   type AnyTransitionDefinition,
-  assign,
   fromPromise,
-  setup,
   type SnapshotFrom,
 } from 'xstate';
 import {
+  type AcquireTokenInput,
   type AgentContext,
   type AgentInput,
   type AgentSettings,
-  type AgentToSupervisorEvent,
   type AnswerDegradedInput,
   type AnswerDegradedOutput,
   type CallEngineInput,
   type CallOutcome,
+  type CheckHealthInput,
+  type CheckHealthOutput,
   agentMachine,
   type RunToolsInput,
   type RunToolsOutput,
+  type TokenAnswer,
+  type WakeAtInput,
 } from '../../machines/agent.machine.ts';
+import type { ManualClock } from '../../src/clock/clock.ts';
 import type { EngineResult, ToolCall } from '../../src/engines/engine-types.ts';
 import type { Fault, FaultKind } from '../../src/faults/fault.ts';
 import { emptyMemory } from '../../src/runtime/turn.ts';
@@ -73,12 +77,14 @@ const invokeId = (node: AnyStateNode | undefined): string => {
   if (!id) throw new Error('agent machine: expected an invoke');
   return id;
 };
+export const QUEUED_INVOKE = invokeId(states.queued);
 export const CALLING_INVOKE = invokeId(states.calling);
 export const FALLBACK_INVOKE = invokeId(states.fallback);
 export const TOOLS_INVOKE = invokeId(states.tools);
+export const COOLING_INVOKE = invokeId(states.cooling);
 export const DEGRADED_INVOKE = invokeId(states.degraded?.states.answering);
-export const AFTER_COOLING = 'xstate.after.coolingDelay.agent.cooling';
-export const AFTER_PROBE = 'xstate.after.probeDelay.agent.degraded.resting';
+export const RESTING_INVOKE = invokeId(states.degraded?.states.resting);
+export const CHECKING_INVOKE = invokeId(states.degraded?.states.checking);
 
 /** Stable name of a transition: source state, event, and its position among that event's candidates. */
 export function transitionKey(t: AnyTransitionDefinition): string {
@@ -144,111 +150,118 @@ export const CALL_OUTCOMES = {
   overloaded: { ok: false, fault: fault('overloaded'), at: T0 },
   bad_request: { ok: false, fault: fault('bad_request'), at: T0 },
   cancelled: { ok: false, fault: fault('cancelled'), at: T0 },
+  lease_lost: { ok: false, fault: { ...fault('cancelled'), code: 'lease_lost' }, at: T0, leaseLost: true },
 } satisfies Record<string, CallOutcome>;
 export type CallOutcomeName = keyof typeof CALL_OUTCOMES;
 
 /** The name of a scripted outcome (the model's events carry the outcome itself). */
 export function outcomeName(out: CallOutcome): CallOutcomeName {
   if (out.ok) return out.result.toolCalls.length > 0 ? 'tools' : 'answer';
+  if (out.leaseLost) return 'lease_lost';
   return out.fault.kind as CallOutcomeName;
 }
 
-/** Events of the model. `xstate.*` ones stand for what the live actors and timers will do. */
+/** The scheduler's answers a path can script. */
+export const TOKEN_ANSWERS = {
+  primary: { kind: 'granted', leaseId: 'lease', endpointId: 'primary', index: 0, at: T0 },
+  backup: { kind: 'granted', leaseId: 'lease', endpointId: 'backup', index: 1, at: T0 },
+  cool: { kind: 'cool', endpointId: 'primary', until: T0 + COOL_MS, at: T0 },
+  denied: {
+    kind: 'denied',
+    reason: 'every endpoint of chain "premium" is unavailable beyond max wait',
+    at: T0,
+  },
+} satisfies Record<string, TokenAnswer>;
+export type TokenAnswerName = keyof typeof TOKEN_ANSWERS;
+
+/** Events of the model: the agent's own events, and `xstate.*` ones standing for what its actors and timers do. */
 export type ModelEvent =
   | { type: 'ASK'; turnId: string; key: string; prompt: string; at: number }
   | { type: 'CANCEL'; at: number }
-  | { type: 'TICK'; at: number }
-  | { type: 'TOKEN.GRANTED'; leaseId: string; endpointId: string; index: number; at: number }
-  | { type: 'TOKEN.WAIT'; until: number; endpointId: string; at: number }
-  | { type: 'TOKEN.DENIED'; reason: string; at: number }
-  | { type: 'HEALTH.STATUS'; healthy: boolean; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }
   | { type: string; output?: unknown; error?: unknown };
+
+const done = (invoke: string, output: unknown): ModelEvent => ({
+  type: `xstate.done.actor.${invoke}`,
+  output,
+});
+const threw = (invoke: string): ModelEvent => ({
+  type: `xstate.error.actor.${invoke}`,
+  error: new Error('x'),
+});
 
 export const ev = {
   ask: (): ModelEvent => ({ type: 'ASK', turnId: 'turn', key: 'model:turn', prompt: 'EUR/USD?', at: T0 }),
   cancel: (): ModelEvent => ({ type: 'CANCEL', at: T0 }),
-  tick: (at: number): ModelEvent => ({ type: 'TICK', at }),
-  grant: (index: 0 | 1): ModelEvent => ({
-    type: 'TOKEN.GRANTED',
-    leaseId: 'lease',
-    endpointId: index === 0 ? 'primary' : 'backup',
-    index,
-    at: T0,
-  }),
-  wait: (): ModelEvent => ({ type: 'TOKEN.WAIT', until: T0 + COOL_MS, endpointId: 'primary', at: T0 }),
-  denied: (): ModelEvent => ({
-    type: 'TOKEN.DENIED',
-    reason: 'every endpoint of chain "premium" is unavailable beyond max wait',
-    at: T0,
-  }),
-  health: (healthy: boolean): ModelEvent => ({ type: 'HEALTH.STATUS', healthy, at: T0 }),
   memory: (): ModelEvent => ({ type: 'MEMORY.SET', slots: { focus: 'rates' } }),
-  called: (invoke: string, name: CallOutcomeName): ModelEvent => ({
-    type: `xstate.done.actor.${invoke}`,
-    output: CALL_OUTCOMES[name],
-  }),
-  callThrew: (invoke: string): ModelEvent => ({
-    type: `xstate.error.actor.${invoke}`,
-    error: new Error('x'),
-  }),
-  toolsDone: (): ModelEvent => ({
-    type: `xstate.done.actor.${TOOLS_INVOKE}`,
-    output: { results: [{ turnId: 'turn', call: FX_CALL, result: '1.0842', isError: false }], at: T0 },
-  }),
-  toolsThrew: (): ModelEvent => ({ type: `xstate.error.actor.${TOOLS_INVOKE}`, error: new Error('x') }),
-  degradedDone: (): ModelEvent => ({
-    type: `xstate.done.actor.${DEGRADED_INVOKE}`,
-    output: {
+  token: (name: TokenAnswerName): ModelEvent => done(QUEUED_INVOKE, TOKEN_ANSWERS[name]),
+  grant: (index: 0 | 1): ModelEvent => done(QUEUED_INVOKE, TOKEN_ANSWERS[index === 0 ? 'primary' : 'backup']),
+  wait: (): ModelEvent => done(QUEUED_INVOKE, TOKEN_ANSWERS.cool),
+  denied: (): ModelEvent => done(QUEUED_INVOKE, TOKEN_ANSWERS.denied),
+  acquireThrew: (): ModelEvent => threw(QUEUED_INVOKE),
+  called: (invoke: string, name: CallOutcomeName): ModelEvent => done(invoke, CALL_OUTCOMES[name]),
+  callThrew: (invoke: string): ModelEvent => threw(invoke),
+  toolsDone: (): ModelEvent =>
+    done(TOOLS_INVOKE, {
+      results: [{ turnId: 'turn', call: FX_CALL, result: '1.0842', isError: false }],
+      at: T0,
+    }),
+  toolsThrew: (): ModelEvent => threw(TOOLS_INVOKE),
+  degradedDone: (): ModelEvent =>
+    done(DEGRADED_INVOKE, {
       answer: { summary: 'Rates unchanged since the last answer.', source: 'summary', reason: 'r' },
       at: T0,
-    },
-  }),
-  degradedThrew: (): ModelEvent => ({ type: `xstate.error.actor.${DEGRADED_INVOKE}`, error: new Error('x') }),
-  afterCooling: (): ModelEvent => ({ type: AFTER_COOLING }),
-  afterProbe: (): ModelEvent => ({ type: AFTER_PROBE }),
+    }),
+  degradedThrew: (): ModelEvent => threw(DEGRADED_INVOKE),
+  cooled: (): ModelEvent => done(COOLING_INVOKE, { at: T0 + COOL_MS }),
+  rested: (): ModelEvent => done(RESTING_INVOKE, { at: T0 + PROBE_MS }),
+  health: (healthy: boolean): ModelEvent => done(CHECKING_INVOKE, { healthy, at: T0 }),
+  healthThrew: (): ModelEvent => threw(CHECKING_INVOKE),
 };
 
 /** Everything that can happen to an agent in any state; the traversal keeps what the state handles. */
-export function modelEvents(s: AgentSnapshot): ModelEvent[] {
-  const coolingUntil = s.context.turn?.coolingUntil;
-  const names = Object.keys(CALL_OUTCOMES) as CallOutcomeName[];
+export function modelEvents(_s: AgentSnapshot): ModelEvent[] {
+  const calls = Object.keys(CALL_OUTCOMES) as CallOutcomeName[];
+  const answers = Object.keys(TOKEN_ANSWERS) as TokenAnswerName[];
   return [
     ev.ask(),
     ev.cancel(),
-    ev.tick(coolingUntil ?? T0),
-    ev.grant(0),
-    ev.grant(1),
-    ev.wait(),
-    ev.denied(),
-    ev.health(true),
-    ev.health(false),
     ev.memory(),
+    ...answers.map((a) => ev.token(a)),
+    ev.acquireThrew(),
     ...[CALLING_INVOKE, FALLBACK_INVOKE].flatMap((id) => [
-      ...names.map((n) => ev.called(id, n)),
+      ...calls.map((n) => ev.called(id, n)),
       ev.callThrew(id),
     ]),
     ev.toolsDone(),
     ev.toolsThrew(),
     ev.degradedDone(),
     ev.degradedThrew(),
-    ev.afterCooling(),
-    ev.afterProbe(),
+    ev.cooled(),
+    ev.rested(),
+    ev.health(true),
+    ev.health(false),
+    ev.healthThrew(),
   ];
 }
 
+const isDone = (t: string, ...invokes: string[]) => invokes.some((i) => t === `xstate.done.actor.${i}`);
+
 export function serializeEvent(e: ModelEvent): string {
-  const x = e as { type: string; index?: number; healthy?: boolean; output?: unknown };
-  const invoked =
-    x.type === `xstate.done.actor.${CALLING_INVOKE}` || x.type === `xstate.done.actor.${FALLBACK_INVOKE}`;
-  const detail = invoked
+  const x = e as { type: string; output?: unknown };
+  const detail = isDone(x.type, CALLING_INVOKE, FALLBACK_INVOKE)
     ? outcomeName(x.output as CallOutcome)
-    : x.index !== undefined
-      ? `index ${x.index}`
-      : x.healthy !== undefined
-        ? `healthy ${x.healthy}`
+    : isDone(x.type, QUEUED_INVOKE)
+      ? tokenAnswerName(x.output as TokenAnswer)
+      : isDone(x.type, CHECKING_INVOKE)
+        ? `healthy ${(x.output as CheckHealthOutput).healthy}`
         : '';
   return detail ? `${x.type} (${detail})` : x.type;
+}
+
+export function tokenAnswerName(a: TokenAnswer): TokenAnswerName {
+  if (a.kind === 'granted') return a.index === 0 ? 'primary' : 'backup';
+  return a.kind;
 }
 
 /**
@@ -277,9 +290,9 @@ export function stateName(value: unknown): string {
 }
 
 // ---------------------------------------------------------------------------------------------------------
-// The live side: scripted actors and the supervisor stand-in.
+// The live side: scripted actors.
 
-type ActorKind = 'callEngine' | 'runTools' | 'answerDegraded';
+export type ActorKind = 'acquireToken' | 'callEngine' | 'runTools' | 'answerDegraded' | 'checkHealth';
 interface Pending {
   readonly input: unknown;
   readonly resolve: (v: unknown) => void;
@@ -287,8 +300,9 @@ interface Pending {
 }
 
 /**
- * The three named actors of the agent machine, each a promise the path settles when it reaches the step
- * that finishes it. A stopped actor (its state was left) drops out: its promise can never be settled later.
+ * The named actors of the agent machine, each a promise the path settles when it reaches the step that finishes
+ * it; `wakeAt` is a real timer on the manual clock. A stopped actor (its state was left) drops out: its promise
+ * can never be settled later, and its abort is recorded.
  */
 export class ActorScript {
   readonly started: { kind: ActorKind; input: unknown }[] = [];
@@ -342,48 +356,30 @@ export class ActorScript {
     p.reject(error);
   }
 
-  /** The agent machine with these scripted actors. */
-  provide() {
+  /** The agent machine with these scripted actors; `wakeAt` waits on `clock`. */
+  provide(clock: ManualClock) {
     return agentMachine.provide({
       actors: {
+        acquireToken: this.logic<TokenAnswer, AcquireTokenInput>('acquireToken'),
         callEngine: this.logic<CallOutcome, CallEngineInput>('callEngine'),
         runTools: this.logic<RunToolsOutput, RunToolsInput>('runTools'),
         answerDegraded: this.logic<AnswerDegradedOutput, AnswerDegradedInput>('answerDegraded'),
+        checkHealth: this.logic<CheckHealthOutput, CheckHealthInput>('checkHealth'),
+        wakeAt: fromPromise<{ at: number }, WakeAtInput>(
+          ({ input, signal }) =>
+            new Promise((resolve) => {
+              const handle = clock.setTimeout(() => resolve({ at: clock.now() }), input.at - clock.now());
+              signal.addEventListener('abort', () => clock.clearTimeout(handle), { once: true });
+            }),
+        ),
       },
     });
   }
 }
 
-export interface HarnessContext {
-  readonly received: readonly AgentToSupervisorEvent[];
-}
-
-/**
- * A parent machine with system id `supervisor` (given by `createActor(..., { systemId })`) that invokes the
- * agent and records every event it receives. It grants nothing by itself: the path sends the supervisor's
- * answers (TOKEN.GRANTED / WAIT / DENIED, HEALTH.STATUS) to the agent.
- */
-export function supervisorHarness(agentLogic: ReturnType<ActorScript['provide']>, input: AgentInput = INPUT) {
-  return setup({
-    types: { context: {} as HarnessContext, events: {} as AgentToSupervisorEvent },
-    actors: { agent: agentLogic },
-  }).createMachine({
-    id: 'supervisor-harness',
-    context: { received: [] },
-    invoke: { id: 'agent', src: 'agent', systemId: 'agent:model', input },
-    on: { '*': { actions: assign({ received: ({ context, event }) => [...context.received, event] }) } },
-  });
-}
-
 /** Lets settled promises reach their actors (no simulated time passes). */
 export function ioTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
-}
-
-export function agentOf(root: AnyActorRef): AnyActorRef {
-  const ref = root.system.get('agent:model') as AnyActorRef | undefined;
-  if (!ref) throw new Error('the harness has no agent');
-  return ref;
 }
 
 export function contextOf(agent: AnyActorRef): AgentContext {

@@ -155,22 +155,23 @@ describe('startVizServer', () => {
       ]);
       expect(chart.root.children.find((c) => c.key === 'calling')!.invokes).toEqual(['callEngine']);
       expect(chart.edges).toContainEqual({ source: 'idle', target: 'queued', event: 'ASK', guards: [] });
+      expect(chart.root.children.find((c) => c.key === 'queued')!.invokes).toEqual(['acquireToken']);
       expect(chart.edges).toContainEqual({
         source: 'queued',
         target: 'calling',
-        event: 'TOKEN.GRANTED',
-        guards: ['isPrimary'],
+        event: 'done(acquireToken)',
+        guards: ['grantedPrimary'],
       });
       expect(chart.edges).toContainEqual({
         source: 'cooling',
         target: 'queued',
-        event: 'after coolingDelay',
+        event: 'done(wakeAt)',
         guards: [],
       });
       expect(chart.edges).toContainEqual({
         source: 'degraded.checking',
         target: 'idle',
-        event: 'HEALTH.STATUS',
+        event: 'done(checkHealth)',
         guards: ['healthy'],
       });
     } finally {

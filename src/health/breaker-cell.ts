@@ -1,0 +1,59 @@
+import { type Actor, createActor } from 'xstate';
+import {
+  type BreakerContext,
+  type BreakerEvent,
+  type BreakerInput,
+  breakerMachine,
+} from '../../machines/breaker.machine.ts';
+
+/** The three states of a breaker. */
+export type BreakerState = 'closed' | 'open' | 'halfOpen';
+
+/** What one event did to a breaker. */
+export interface BreakerStep {
+  readonly state: BreakerState;
+  readonly previous: BreakerState;
+  readonly changed: boolean;
+}
+
+/**
+ * One endpoint's circuit breaker: an actor of `breakerMachine`, the statechart that holds every breaker rule.
+ * It keeps no timer; its owner (`EndpointHealthTracker`) sends `TICK` at `openUntil` from the runtime's one
+ * timer heap, so OPEN → HALF-OPEN has exactly one driver and one clock. (A live actor, not XState's pure
+ * `transition()`: that builds a throwaway actor per event, five times the cost on the call path.)
+ *
+ * @example
+ * ```ts
+ * const breaker = new BreakerCell({ openMs: 30_000 });
+ * breaker.send({ type: 'CALL_FAILED', at: now, kind: 'rate_limited' });
+ * breaker.state; // 'closed' (one fault), 'open' after three
+ * ```
+ */
+export class BreakerCell {
+  readonly #actor: Actor<typeof breakerMachine>;
+
+  constructor(input: BreakerInput) {
+    this.#actor = createActor(breakerMachine, { input }).start();
+  }
+
+  get state(): BreakerState {
+    return this.#actor.getSnapshot().value as BreakerState;
+  }
+
+  get context(): BreakerContext {
+    return this.#actor.getSnapshot().context;
+  }
+
+  /** Applies one event; returns the state before and after. */
+  send(event: BreakerEvent): BreakerStep {
+    const previous = this.state;
+    this.#actor.send(event);
+    const state = this.state;
+    return { state, previous, changed: state !== previous };
+  }
+
+  /** Stops the actor (the endpoint is gone). */
+  stop(): void {
+    this.#actor.stop();
+  }
+}

@@ -1,0 +1,365 @@
+import type { BreakerInput } from '../../machines/breaker.machine.ts';
+import type { EndpointDescriptor, EngineResult, RateLimitWindow } from '../engines/engine-types.ts';
+import type { Fault } from '../faults/fault.ts';
+import { AimdLimiter } from '../resilience/aimd-limiter.ts';
+import { backoffDelay } from '../resilience/backoff.ts';
+import { TokenBucket } from '../resilience/token-bucket.ts';
+import type { TimerEntry, TimerHeap } from '../scheduler/timer-heap.ts';
+import { BreakerCell, type BreakerState } from './breaker-cell.ts';
+
+/** While a breaker waits for its probe (HALF-OPEN, or OPEN past its deadline), callers look again after this long, ms. */
+export const HALF_OPEN_RECHECK_MS = 1_000;
+
+/** Why an endpoint cannot take a call right now. */
+export type WaitCause = 'pacing' | 'concurrency' | 'cooldown' | 'open' | 'disabled';
+
+/** When an endpoint can take a call, if not now. */
+export interface Readiness {
+  readonly until: number;
+  readonly cause: WaitCause;
+}
+
+/** How a call (or a probe) that held the endpoint ended. */
+export type CallSettlement =
+  | { readonly kind: 'success'; readonly result: EngineResult }
+  | { readonly kind: 'fault'; readonly fault: Fault }
+  /** Granted, but nothing went upstream (a memoized answer, a holder that left first): the room is given back. */
+  | { readonly kind: 'unused' };
+
+/** Plain-data view of one endpoint's health, for the live view and the visualizer. */
+export interface EndpointHealth {
+  readonly id: string;
+  readonly descriptor: EndpointDescriptor;
+  readonly breaker: BreakerState;
+  readonly openUntil: number | null;
+  readonly cooldownUntil: number;
+  readonly disabledUntil: number;
+  readonly disabledReason?: string;
+  readonly inFlight: number;
+  readonly concurrencyLimit?: number;
+  readonly rpm?: { readonly capacity?: number; readonly available?: number };
+  readonly tpm?: { readonly capacity?: number; readonly available?: number };
+}
+
+/** The runtime-wide settings every endpoint's health follows. */
+export interface HealthSettings {
+  readonly breaker: BreakerInput;
+  /** First backoff step when the provider gave no Retry-After, ms. */
+  readonly baseBackoffMs: number;
+  /** Largest backoff step, ms. */
+  readonly maxBackoffMs: number;
+  /** How long a key without credit (or refused) stays disabled when the fault does not say, ms. */
+  readonly creditCooldownMs: number;
+  /** AIMD per endpoint. */
+  readonly adaptive: boolean;
+  /** Upper bound of an endpoint's adaptive concurrency when it sets none (the global limit). */
+  readonly defaultConcurrency: number;
+}
+
+/** What an endpoint's health tells its owner. Every hook is optional. */
+export interface EndpointHealthHooks {
+  readonly onBreakerChange?: (change: {
+    endpointId: string;
+    state: BreakerState;
+    previous: BreakerState;
+    openUntil: number | null;
+  }) => void;
+  /** The breaker is HALF-OPEN and no probe is in flight: someone should send one. */
+  readonly onProbeWanted?: (endpointId: string) => void;
+  /** The endpoint may be ready sooner than it last said (a probe closed it, room came back): wake its waiters. */
+  readonly onReadinessChange?: (endpointId: string) => void;
+  /** A fault was recorded (after the health is updated). */
+  readonly onFault?: (endpointId: string, fault: Fault) => void;
+}
+
+/** The endpoint's own limits from its config. */
+export interface EndpointLimits {
+  readonly rpm?: number;
+  readonly tpm?: number;
+  readonly maxConcurrency?: number;
+}
+
+/**
+ * The one owner of an endpoint's health (provider + key + model): its circuit breaker, its cooldown after a
+ * fault (Retry-After honoured, else jittered backoff), its disable after credit exhaustion or a refused key,
+ * its RPM/TPM buckets corrected from the rate-limit headers, its AIMD concurrency, its calls in flight and its
+ * HALF-OPEN probes. Every rule about "may this endpoint be called now?" lives here; time comes from the `now`
+ * each method is given and from the shared {@link TimerHeap}, never from anywhere else.
+ *
+ * @example
+ * ```ts
+ * const health = new EndpointHealthTracker('mini', descriptor, {}, settings, timers, hooks);
+ * if (!health.readiness(now, 900)) health.take(900, now);
+ * health.settle({ kind: 'fault', fault }, 900, clock.now()); // a 429: cooldown, breaker, AIMD
+ * ```
+ */
+export class EndpointHealthTracker {
+  readonly id: string;
+  readonly descriptor: EndpointDescriptor;
+  readonly #settings: HealthSettings;
+  readonly #timers: TimerHeap;
+  readonly #hooks: EndpointHealthHooks;
+  readonly #random: () => number;
+  readonly #breaker: BreakerCell;
+  readonly #rpm: TokenBucket;
+  readonly #tpm: TokenBucket;
+  readonly #limiter: AimdLimiter | undefined;
+  readonly #maxConcurrency: number | undefined;
+  #cooldownUntil = 0;
+  #disabledUntil = 0;
+  #disabledReason: string | undefined;
+  #consecutiveFaults = 0;
+  #inFlight = 0;
+  #probeInFlight = false;
+  #tick: TimerEntry | undefined;
+  #closed = false;
+
+  constructor(
+    id: string,
+    descriptor: EndpointDescriptor,
+    limits: EndpointLimits,
+    settings: HealthSettings,
+    timers: TimerHeap,
+    hooks: EndpointHealthHooks = {},
+    random: () => number = Math.random,
+  ) {
+    this.id = id;
+    this.descriptor = descriptor;
+    this.#settings = settings;
+    this.#timers = timers;
+    this.#hooks = hooks;
+    this.#random = random;
+    this.#breaker = new BreakerCell(settings.breaker);
+    this.#rpm = new TokenBucket(limits.rpm ? { capacity: limits.rpm } : {});
+    this.#tpm = new TokenBucket(limits.tpm ? { capacity: limits.tpm } : {});
+    this.#maxConcurrency = limits.maxConcurrency;
+    this.#limiter = settings.adaptive
+      ? new AimdLimiter({ max: limits.maxConcurrency ?? settings.defaultConcurrency })
+      : undefined;
+  }
+
+  get breakerState(): BreakerState {
+    return this.#breaker.state;
+  }
+
+  get inFlight(): number {
+    return this.#inFlight;
+  }
+
+  /**
+   * `undefined` when a call of about `tokens` tokens may go now; else when it may go and why. A pure read:
+   * it never moves the breaker (only its TICK at `openUntil` does).
+   */
+  readiness(now: number, tokens: number): Readiness | undefined {
+    if (this.#disabledUntil > now) return { until: this.#disabledUntil, cause: 'disabled' };
+    const state = this.#breaker.state;
+    if (state === 'open') {
+      const openUntil = this.#breaker.context.openUntil ?? now;
+      // Past the deadline but before its TICK ran: the probe comes first, so callers look again shortly.
+      return { until: openUntil > now ? openUntil : now + HALF_OPEN_RECHECK_MS, cause: 'open' };
+    }
+    if (state === 'halfOpen') return { until: now + HALF_OPEN_RECHECK_MS, cause: 'open' };
+    if (this.#cooldownUntil > now) return { until: this.#cooldownUntil, cause: 'cooldown' };
+    if (this.#maxConcurrency !== undefined && this.#inFlight >= this.#maxConcurrency)
+      return { until: now, cause: 'concurrency' };
+    if (this.#limiter && this.#inFlight >= this.#limiter.limit) return { until: now, cause: 'concurrency' };
+    const wait = Math.max(this.#rpm.waitTime(1, now), this.#tpm.waitTime(tokens, now));
+    return wait > 0 ? { until: now + wait, cause: 'pacing' } : undefined;
+  }
+
+  /** True when a call could go now or after pacing / a free slot only (the chain is not broken). */
+  usable(now: number): boolean {
+    const r = this.readiness(now, 0);
+    return !r || r.cause === 'pacing' || r.cause === 'concurrency';
+  }
+
+  /** A call was granted: it takes one request and its estimated tokens, and one slot. */
+  take(tokens: number, now: number): void {
+    this.#rpm.tryTake(1, now);
+    this.#tpm.tryTake(tokens, now);
+    this.#limiter?.tryAcquire();
+    this.#inFlight++;
+  }
+
+  /**
+   * A granted call ended. Success: breaker success, AIMD growth, TPM refund of the unused estimate, buckets
+   * corrected from the response headers. Fault: cooldown, breaker, AIMD decrease, or a disable (credit, auth).
+   */
+  settle(outcome: CallSettlement, reservedTokens: number, now: number): void {
+    this.#inFlight = Math.max(0, this.#inFlight - 1);
+    if (outcome.kind === 'unused') {
+      this.#rpm.refund(1, now);
+      this.#tpm.refund(reservedTokens, now);
+      this.#limiter?.release('other');
+      this.#hooks.onReadinessChange?.(this.id);
+      return;
+    }
+    if (outcome.kind === 'success') {
+      this.#succeeded(outcome.result, reservedTokens, now);
+      this.#hooks.onReadinessChange?.(this.id);
+      return;
+    }
+    this.#applyFault(outcome.fault, now);
+    this.#hooks.onReadinessChange?.(this.id);
+    this.#hooks.onFault?.(this.id, outcome.fault);
+  }
+
+  /** The breaker is HALF-OPEN with no probe in flight. */
+  wantsProbe(): boolean {
+    return !this.#closed && this.#breaker.state === 'halfOpen' && !this.#probeInFlight;
+  }
+
+  /** A probe got its token and goes now. */
+  startProbe(now: number): void {
+    this.#probeInFlight = true;
+    this.#inFlight++;
+    this.#send({ type: 'PROBE_STARTED', at: now });
+  }
+
+  /** How the probe ended: good probes close the breaker (and clear cooldown and disable); a bad one reopens it. */
+  settleProbe(outcome: CallSettlement, now: number): void {
+    this.#probeInFlight = false;
+    this.#inFlight = Math.max(0, this.#inFlight - 1);
+    if (outcome.kind === 'success') {
+      this.#send({ type: 'PROBE_SUCCEEDED', at: now });
+      if (this.#breaker.state === 'closed') {
+        this.#disabledUntil = 0;
+        this.#disabledReason = undefined;
+        this.#cooldownUntil = 0;
+        this.#consecutiveFaults = 0;
+        this.#hooks.onReadinessChange?.(this.id);
+      } else if (this.wantsProbe()) this.#hooks.onProbeWanted?.(this.id);
+      return;
+    }
+    if (outcome.kind === 'unused') {
+      // The probe never went (its token was withdrawn): HALF-OPEN still wants one.
+      this.#send({ type: 'PROBE_FAILED', at: now });
+      return;
+    }
+    const { fault } = outcome;
+    if (fault.kind === 'credit_exhausted' || fault.kind === 'auth') {
+      this.#send({ type: 'PROBE_FAILED', at: now });
+      this.#applyFault(fault, now);
+    } else {
+      this.#send({
+        type: 'PROBE_FAILED',
+        at: now,
+        ...(fault.retryAfterMs !== undefined ? { retryAfterMs: fault.retryAfterMs } : {}),
+      });
+    }
+    this.#hooks.onFault?.(this.id, fault);
+  }
+
+  /** Plain-data view at `now`. */
+  view(now: number): EndpointHealth {
+    const limit = this.#limiter?.limit ?? this.#maxConcurrency;
+    return {
+      id: this.id,
+      descriptor: this.descriptor,
+      breaker: this.#breaker.state,
+      openUntil: this.#breaker.context.openUntil,
+      cooldownUntil: this.#cooldownUntil,
+      disabledUntil: this.#disabledUntil,
+      ...(this.#disabledReason ? { disabledReason: this.#disabledReason } : {}),
+      inFlight: this.#inFlight,
+      ...(limit !== undefined ? { concurrencyLimit: limit } : {}),
+      rpm: this.#rpm.state(now),
+      tpm: this.#tpm.state(now),
+    };
+  }
+
+  /** The endpoint is gone (a BYOK key expired, the runtime stopped): its timer is dropped, it wants no probes. */
+  close(): void {
+    this.#closed = true;
+    this.#tick?.cancel();
+    this.#breaker.stop();
+  }
+
+  #succeeded(r: EngineResult, reservedTokens: number, now: number): void {
+    this.#consecutiveFaults = 0;
+    this.#send({ type: 'CALL_SUCCEEDED', at: now });
+    this.#limiter?.release('success');
+    const used = r.usage.inputTokens + r.usage.outputTokens;
+    if (reservedTokens > used) this.#tpm.refund(reservedTokens - used, now);
+    // Other calls granted on this endpoint are in flight and not yet counted in `remaining`.
+    const others = this.#inFlight;
+    const adjust = (w: RateLimitWindow | undefined): RateLimitWindow | undefined =>
+      w && w.remaining !== undefined ? { ...w, remaining: Math.max(0, w.remaining - others) } : w;
+    const req = adjust(r.rateLimit.requests);
+    if (req) this.#rpm.observe(req, now);
+    const tok = adjust(r.rateLimit.tokens ?? r.rateLimit.inputTokens);
+    if (tok) this.#tpm.observe(tok, now);
+  }
+
+  #applyFault(fault: Fault, now: number): void {
+    switch (fault.kind) {
+      case 'credit_exhausted':
+      case 'auth': {
+        // The key is gone until a human acts (or the provider's quota window resets): never retried like a 429.
+        const until = now + (disableForMs(fault) ?? this.#settings.creditCooldownMs);
+        this.#disabledUntil = Math.max(this.#disabledUntil, until);
+        this.#disabledReason = fault.kind === 'auth' ? 'key refused (auth)' : 'credit exhausted';
+        this.#send({ type: 'FORCE_OPEN', at: now, untilMs: this.#disabledUntil });
+        this.#limiter?.release('other');
+        return;
+      }
+      case 'rate_limited':
+      case 'overloaded':
+      case 'server_error':
+      case 'network':
+      case 'timeout': {
+        const step = backoffDelay(this.#consecutiveFaults, {
+          baseMs: this.#settings.baseBackoffMs,
+          maxMs: this.#settings.maxBackoffMs,
+          random: this.#random,
+        });
+        this.#consecutiveFaults++;
+        const wait = fault.retryAfterMs !== undefined ? Math.max(fault.retryAfterMs, 0) : step;
+        this.#cooldownUntil = Math.max(this.#cooldownUntil, now + wait);
+        this.#send({
+          type: 'CALL_FAILED',
+          at: now,
+          kind: fault.kind,
+          ...(fault.retryAfterMs !== undefined ? { retryAfterMs: fault.retryAfterMs } : {}),
+        });
+        this.#limiter?.release(
+          fault.kind === 'rate_limited' || fault.kind === 'overloaded' ? 'overload' : 'other',
+        );
+        return;
+      }
+      default:
+        this.#limiter?.release('other');
+    }
+  }
+
+  /** Every breaker event goes through here: change hooks, the TICK at `openUntil`, the probe request. */
+  #send(event: Parameters<BreakerCell['send']>[0]): void {
+    const step = this.#breaker.send(event);
+    const { openUntil } = this.#breaker.context;
+    if (step.state === 'open' && openUntil !== null && this.#tick?.at !== openUntil) {
+      this.#tick?.cancel();
+      this.#tick = this.#timers.schedule(openUntil, () => this.#onTick());
+    }
+    if (step.changed)
+      this.#hooks.onBreakerChange?.({
+        endpointId: this.id,
+        state: step.state,
+        previous: step.previous,
+        openUntil,
+      });
+    if (step.changed && this.wantsProbe()) this.#hooks.onProbeWanted?.(this.id);
+  }
+
+  #onTick(): void {
+    this.#tick = undefined;
+    if (this.#closed) return;
+    const at = this.#breaker.context.openUntil ?? 0;
+    this.#send({ type: 'TICK', at });
+  }
+}
+
+/** A fault may say how long the key is out (a per-day quota until the provider's daily reset). */
+function disableForMs(fault: Fault): number | undefined {
+  const ms = (fault as { readonly disableForMs?: unknown }).disableForMs;
+  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? ms : undefined;
+}

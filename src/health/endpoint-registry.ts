@@ -1,0 +1,148 @@
+import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import { describeEndpoint } from '../engines/endpoint-config.ts';
+import type { Engine } from '../engines/engine-types.ts';
+import type { TimerHeap } from '../scheduler/timer-heap.ts';
+import {
+  type EndpointHealth,
+  type EndpointHealthHooks,
+  EndpointHealthTracker,
+  type HealthSettings,
+  type WaitCause,
+} from './endpoint-health.ts';
+
+/** The answer to "which of these endpoints may I call now?". */
+export type Selection =
+  | { readonly kind: 'ready'; readonly endpointId: string; readonly index: number }
+  | {
+      readonly kind: 'wait';
+      readonly endpointId: string;
+      readonly index: number;
+      readonly until: number;
+      readonly cause: WaitCause;
+    }
+  | { readonly kind: 'none'; readonly reason: string };
+
+/** One endpoint: its config, its engine, its health. */
+export interface RegisteredEndpoint {
+  readonly config: ParsedEndpointConfig;
+  readonly engine: Engine;
+  readonly health: EndpointHealthTracker;
+}
+
+/** Options of an {@link EndpointRegistry}. */
+export interface EndpointRegistryOptions {
+  readonly timers: TimerHeap;
+  readonly settings: HealthSettings;
+  /** Builds the engine of an endpoint (the unified adapter by default). */
+  readonly createEngine: (config: ParsedEndpointConfig) => Engine;
+  readonly hooks?: EndpointHealthHooks;
+  /** Random source for backoff jitter. Default Math.random. */
+  readonly random?: () => number;
+}
+
+/**
+ * Every endpoint the runtime may call (configured ones, and BYOK keys added at run time), each with its engine
+ * and its {@link EndpointHealthTracker}, plus the named chains. Chain selection reads health only.
+ *
+ * @example
+ * ```ts
+ * const endpoints = new EndpointRegistry(config.endpoints, config.chains, { timers, settings, createEngine });
+ * const sel = endpoints.select(endpoints.chain('premium'), clock.now(), 900);
+ * ```
+ */
+export class EndpointRegistry {
+  readonly #byId = new Map<string, RegisteredEndpoint>();
+  readonly #chains: Readonly<Record<string, readonly string[]>>;
+  readonly #options: EndpointRegistryOptions;
+
+  constructor(
+    endpoints: readonly ParsedEndpointConfig[],
+    chains: Readonly<Record<string, readonly string[]>>,
+    options: EndpointRegistryOptions,
+  ) {
+    this.#chains = chains;
+    this.#options = options;
+    for (const ep of endpoints) this.add(ep);
+  }
+
+  /**
+   * Adds an endpoint (e.g. a BYOK key) with its own health. It is described by its engine's own descriptor: a
+   * BYOK config carries no key, its engine knows the fingerprint.
+   */
+  add(config: ParsedEndpointConfig, createEngine = this.#options.createEngine): RegisteredEndpoint {
+    const engine = createEngine(config);
+    const { settings, timers, hooks, random } = this.#options;
+    const limits = {
+      ...(config.limits?.rpm ? { rpm: config.limits.rpm } : {}),
+      ...(config.limits?.tpm ? { tpm: config.limits.tpm } : {}),
+      ...(config.limits?.maxConcurrency ? { maxConcurrency: config.limits.maxConcurrency } : {}),
+    };
+    const health = new EndpointHealthTracker(
+      config.id,
+      engine.endpoint ?? describeEndpoint(config),
+      limits,
+      settings,
+      timers,
+      hooks,
+      random,
+    );
+    const entry: RegisteredEndpoint = { config, engine, health };
+    this.#byId.set(config.id, entry);
+    return entry;
+  }
+
+  /** Removes a run-time endpoint (an expired BYOK key). Calls in flight finish; nothing new is granted. */
+  remove(id: string): void {
+    const entry = this.#byId.get(id);
+    if (!entry) return;
+    entry.health.close();
+    this.#byId.delete(id);
+  }
+
+  get(id: string): RegisteredEndpoint | undefined {
+    return this.#byId.get(id);
+  }
+
+  /** Endpoint ids of a chain, in order. */
+  chain(name: string): readonly string[] {
+    return this.#chains[name] ?? [];
+  }
+
+  /**
+   * The first endpoint of `ids` (in order) that may take a call of about `tokens` now; else the one ready
+   * earliest and why; else `none`.
+   */
+  select(ids: readonly string[], now: number, tokens: number): Selection {
+    let best: Extract<Selection, { kind: 'wait' }> | undefined;
+    for (let index = 0; index < ids.length; index++) {
+      const id = ids[index]!;
+      const entry = this.#byId.get(id);
+      if (!entry) continue;
+      const wait = entry.health.readiness(now, tokens);
+      if (!wait) return { kind: 'ready', endpointId: id, index };
+      if (!best || wait.until < best.until)
+        best = { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause };
+    }
+    return best ?? { kind: 'none', reason: `no endpoint of [${ids.join(', ')}] exists any more` };
+  }
+
+  /** True when some endpoint of `ids` could take a call now or after pacing / a free slot only. */
+  usable(ids: readonly string[], now: number): boolean {
+    for (const id of ids) if (this.#byId.get(id)?.health.usable(now)) return true;
+    return false;
+  }
+
+  /** Plain-data health of every endpoint. */
+  views(now: number): EndpointHealth[] {
+    return [...this.#byId.values()].map((e) => e.health.view(now));
+  }
+
+  ids(): IterableIterator<string> {
+    return this.#byId.keys();
+  }
+
+  /** Drops every endpoint's timers. */
+  close(): void {
+    for (const e of this.#byId.values()) e.health.close();
+  }
+}

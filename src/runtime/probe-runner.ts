@@ -1,0 +1,114 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../clock/clock.ts';
+import { type Fault, isEngineFaultError } from '../faults/fault.ts';
+import type { CallSettlement } from '../health/endpoint-health.ts';
+import type { EndpointRegistry } from '../health/endpoint-registry.ts';
+import type { TokenScheduler } from '../scheduler/token-scheduler.ts';
+import type { CallRecordEvent } from './agent-actors.ts';
+
+/** What {@link createProbeRunner} needs. */
+export interface ProbeRunnerDeps {
+  readonly endpoints: EndpointRegistry;
+  readonly scheduler: TokenScheduler;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /** Output tokens of a probe. */
+  readonly maxTokens: number;
+  /** Receives each probe as an upstream attempt (`probe: true`). */
+  readonly onCall?: (record: CallRecordEvent) => void;
+}
+
+/** Sends HALF-OPEN probes: one at a time per endpoint, each holding a concurrency token like any call. */
+export interface ProbeRunner {
+  /** The endpoint's breaker wants a probe. Does nothing while one for it is already on its way. */
+  request(endpointId: string): void;
+  /** Stops asking for tokens; a probe in flight is cancelled through its grant. */
+  close(): void;
+}
+
+/**
+ * The runtime side of HALF-OPEN: when an endpoint's health wants a probe, take a token (probes are served
+ * before every tier), send one tiny inference, and report how it went to the endpoint's health and to the
+ * call log. Probes are upstream calls: they count against the global cap and show in the report.
+ *
+ * @example
+ * ```ts
+ * const probes = createProbeRunner({ endpoints, scheduler, clock, logger, maxTokens: 1 });
+ * // wired as the endpoints' `onProbeWanted` hook:
+ * probes.request('local-vllm');
+ * ```
+ */
+export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
+  const { endpoints, scheduler, clock } = deps;
+  const running = new Set<string>();
+  const stopping = new AbortController();
+  let seq = 0;
+
+  const run = async (id: string): Promise<void> => {
+    let grant: Awaited<ReturnType<TokenScheduler['acquireProbe']>>;
+    try {
+      grant = await scheduler.acquireProbe(id, stopping.signal);
+    } catch {
+      return; // the runtime is stopping
+    }
+    const entry = endpoints.get(id);
+    if (!entry?.health.wantsProbe() || stopping.signal.aborted) {
+      scheduler.release(grant.leaseId, { kind: 'unused' });
+      return;
+    }
+    const started = clock.now();
+    entry.health.startProbe(started);
+    deps.logger.info({ endpoint: id }, 'probe');
+    let settlement: CallSettlement;
+    try {
+      const result = await entry.engine.call({
+        messages: [{ role: 'user', content: 'ping' }],
+        maxTokens: deps.maxTokens,
+        idempotencyKey: `probe:${id}:${++seq}`,
+        signal: grant.signal,
+      });
+      settlement = { kind: 'success', result };
+    } catch (e) {
+      const fault: Fault = isEngineFaultError(e)
+        ? e.fault
+        : {
+            kind: 'network',
+            provider: entry.health.descriptor.provider,
+            message: 'probe failed',
+            endpointId: id,
+          };
+      settlement = { kind: 'fault', fault };
+    }
+    const at = clock.now();
+    entry.health.settleProbe(settlement, at);
+    scheduler.release(grant.leaseId, settlement);
+    deps.onCall?.({
+      tier: 'probe',
+      endpointId: id,
+      provider: entry.health.descriptor.provider,
+      model: settlement.kind === 'success' ? settlement.result.model : entry.health.descriptor.model,
+      outcome: settlement.kind === 'success' ? 'ok' : 'fault',
+      startedAt: started,
+      at,
+      ...(settlement.kind === 'fault' ? { fault: settlement.fault } : {}),
+      probe: true,
+    });
+  };
+
+  const request = (id: string): void => {
+    if (running.has(id) || stopping.signal.aborted) return;
+    running.add(id);
+    void run(id)
+      .catch((e: unknown) => deps.logger.error({ endpoint: id, error: String(e) }, 'probe runner failed'))
+      .finally(() => {
+        running.delete(id);
+        // A good probe that did not close the breaker yet (probesToClose > 1) wants the next one now.
+        if (endpoints.get(id)?.health.wantsProbe()) request(id);
+      });
+  };
+
+  return {
+    request,
+    close: () => stopping.abort(),
+  };
+}

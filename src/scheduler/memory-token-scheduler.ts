@@ -1,0 +1,435 @@
+import type { Clock } from '../clock/clock.ts';
+import type { CallSettlement } from '../health/endpoint-health.ts';
+import type { EndpointRegistry, Selection } from '../health/endpoint-registry.ts';
+import type { RetryBudget } from '../resilience/retry-budget.ts';
+import { EndpointWaitList } from './endpoint-wait-list.ts';
+import { LeaseBook } from './lease-book.ts';
+import type { TimerHeap } from './timer-heap.ts';
+import {
+  type Grant,
+  SchedulerClosedError,
+  type SchedulerReport,
+  type TokenDecision,
+  type TokenRequest,
+  type TokenScheduler,
+  type TokenView,
+} from './token-scheduler.ts';
+import { servedBefore, type Waiter, WaiterFifo } from './waiter.ts';
+
+/** Options of a {@link MemoryTokenScheduler}. */
+export interface MemoryTokenSchedulerOptions {
+  readonly clock: Clock;
+  /** The runtime's one timer heap (lease overruns, endpoint wake-ups). */
+  readonly timers: TimerHeap;
+  /** Endpoints and their health: which endpoint of a chain may take a call now. */
+  readonly endpoints: EndpointRegistry;
+  /** Tokens: upstream calls in flight at once. */
+  readonly limit: number;
+  /** Tiers, highest priority first. A request of an unknown tier is served after every known one. */
+  readonly tiers: readonly string[];
+  /** A grant not released after this long has its signal aborted, ms. */
+  readonly leaseMs: number;
+  /** After aborting an overrun lease, how long the holder has to give the token back before it is taken, ms. */
+  readonly reclaimGraceMs: number;
+  /** Retries are charged here when granted; a spent budget denies them. Default: none (retries unlimited). */
+  readonly budget?: RetryBudget;
+  /** Endpoint ids a request may use, in order. Default: its chain's endpoints. */
+  readonly endpointsFor?: (request: TokenRequest) => readonly string[];
+  readonly onReport?: (report: SchedulerReport) => void;
+  /** A holder ignored its lease's abort for `reclaimGraceMs` and its token was taken back anyway. */
+  readonly onForcedReclaim?: (grant: Grant) => void;
+}
+
+interface ProbeWaiter {
+  readonly endpointId: string;
+  readonly resolve: (g: Grant) => void;
+  readonly reject: (e: unknown) => void;
+  detach: (() => void) | undefined;
+  done: boolean;
+}
+
+/**
+ * The in-memory {@link TokenScheduler}: one process, one quota. The cost of an event does not grow with the
+ * number of waiters beyond O(log n):
+ * - a FIFO per tier (linked list): enqueue and withdrawal O(1);
+ * - a request whose chain is paced or at its concurrency cap is parked on each endpoint of its chain
+ *   (a heap per endpoint) and looked at again only when one of them refills (a deadline in the timer heap)
+ *   or a call on it ends; it never holds back a request whose endpoint is free (no head-of-line blocking);
+ * - each grant looks at the best of the first waiter of each tier and the first parked waiter of each
+ *   endpoint that woke: O(tiers + endpoints), independent of how many wait;
+ * - HALF-OPEN probes are served before every tier.
+ *
+ * @example
+ * ```ts
+ * const scheduler = new MemoryTokenScheduler({ clock, timers, endpoints, limit: 3, tiers: ['analysis', 'ops'],
+ *   leaseMs: 120_000, reclaimGraceMs: 5_000, budget });
+ * const d = await scheduler.acquire(request, signal);
+ * ```
+ */
+export class MemoryTokenScheduler implements TokenScheduler {
+  readonly #o: MemoryTokenSchedulerOptions;
+  readonly #fifos: WaiterFifo[];
+  readonly #lists = new Map<string, EndpointWaitList>();
+  /** Endpoints that may be ready for their parked waiters. */
+  readonly #awake = new Set<string>();
+  readonly #probes: ProbeWaiter[] = [];
+  readonly #leases: LeaseBook;
+  /** Every waiting request (for views). */
+  readonly #waiting = new Set<Waiter>();
+  #limit: number;
+  #seq = 0;
+  #pumping = false;
+  #pumpAgain = false;
+  #closed = false;
+
+  constructor(options: MemoryTokenSchedulerOptions) {
+    this.#o = options;
+    this.#limit = Math.max(1, Math.floor(options.limit));
+    this.#fifos = Array.from({ length: options.tiers.length + 1 }, () => new WaiterFifo());
+    this.#leases = new LeaseBook({
+      clock: options.clock,
+      timers: options.timers,
+      leaseMs: options.leaseMs,
+      reclaimGraceMs: options.reclaimGraceMs,
+      release: (id, outcome) => this.release(id, outcome),
+      onReclaimed: (g, at) =>
+        options.onReport?.({
+          type: 'token.reclaimed',
+          at,
+          holder: g.holder,
+          endpointId: g.endpointId,
+          leaseId: g.leaseId,
+        }),
+      onCancellationIgnored: (g) => {
+        options.onForcedReclaim?.(g);
+        const provider = options.endpoints.get(g.endpointId)?.health.descriptor.provider ?? 'openai';
+        const message = `the call ignored the cancellation of its overrun lease for ${options.reclaimGraceMs} ms; its token was taken back`;
+        this.release(g.leaseId, {
+          kind: 'fault',
+          fault: { kind: 'timeout', provider, message, endpointId: g.endpointId },
+        });
+      },
+    });
+  }
+
+  acquire(request: TokenRequest, signal?: AbortSignal): Promise<TokenDecision> {
+    if (this.#closed) return Promise.reject(new SchedulerClosedError());
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<TokenDecision>((resolve, reject) => {
+      const rank = this.#o.tiers.indexOf(request.tier);
+      const w: Waiter = {
+        seq: ++this.#seq,
+        rank: rank < 0 ? this.#o.tiers.length : rank,
+        request,
+        enqueuedAt: this.#o.clock.now(),
+        resolve,
+        reject,
+        state: 'new',
+        parkVersion: 0,
+        parkedOn: [],
+        prev: undefined,
+        next: undefined,
+        detach: undefined,
+      };
+      if (signal) {
+        const onAbort = () => this.#withdraw(w, signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        w.detach = () => signal.removeEventListener('abort', onAbort);
+      }
+      this.#waiting.add(w);
+      // With every token held, a newcomer that must cool or be refused hears it now rather than after a wait.
+      if (this.#leases.size >= this.#limit) {
+        const now = this.#o.clock.now();
+        const sel = this.#select(request, now);
+        if (!keepsPlace(sel, now, request)) {
+          this.#decide(w, now);
+          return;
+        }
+      }
+      this.#fifos[w.rank]!.push(w);
+      this.#pump();
+    });
+  }
+
+  acquireProbe(endpointId: string, signal?: AbortSignal): Promise<Grant> {
+    if (this.#closed) return Promise.reject(new SchedulerClosedError());
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise<Grant>((resolve, reject) => {
+      const p: ProbeWaiter = { endpointId, resolve, reject, detach: undefined, done: false };
+      if (signal) {
+        const onAbort = () => {
+          if (p.done) return;
+          p.done = true;
+          this.#probes.splice(this.#probes.indexOf(p), 1);
+          reject(signal.reason);
+        };
+        signal.addEventListener('abort', onAbort, { once: true });
+        p.detach = () => signal.removeEventListener('abort', onAbort);
+      }
+      this.#probes.push(p);
+      this.#pump();
+    });
+  }
+
+  claim(leaseId: string): Grant | undefined {
+    return this.#leases.claim(leaseId);
+  }
+
+  releaseUnclaimed(leaseId: string): void {
+    if (!this.#leases.isClaimed(leaseId)) this.release(leaseId, { kind: 'unused' });
+  }
+
+  release(leaseId: string, outcome: CallSettlement): void {
+    const grant = this.#leases.close(leaseId);
+    if (!grant) return;
+    const now = this.#o.clock.now();
+    // Held until the release is reported: the health hook below wakes waiters, and a grant must not be
+    // reported before the release that made room for it.
+    const pumping = this.#pumping;
+    this.#pumping = true;
+    try {
+      // A probe's outcome is recorded by the probe itself (HALF-OPEN rules); a call's by the endpoint's health.
+      if (!grant.probe)
+        this.#o.endpoints.get(grant.endpointId)?.health.settle(outcome, grant.estimatedTokens, now);
+      this.#o.onReport?.({
+        type: 'token.released',
+        at: now,
+        agent: grant.holder,
+        endpointId: grant.endpointId,
+        leaseId,
+        held: this.#leases.size,
+      });
+      this.#markAwake(grant.endpointId);
+    } finally {
+      this.#pumping = pumping;
+    }
+    this.#pump();
+  }
+
+  setLimit(limit: number): void {
+    this.#limit = Math.max(1, Math.floor(limit));
+    this.#pump();
+  }
+
+  wake(endpointId: string): void {
+    this.#markAwake(endpointId);
+    this.#pump();
+  }
+
+  rescan(): void {
+    for (const id of this.#lists.keys()) this.#markAwake(id);
+    this.#pump();
+  }
+
+  view(): TokenView {
+    const queue = [...this.#waiting].sort((a, b) => (servedBefore(a, b) ? -1 : 1));
+    return {
+      limit: this.#limit,
+      held: this.#leases.size,
+      holders: [...this.#leases.grants()].map((g) => ({
+        holder: g.holder,
+        endpointId: g.endpointId,
+        tier: g.tier,
+      })),
+      queue: queue.map((w) => ({ agent: w.request.holder, tier: w.request.tier })),
+    };
+  }
+
+  close(reason: unknown = new SchedulerClosedError()): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const w of [...this.#waiting]) this.#withdraw(w, reason);
+    for (const p of this.#probes.splice(0)) {
+      p.done = true;
+      p.detach?.();
+      p.reject(reason);
+    }
+    this.#leases.abortAll(reason);
+    for (const list of this.#lists.values()) list.timer?.cancel();
+  }
+
+  /** Grants while tokens are free: probes first, then the best of the tiers' heads and the woken endpoints' tops. */
+  #pump(): void {
+    if (this.#pumping) {
+      this.#pumpAgain = true;
+      return;
+    }
+    this.#pumping = true;
+    try {
+      do {
+        this.#pumpAgain = false;
+        while (!this.#closed && this.#leases.size < this.#limit) {
+          const now = this.#o.clock.now();
+          const probe = this.#probes.shift();
+          if (probe) this.#grantProbe(probe, now);
+          else {
+            const w = this.#bestCandidate();
+            if (!w) break;
+            this.#decide(w, now);
+          }
+        }
+      } while (this.#pumpAgain);
+    } finally {
+      this.#pumping = false;
+    }
+  }
+
+  #bestCandidate(): Waiter | undefined {
+    let best: Waiter | undefined;
+    for (const fifo of this.#fifos) {
+      if (fifo.head) {
+        best = fifo.head;
+        break;
+      }
+    }
+    for (const id of this.#awake) {
+      const top = this.#lists.get(id)?.top();
+      if (!top) this.#awake.delete(id);
+      else if (!best || servedBefore(top, best)) best = top;
+    }
+    return best;
+  }
+
+  /** Looks at one waiter: grant, park, cool or deny. Only called with a token free (or for a must-cool newcomer). */
+  #decide(w: Waiter, now: number): void {
+    const { request } = w;
+    const sel = this.#select(request, now);
+    if (sel.kind === 'none') this.#deny(w, now, sel.reason);
+    else if (sel.kind === 'ready') {
+      // A retry is charged when it is actually sent: a storm cannot multiply upstream traffic.
+      if (request.retry && this.#o.budget && !this.#o.budget.tryRetry(now))
+        this.#deny(
+          w,
+          now,
+          'retry budget spent: too many retries in the last window; answering degraded instead',
+        );
+      else {
+        if (request.attempt === 0) this.#o.budget?.recordCall(now);
+        this.#grant(w, sel.endpointId, sel.index, now);
+      }
+    } else if (sel.until - now > request.maxWaitMs) {
+      const reason = `every endpoint of chain "${request.chain}" is unavailable beyond max wait ${request.maxWaitMs} ms (earliest: ${sel.endpointId}, ${sel.cause}, in ${Math.round(sel.until - now)} ms)`;
+      this.#deny(w, now, reason);
+    } else if (isRoomWait(sel.cause)) this.#park(w, this.#endpointsOf(request), now);
+    else {
+      const { endpointId, until, cause } = sel;
+      this.#settle(w, { kind: 'cool', endpointId, until, cause, at: now });
+      this.#o.onReport?.({ type: 'token.wait', at: now, agent: request.holder, endpointId, until, cause });
+    }
+  }
+
+  /** Parks `w` on every endpoint of its chain; each wakes it by its refill/cooldown deadline or a call ending on it. */
+  #park(w: Waiter, ids: readonly string[], now: number): void {
+    this.#leave(w);
+    w.state = 'parked';
+    w.parkVersion++;
+    w.parkedOn = ids;
+    for (const id of ids) {
+      let list = this.#lists.get(id);
+      if (!list) {
+        list = new EndpointWaitList();
+        this.#lists.set(id, list);
+      }
+      list.park(w);
+      // `w` was the best candidate, so it now heads every awake list it joined, and none of them is ready for it.
+      this.#awake.delete(id);
+      const r = this.#o.endpoints.get(id)?.health.readiness(now, w.request.estimatedTokens);
+      if (r && r.cause !== 'concurrency') this.#armWake(id, list, r.until);
+    }
+  }
+
+  #armWake(id: string, list: EndpointWaitList, at: number): void {
+    if (list.timer && list.timer.at <= at) return;
+    list.timer?.cancel();
+    list.timer = this.#o.timers.schedule(at, () => {
+      list.timer = undefined;
+      this.wake(id);
+    });
+  }
+
+  #markAwake(endpointId: string): void {
+    const list = this.#lists.get(endpointId);
+    if (list && !list.empty) this.#awake.add(endpointId);
+  }
+
+  #grant(w: Waiter, endpointId: string, index: number, now: number): void {
+    const { holder, tier, estimatedTokens } = w.request;
+    const grant = this.#leases.open({ holder, tier, endpointId, index, estimatedTokens, probe: false }, now);
+    this.#o.endpoints.get(endpointId)?.health.take(estimatedTokens, now);
+    this.#settle(w, { kind: 'granted', grant });
+    this.#o.onReport?.({
+      type: 'token.granted',
+      at: now,
+      agent: holder,
+      endpointId,
+      leaseId: grant.leaseId,
+      waitedMs: now - w.enqueuedAt,
+      held: this.#leases.size,
+    });
+  }
+
+  #grantProbe(p: ProbeWaiter, now: number): void {
+    p.done = true;
+    p.detach?.();
+    const { endpointId } = p;
+    const grant = this.#leases.open(
+      { holder: `probe:${endpointId}`, tier: 'probe', endpointId, index: 0, estimatedTokens: 0, probe: true },
+      now,
+    );
+    this.#o.onReport?.({ type: 'probe.started', at: now, endpointId, leaseId: grant.leaseId });
+    p.resolve(grant);
+  }
+
+  #deny(w: Waiter, now: number, reason: string): void {
+    this.#settle(w, { kind: 'denied', reason, at: now });
+    this.#o.onReport?.({ type: 'token.denied', at: now, agent: w.request.holder, reason });
+  }
+
+  #settle(w: Waiter, d: TokenDecision): void {
+    this.#finish(w);
+    w.resolve(d);
+  }
+
+  #withdraw(w: Waiter, reason: unknown): void {
+    if (w.state === 'done') return;
+    this.#finish(w);
+    w.reject(reason);
+  }
+
+  #finish(w: Waiter): void {
+    this.#leave(w);
+    w.state = 'done';
+    this.#waiting.delete(w);
+    w.detach?.();
+  }
+
+  /** Takes `w` out of its FIFO or its parked lists (those entries go stale). */
+  #leave(w: Waiter): void {
+    if (w.state === 'fifo') this.#fifos[w.rank]!.remove(w);
+    else if (w.state === 'parked') {
+      w.parkVersion++;
+      for (const id of w.parkedOn) this.#lists.get(id)?.markStale();
+      w.parkedOn = [];
+    }
+    w.state = 'new';
+  }
+
+  #select(request: TokenRequest, now: number): Selection {
+    return this.#o.endpoints.select(this.#endpointsOf(request), now, request.estimatedTokens);
+  }
+
+  #endpointsOf(request: TokenRequest): readonly string[] {
+    return this.#o.endpointsFor?.(request) ?? this.#o.endpoints.chain(request.chain);
+  }
+}
+
+/** Waits that end by themselves soon (a refill, a free slot): the request keeps its place instead of cooling. */
+function isRoomWait(cause: string): boolean {
+  return cause === 'pacing' || cause === 'concurrency';
+}
+
+/** Whether a request keeps a place in the queue (ready, or waiting for room within its max wait). */
+function keepsPlace(sel: Selection, now: number, request: TokenRequest): boolean {
+  if (sel.kind === 'ready') return true;
+  return sel.kind === 'wait' && isRoomWait(sel.cause) && sel.until - now <= request.maxWaitMs;
+}
