@@ -25,13 +25,16 @@ export type SupervisorEvent = { type: 'STOP' } | { type: 'LIMIT.SET'; limit: num
  *   granting is hot-path work that must not cost a statechart macrostep per event).
  * - `draining`: no new asks; the `drain` actor waits for the asks in progress (or cancels them when the
  *   caller's signal aborts).
- * - `stopped` (final): `shutdown` stops every agent, closes the scheduler and the endpoints, wipes BYOK keys.
+ * - `unwinding`: `closeDoors` stops every agent and closes the scheduler (calls still in flight are aborted);
+ *   the `unwind` actor waits until every token is back, i.e. every upstream call has really ended.
+ * - `stopped` (final): `shutdown` closes the endpoints and the timers and wipes BYOK keys.
  *
- * Transitions only compute; the effects (`applyLimit`, `shutdown`, `drain`) are provided by the runtime.
+ * Transitions only compute; the effects (`applyLimit`, `closeDoors`, `shutdown`, `drain`, `unwind`) are
+ * provided by the runtime.
  *
  * @example
  * ```ts
- * const actor = createActor(supervisorMachine.provide({ actors: { drain }, actions: { applyLimit, shutdown } }),
+ * const actor = createActor(supervisorMachine.provide({ actors: { drain, unwind }, actions: { applyLimit, closeDoors, shutdown } }),
  *   { input: { limit: 3 } }).start();
  * actor.send({ type: 'STOP' });
  * ```
@@ -44,10 +47,12 @@ export const supervisorMachine = setup({
   },
   actors: {
     drain: fromPromise<void, void>(async () => {}),
+    unwind: fromPromise<void, void>(async () => {}),
   },
   actions: {
     setLimit: assign(({ event }) => (event.type === 'LIMIT.SET' ? { limit: Math.max(1, event.limit) } : {})),
     applyLimit: (_, _params: { limit: number }) => {},
+    closeDoors: () => {},
     shutdown: () => {},
   },
 }).createMachine({
@@ -66,6 +71,14 @@ export const supervisorMachine = setup({
     draining: {
       invoke: {
         src: 'drain',
+        onDone: 'unwinding',
+        onError: 'unwinding',
+      },
+    },
+    unwinding: {
+      entry: 'closeDoors',
+      invoke: {
+        src: 'unwind',
         onDone: 'stopped',
         onError: 'stopped',
       },

@@ -291,16 +291,23 @@ export function createSupervisor(
     supervisorMachine.provide({
       actors: {
         drain: fromPromise(async () => {
-          const drains = [...handles.values()].map((h) => h.drain());
-          await Promise.allSettled(drains);
+          await Promise.allSettled([...handles.values()].map((h) => h.drain()));
+        }),
+        // Aborted calls end within a few I/O turns; a call that ignores its abort is not waited for past the
+        // grace (real time: this is teardown, not simulated work).
+        unwind: fromPromise(async () => {
+          const grace = AbortSignal.timeout(config.concurrency.reclaimGraceMs);
+          await scheduler.whenIdle(grace);
         }),
       },
       actions: {
         applyLimit: (_, params: { limit: number }) => scheduler.setLimit(params.limit),
-        shutdown: () => {
+        closeDoors: () => {
           for (const h of [...handles.values()]) h.stopAs('supervisor');
           probeRunner.close();
           scheduler.close();
+        },
+        shutdown: () => {
           // Every user key is wiped (its endpoint removed) before the endpoints' timers go.
           byok.close();
           endpoints.close();

@@ -78,6 +78,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
   readonly #waiting = new Set<Waiter>();
   #limit: number;
   #seq = 0;
+  #idleWaiters: Array<() => void> = [];
   #pumping = false;
   #pumpAgain = false;
   #closed = false;
@@ -204,6 +205,20 @@ export class MemoryTokenScheduler implements TokenScheduler {
       this.#pumping = pumping;
     }
     this.#pump();
+    if (this.#leases.size === 0 && this.#idleWaiters.length > 0)
+      for (const resolve of this.#idleWaiters.splice(0)) resolve();
+  }
+
+  whenIdle(signal?: AbortSignal): Promise<void> {
+    if (this.#leases.size === 0 || signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        signal?.removeEventListener('abort', done);
+        resolve();
+      };
+      this.#idleWaiters.push(done);
+      signal?.addEventListener('abort', done, { once: true });
+    });
   }
 
   setLimit(limit: number): void {

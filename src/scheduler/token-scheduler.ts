@@ -119,8 +119,13 @@ export interface TokenScheduler {
   /** The set of endpoints changed (a BYOK key came or went): look at every waiter again. */
   rescan(): void;
   view(): TokenView;
-  /** Refuses new requests, rejects the waiting ones and aborts every held grant. */
+  /**
+   * Refuses new requests, rejects the waiting ones and aborts every held grant. Releases still come in (the
+   * aborted calls end) and are recorded.
+   */
   close(reason?: unknown): void;
+  /** Resolves once no grant is held (every call granted so far has ended), or when `signal` aborts. */
+  whenIdle(signal?: AbortSignal): Promise<void>;
 }
 
 /**

@@ -35,7 +35,10 @@ type Command =
   | { t: 'io' };
 
 const command: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ t: fc.constant('ask' as const), agent: fc.nat(3), withSignal: fc.boolean() }) },
+  {
+    weight: 5,
+    arbitrary: fc.record({ t: fc.constant('ask' as const), agent: fc.nat(3), withSignal: fc.boolean() }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('abort' as const), which: fc.nat(20) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('stopAgent' as const), agent: fc.nat(3) }) },
   { weight: 1, arbitrary: fc.record({ t: fc.constant('spawn' as const), agent: fc.nat(3) }) },
@@ -48,7 +51,10 @@ const command: fc.Arbitrary<Command> = fc.oneof(
       count: fc.integer({ min: 1, max: 3 }),
     }),
   },
-  { weight: 3, arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 4_000 }) }) },
+  {
+    weight: 3,
+    arbitrary: fc.record({ t: fc.constant('advance' as const), ms: fc.integer({ min: 0, max: 4_000 }) }),
+  },
   { weight: 2, arbitrary: fc.record({ t: fc.constant('io' as const) }) },
 );
 
@@ -60,6 +66,8 @@ const scenario = fc.record({
 
 // Each run gets its own emulator and clock: a request dropped at the end of one run must not be counted
 // in the next run's high-water mark.
+type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
+
 let emulator: Emulator;
 let clock: ManualClock;
 
@@ -84,7 +92,7 @@ function spawn(supervisor: Supervisor, i: number): AgentHandle {
   });
 }
 
-async function runScenario(s: fc.infer<typeof scenario>): Promise<void> {
+async function runScenario(s: Scenario): Promise<void> {
   clock = createManualClock(Date.parse('2026-08-17T07:00:00+09:00'));
   emulator = await startEmulator({ profile: { seed: 17, latency: { minMs: 0, maxMs: 0 } }, clock });
   try {
@@ -94,12 +102,14 @@ async function runScenario(s: fc.infer<typeof scenario>): Promise<void> {
   }
 }
 
-async function runOn(s: fc.infer<typeof scenario>): Promise<void> {
+async function runOn(s: Scenario): Promise<void> {
   const supervisor = createSupervisor(
     {
       endpoints: [
         emulatorEndpoint(emulator, 'a', 'openai', 'gpt-4o-mini', undefined, { headersTimeoutMs: 600_000 }),
-        emulatorEndpoint(emulator, 'b', 'anthropic', 'claude-haiku-4-5', undefined, { headersTimeoutMs: 600_000 }),
+        emulatorEndpoint(emulator, 'b', 'anthropic', 'claude-haiku-4-5', undefined, {
+          headersTimeoutMs: 600_000,
+        }),
       ],
       chains: { main: ['a', 'b'], solo: ['a'] },
       concurrency: { limit: s.limit, leaseMs: 3_000, reclaimGraceMs: 1_000 },
@@ -111,7 +121,9 @@ async function runOn(s: fc.infer<typeof scenario>): Promise<void> {
   const handles: (AgentHandle | undefined)[] = AGENTS.map((_, i) => spawn(supervisor, i));
   const asks: Ask[] = [];
   const check = (where: string) => {
-    expect(emulator.stats().maxInFlight, `upstream calls in flight after ${where}`).toBeLessThanOrEqual(s.limit);
+    expect(emulator.stats().maxInFlight, `upstream calls in flight after ${where}`).toBeLessThanOrEqual(
+      s.limit,
+    );
     expect(supervisor.tokens().held, `tokens held after ${where}`).toBeLessThanOrEqual(s.limit);
   };
 
@@ -171,7 +183,14 @@ async function runOn(s: fc.infer<typeof scenario>): Promise<void> {
   expect(stopped, 'the supervisor stopped within 400 simulated seconds').toBe(true);
   await io();
   if (process.env.BW_PROP_DEBUG)
-    console.log(emulator.stats().calls.map((c) => `${c.flavor}:${c.status}@${c.startedAt % 1e6}-${c.endedAt % 1e6}/${c.inFlightAtStart}`).join(' '));
+    console.log(
+      emulator
+        .stats()
+        .calls.map(
+          (c) => `${c.flavor}:${c.status}@${c.startedAt % 1e6}-${c.endedAt % 1e6}/${c.inFlightAtStart}`,
+        )
+        .join(' '),
+    );
   for (const [i, a] of asks.entries()) expect(a.settled, `ask ${i} settled exactly once`).toBe(1);
   expect(supervisor.tokens()).toMatchObject({ held: 0, queue: [] });
   expect(supervisor.state()).toBe('stopped');

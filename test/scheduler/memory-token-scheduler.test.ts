@@ -25,12 +25,18 @@ describe('token scheduler — order', () => {
         }),
     );
     // ops-1 took the only token at once; the rest wait in priority order.
-    expect(f.scheduler.view().queue.map((q) => q.agent)).toEqual(['analysis-1', 'analysis-2', 'ops-2', 'ops-3']);
+    expect(f.scheduler.view().queue.map((q) => q.agent)).toEqual([
+      'analysis-1',
+      'analysis-2',
+      'ops-2',
+      'ops-3',
+    ]);
     for (let i = 0; i < 5; i++) {
       await flush();
       const g = f.scheduler.view().holders[0]!;
       expect(f.scheduler.view().held).toBe(1);
-      const lease = (await asks[['ops-1', 'ops-2', 'analysis-1', 'ops-3', 'analysis-2'].indexOf(g.holder)]!).leaseId;
+      const lease = (await asks[['ops-1', 'ops-2', 'analysis-1', 'ops-3', 'analysis-2'].indexOf(g.holder)]!)
+        .leaseId;
       f.scheduler.release(lease, success('mini'));
     }
     expect(order).toEqual(['ops-1', 'analysis-1', 'analysis-2', 'ops-2', 'ops-3']);
@@ -127,7 +133,9 @@ describe('token scheduler — decisions', () => {
     expect(f.scheduler.view().held).toBe(0);
     const denied = await f.scheduler.acquire(request('c', 'main', { maxWaitMs: 5_000 }));
     expect(denied.kind).toBe('denied');
-    expect(denied.kind === 'denied' && denied.reason).toMatch(/beyond max wait 5000 ms .*mini, cooldown, in 7000 ms/);
+    expect(denied.kind === 'denied' && denied.reason).toMatch(
+      /beyond max wait 5000 ms .*mini, cooldown, in 7000 ms/,
+    );
   });
 
   it('retries are charged when granted; a spent budget denies them, first attempts still go', async () => {

@@ -17,7 +17,10 @@ import type { SchedulerReport, TokenRequest } from '../../src/scheduler/token-sc
 export const T0 = Date.parse('2026-08-17T07:00:00+09:00');
 
 /** An endpoint config; `limits` as in a real config. */
-export function endpoint(id: string, limits: ParsedEndpointConfig['limits'] = undefined): ParsedEndpointConfig {
+export function endpoint(
+  id: string,
+  limits: ParsedEndpointConfig['limits'] = undefined,
+): ParsedEndpointConfig {
   return {
     id,
     provider: 'openai',
@@ -107,7 +110,10 @@ export function request(holder: string, chain: string, extra: Partial<TokenReque
   };
 }
 
-export function success(endpointId: string, rateLimit: EngineResult['rateLimit'] = {}): {
+export function success(
+  endpointId: string,
+  rateLimit: EngineResult['rateLimit'] = {},
+): {
   kind: 'success';
   result: EngineResult;
 } {
