@@ -107,6 +107,7 @@ async function heapPerIdleAgent(): Promise<{
     maxAttempts: 6,
     maxTokens: 512,
     historyTurns: 6,
+    toolResultsKept: 20,
     probeIntervalMs: 5_000,
     tools: [],
   };

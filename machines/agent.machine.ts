@@ -1,4 +1,4 @@
-import { assign, emit, fromPromise, setup } from 'xstate';
+import { assign, emit, fromCallback, fromPromise, setup } from 'xstate';
 import type { DegradedAnswer } from '../src/degraded/decision-tree.ts';
 import type { ChatMessage, ToolCall } from '../src/engines/engine-types.ts';
 import type { Fault, FaultKind } from '../src/faults/fault.ts';
@@ -99,8 +99,8 @@ function finishTurn(
   const memory: AgentMemory = answered
     ? {
         ...ctx.memory,
-        utterances: [
-          ...ctx.memory.utterances,
+        utterances: lastOf(
+          ctx.memory.utterances,
           {
             turnId: t.turnId,
             prompt: t.prompt,
@@ -108,10 +108,23 @@ function finishTurn(
             degraded: outcome === 'degraded',
             ...(extra.endpointId ? { endpointId: extra.endpointId } : {}),
           },
-        ],
+          ctx.settings.historyTurns,
+        ),
       }
     : ctx.memory;
   return { turn, memory };
+}
+
+/**
+ * `list` with `item` appended, keeping only the last `keep`: an agent's memory is the window its prompt reads, so
+ * a turn costs the same at the 10th turn and the 10,000th (every turn is in the turns log anyway).
+ */
+function lastOf<T>(list: readonly T[], item: T, keep: number): readonly T[] {
+  if (keep <= 0) return [];
+  const from = Math.max(0, list.length + 1 - keep);
+  const out = list.slice(from);
+  out.push(item);
+  return out;
 }
 
 /**
@@ -136,10 +149,12 @@ const agentSetup = setup({
     emitted: {} as AgentEmitted,
   },
   actors: {
-    acquireToken: fromPromise<TokenAnswer, AcquireTokenInput>(async () => {
+    // The hot path's actors are callbacks: they report with an event and clean up when their state is left,
+    // with no AbortSignal of their own (one costs more than the rest of a grant).
+    acquireToken: fromCallback<AgentEvent, AcquireTokenInput>(() => {
       throw new Error('acquireToken is provided by the runtime');
     }),
-    callEngine: fromPromise<CallOutcome, CallEngineInput>(async () => {
+    callEngine: fromCallback<AgentEvent, CallEngineInput>(() => {
       throw new Error('callEngine is provided by the runtime');
     }),
     runTools: fromPromise<RunToolsOutput, RunToolsInput>(async () => {
@@ -148,7 +163,7 @@ const agentSetup = setup({
     answerDegraded: fromPromise<AnswerDegradedOutput, AnswerDegradedInput>(async () => {
       throw new Error('answerDegraded is provided by the runtime');
     }),
-    wakeAt: fromPromise<{ at: number }, WakeAtInput>(async () => {
+    wakeAt: fromCallback<AgentEvent, WakeAtInput>(() => {
       throw new Error('wakeAt is provided by the runtime');
     }),
     checkHealth: fromPromise<CheckHealthOutput, CheckHealthInput>(async () => {
@@ -259,9 +274,11 @@ const agentSetup = setup({
           content: r.result,
           isError: r.isError,
         });
+      let toolResults = context.memory.toolResults;
+      for (const r of results) toolResults = lastOf(toolResults, r, context.settings.toolResultsKept);
       return {
         turn: { ...t, messages: msgs, step: t.step + 1, stepAttempts: 0 },
-        memory: { ...context.memory, toolResults: [...context.memory.toolResults, ...results] },
+        memory: { ...context.memory, toolResults },
       };
     }),
     completeAnswered: assign(({ context, event }) => {
@@ -370,7 +387,9 @@ const engineCall = agentSetup.createStateConfig({
       prompt: promptOf(context),
       waitMs: context.turn!.waitMs,
     }),
-    onDone: [
+  },
+  on: {
+    'CALL.DONE': [
       { guard: 'leaseLost', target: 'queued', actions: 'forgetLease' },
       { guard: 'wantsTools', target: 'tools', actions: ['recordAttempt', 'appendToolCalls'] },
       {
@@ -386,9 +405,9 @@ const engineCall = agentSetup.createStateConfig({
       { guard: 'attemptsExhausted', target: 'degraded', actions: 'recordAttempt' },
       { target: 'queued', actions: 'recordAttempt' },
     ],
-    onError: { target: 'idle', actions: ['internalFailure', 'emitLastTurn'] },
+    'CALL.FAILED': { target: 'idle', actions: ['internalFailure', 'emitLastTurn'] },
+    CANCEL,
   },
-  on: { CANCEL },
 });
 
 /**
@@ -442,15 +461,17 @@ export const agentMachine = agentSetup.createMachine({
             prompt: promptOf(context),
           };
         },
-        onDone: [
+      },
+      on: {
+        'TOKEN.ANSWER': [
           { guard: 'grantedPrimary', target: 'calling', actions: 'takeGrant' },
           { guard: 'granted', target: 'fallback', actions: 'takeGrant' },
           { guard: 'mustCool', target: 'cooling', actions: 'startCooling' },
           { target: 'degraded' },
         ],
-        onError: { target: 'idle', actions: ['internalFailure', 'emitLastTurn'] },
+        'TOKEN.FAILED': { target: 'idle', actions: ['internalFailure', 'emitLastTurn'] },
+        CANCEL,
       },
-      on: { CANCEL },
     },
     calling: engineCall,
     fallback: engineCall,
@@ -472,9 +493,8 @@ export const agentMachine = agentSetup.createMachine({
       invoke: {
         src: 'wakeAt',
         input: ({ context }) => ({ at: context.turn!.coolingUntil ?? 0 }),
-        onDone: { target: 'queued' },
       },
-      on: { CANCEL },
+      on: { WAKE: 'queued', CANCEL },
     },
     degraded: {
       initial: 'answering',
@@ -497,9 +517,8 @@ export const agentMachine = agentSetup.createMachine({
           invoke: {
             src: 'wakeAt',
             input: ({ context }) => ({ at: context.recheckAt ?? 0 }),
-            onDone: { target: 'checking' },
           },
-          on: { ASK: { target: '#agent.queued', actions: 'startTurn' } },
+          on: { WAKE: 'checking', ASK: { target: '#agent.queued', actions: 'startTurn' } },
         },
         checking: {
           invoke: {

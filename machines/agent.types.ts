@@ -20,7 +20,10 @@ export interface AgentSettings {
   readonly maxAttempts: number;
   readonly maxTokens: number;
   readonly temperature?: number;
+  /** Earlier turns the prompt repeats verbatim; memory keeps exactly these (the full log is the turns store). */
   readonly historyTurns: number;
+  /** Tool results the prompt repeats; memory keeps exactly these. */
+  readonly toolResultsKept: number;
   readonly probeIntervalMs: number;
   readonly tools: readonly ToolDefinition[];
 }
@@ -159,6 +162,14 @@ export interface AnswerDegradedInput {
 export type AgentEvent =
   | { type: 'ASK'; turnId: string; key: string; prompt: string; at: number }
   | { type: 'CANCEL'; at: number }
-  | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> };
+  | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }
+  /** From `acquireToken`: the scheduler's answer (or the request failed: a bug). */
+  | { type: 'TOKEN.ANSWER'; output: TokenAnswer }
+  | { type: 'TOKEN.FAILED'; error: unknown }
+  /** From `callEngine`: how the call ended, failures as data (or it threw: a bug). */
+  | { type: 'CALL.DONE'; output: CallOutcome }
+  | { type: 'CALL.FAILED'; error: unknown }
+  /** From `wakeAt`: the deadline is reached. */
+  | { type: 'WAKE'; output: { at: number } };
 
 export type AgentEmitted = { type: 'turn.completed'; turn: Turn };

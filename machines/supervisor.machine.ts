@@ -1,4 +1,4 @@
-import { assign, fromPromise, setup } from 'xstate';
+import { type AnyActorRef, assign, fromPromise, setup, stopChild } from 'xstate';
 
 /** Bumped whenever the supervisor's context or states change. */
 export const SUPERVISOR_MACHINE_VERSION = 'supervisor@2';
@@ -16,8 +16,15 @@ export interface SupervisorInput {
  * - `STOP`: stop taking work, let the asks in progress finish (the runtime's `drain` actor decides how long),
  *   then stop every agent.
  * - `LIMIT.SET`: change the number of tokens (at least 1).
+ * - `AGENT.STOP`: stop one agent actor.
  */
-export type SupervisorEvent = { type: 'STOP' } | { type: 'LIMIT.SET'; limit: number };
+export type SupervisorEvent =
+  | { type: 'STOP' }
+  | { type: 'LIMIT.SET'; limit: number }
+  /** Stops one agent actor (they run on this actor's system, so only it may stop them). */
+  | { type: 'AGENT.STOP'; agent: AnyActorRef }
+  /** An agent actor failed (a bug in a machine action): reported, contained; the supervisor goes on. */
+  | { type: `xstate.error.actor.${string}`; error?: unknown };
 
 /**
  * The supervisor's lifecycle, one per runtime:
@@ -52,6 +59,7 @@ export const supervisorMachine = setup({
   actions: {
     setLimit: assign(({ event }) => (event.type === 'LIMIT.SET' ? { limit: Math.max(1, event.limit) } : {})),
     applyLimit: (_, _params: { limit: number }) => {},
+    reportAgentFailure: (_, _params: { actorId: string; error: unknown }) => {},
     closeDoors: () => {},
     shutdown: () => {},
   },
@@ -62,6 +70,18 @@ export const supervisorMachine = setup({
   on: {
     'LIMIT.SET': {
       actions: ['setLimit', { type: 'applyLimit', params: ({ context }) => ({ limit: context.limit }) }],
+    },
+    'AGENT.STOP': { actions: stopChild(({ event }) => (event as { agent: AnyActorRef }).agent) },
+    // Agents share this actor's system (one system, not one per agent) but are not its children; a crashed one
+    // reports here instead of taking the supervisor down.
+    'xstate.error.actor.*': {
+      actions: {
+        type: 'reportAgentFailure',
+        params: ({ event }) => ({
+          actorId: event.type.slice('xstate.error.actor.'.length),
+          error: event.error,
+        }),
+      },
     },
   },
   states: {

@@ -31,7 +31,8 @@ export interface AnswerCacheData {
 }
 
 interface Entry extends CachedAnswer {
-  readonly tokens: ReadonlySet<string>;
+  /** The prompt's token set, computed on the first similarity lookup (most entries are never looked up). */
+  tokens?: ReadonlySet<string>;
 }
 
 const SOURCE = 'AnswerCache.import';
@@ -46,11 +47,15 @@ const SOURCE = 'AnswerCache.import';
  */
 export function promptTokens(text: string): Set<string> {
   return new Set(
-    text
-      .normalize('NFKC')
+    nfkc(text)
       .toLowerCase()
       .match(/[\p{L}\p{N}]+/gu) ?? [],
   );
+}
+
+/** NFKC, skipped for printable ASCII (which it never changes): most prompts, and normalize() is slow. */
+function nfkc(text: string): string {
+  return /^[ -~\t\n\r]*$/.test(text) ? text : text.normalize('NFKC');
 }
 
 /**
@@ -71,7 +76,7 @@ export function tokenSetCosine(a: ReadonlySet<string>, b: ReadonlySet<string>): 
 
 /** The exact-hit key: case, width and whitespace differences do not make a prompt different. */
 function exactKey(prompt: string): string {
-  return prompt.normalize('NFKC').toLowerCase().replace(/\s+/g, ' ').trim();
+  return nfkc(prompt).toLowerCase().replace(/\s+/g, ' ').trim();
 }
 
 /**
@@ -128,7 +133,6 @@ export class AnswerCache {
       prompt: cleanPrompt,
       answer: scrubSecrets(answer),
       ...(at !== undefined ? { at } : {}),
-      tokens: promptTokens(cleanPrompt),
     });
     while (entries.size > this.maxPerAgent) {
       const oldest = entries.keys().next().value as string;
@@ -150,6 +154,7 @@ export class AnswerCache {
     const tokens = promptTokens(clean);
     let best: { key: string; entry: Entry; similarity: number } | undefined;
     for (const [k, entry] of entries) {
+      entry.tokens ??= promptTokens(entry.prompt);
       const similarity = tokenSetCosine(tokens, entry.tokens);
       if (!best || similarity >= best.similarity) best = { key: k, entry, similarity };
     }

@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
-import { fromPromise } from 'xstate';
+import { fromCallback, fromPromise } from 'xstate';
 import type {
   AcquireTokenInput,
+  AgentEvent,
   AnswerDegradedInput,
   AnswerDegradedOutput,
   CallEngineInput,
@@ -22,8 +23,12 @@ import type { CallSettlement } from '../health/endpoint-health.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import type { TimerHeap } from '../scheduler/timer-heap.ts';
-import { isLeaseExpiredError, type TokenScheduler } from '../scheduler/token-scheduler.ts';
-import { onAbort } from './abort-fanout.ts';
+import {
+  isLeaseExpiredError,
+  type TokenDecision,
+  type TokenScheduler,
+  type TokenTicket,
+} from '../scheduler/token-scheduler.ts';
 import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
 import { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
 import type { ToolResultRecord } from './turn.ts';
@@ -83,16 +88,31 @@ function internalFault(e: unknown, endpointId: string): Fault {
   return { kind: 'bad_request', provider: 'openai', message: `internal error: ${message}`, endpointId };
 }
 
+/** An error an actor's body threw (a bug), as the machine may see it: sanitized, stamped, and logged. */
+function sanitized(logger: Logger, clock: Clock, what: string, e: unknown): InternalActorError {
+  if (e instanceof InternalActorError) return e;
+  const safe = scrubSecrets(e instanceof Error ? e.message : String(e));
+  logger.error({ actor: what, error: safe }, 'agent actor failed');
+  return new InternalActorError(safe, { cause: e, at: clock.now() });
+}
+
 /** Runs an actor's body; an error it throws (a bug) reaches the machine sanitized, and the log has it. */
 async function guarded<T>(logger: Logger, clock: Clock, what: string, body: () => Promise<T>): Promise<T> {
   try {
     return await body();
   } catch (e) {
-    if (e instanceof InternalActorError) throw e;
-    const safe = scrubSecrets(e instanceof Error ? e.message : String(e));
-    logger.error({ actor: what, error: safe }, 'agent actor failed');
-    throw new InternalActorError(safe, { cause: e, at: clock.now() });
+    throw sanitized(logger, clock, what, e);
   }
+}
+
+/** The scheduler's decision as plain data for the agent's snapshot. */
+function tokenAnswer(d: TokenDecision): TokenAnswer {
+  if (d.kind === 'granted') {
+    const { leaseId, endpointId, index, grantedAt } = d.grant;
+    return { kind: 'granted', leaseId, endpointId, index, at: grantedAt };
+  }
+  if (d.kind === 'cool') return { kind: 'cool', endpointId: d.endpointId, until: d.until, at: d.at };
+  return { kind: 'denied', reason: d.reason, at: d.at };
 }
 
 /**
@@ -115,10 +135,13 @@ export function createAgentActors(deps: AgentActorDeps) {
     });
   };
 
-  const acquireToken = fromPromise<TokenAnswer, AcquireTokenInput>(async ({ input, signal }) => {
-    const session = deps.sessionOf(input.agent);
-    const d = await scheduler.acquire(
-      {
+  const acquireToken = fromCallback<AgentEvent, AcquireTokenInput>(({ input, sendBack }) => {
+    let left = false;
+    let granted: string | undefined;
+    let ticket: TokenTicket | undefined;
+    try {
+      const session = deps.sessionOf(input.agent);
+      ticket = scheduler.request({
         holder: input.agent,
         tier: input.tier,
         chain: input.chain,
@@ -127,24 +150,65 @@ export function createAgentActors(deps: AgentActorDeps) {
         maxWaitMs: input.maxWaitMs,
         retry: input.retry,
         attempt: input.attempt,
-      },
-      signal,
-    );
-    if (d.kind === 'granted') {
-      const { leaseId, endpointId, index, grantedAt } = d.grant;
-      // Cancelled between the grant and the call (this actor stopped first): nothing may keep holding the token.
-      onAbort(signal, () => scheduler.releaseUnclaimed(leaseId));
-      return { kind: 'granted', leaseId, endpointId, index, at: grantedAt };
+      });
+    } catch (e) {
+      // Reported as an event (the machine's failure path), not thrown into XState.
+      sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
+      return () => {};
     }
-    if (d.kind === 'cool') return { kind: 'cool', endpointId: d.endpointId, until: d.until, at: d.at };
-    return { kind: 'denied', reason: d.reason, at: d.at };
+    ticket.decision.then(
+      (d) => {
+        if (d.kind === 'granted') granted = d.grant.leaseId;
+        // The agent left `queued` first (cancelled, stopped): nobody will call with this grant.
+        if (left) {
+          if (granted) scheduler.releaseUnclaimed(granted);
+          return;
+        }
+        sendBack({ type: 'TOKEN.ANSWER', output: tokenAnswer(d) });
+      },
+      (e: unknown) => {
+        if (!left) sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
+      },
+    );
+    return () => {
+      left = true;
+      ticket.withdraw();
+      // Leaving `queued` for `calling` claims the grant in the same step; anything else leaves it unclaimed.
+      if (granted) queueMicrotask(() => scheduler.releaseUnclaimed(granted!));
+    };
   });
 
-  const callEngine = fromPromise<CallOutcome, CallEngineInput>(({ input, signal }) =>
-    guarded(logger, clock, 'callEngine', () => callEngineBody(input, signal)),
-  );
-  const callEngineBody = async (input: CallEngineInput, signal: AbortSignal): Promise<CallOutcome> => {
-    const grant = scheduler.claim(input.leaseId);
+  /**
+   * The engine call, spending its grant. Its abort controller is the only one of the call: the agent leaving
+   * `calling` (cancel, stop) and the lease running out both abort it; the grant is released exactly once, with
+   * how the call ended.
+   */
+  const callEngine = fromCallback<AgentEvent, CallEngineInput>(({ input, sendBack }) => {
+    const controller = new AbortController();
+    let left = false;
+    let ended = false;
+    callEngineBody(input, controller).then(
+      (outcome) => {
+        ended = true;
+        if (!left) sendBack({ type: 'CALL.DONE', output: outcome });
+      },
+      (e: unknown) => {
+        ended = true;
+        if (!left) sendBack({ type: 'CALL.FAILED', error: sanitized(logger, clock, 'callEngine', e) });
+      },
+    );
+    return () => {
+      left = true;
+      // Aborting costs an event dispatch: only a call still running needs it.
+      if (!ended) controller.abort(new Error('the agent left the call (cancelled or stopped)'));
+    };
+  });
+  const callEngineBody = async (
+    input: CallEngineInput,
+    controller: AbortController,
+  ): Promise<CallOutcome> => {
+    const { signal } = controller;
+    const grant = scheduler.claim(input.leaseId, (reason) => controller.abort(reason));
     if (!grant) {
       const fault: Fault = {
         kind: 'cancelled',
@@ -174,7 +238,12 @@ export function createAgentActors(deps: AgentActorDeps) {
         at,
         ...(fault ? { fault } : {}),
       });
-      const line = { agent: input.agent, tier: input.tier, endpoint: input.endpointId, waitMs: input.waitMs };
+      const line = () => ({
+        agent: input.agent,
+        tier: input.tier,
+        endpoint: input.endpointId,
+        waitMs: input.waitMs,
+      });
       if (!engine) {
         // A BYOK key that expired or was revoked between the grant and the call: nothing was sent, and another
         // endpoint (or the degraded layer) can still answer, so it is a swappable auth fault, not a bug.
@@ -190,28 +259,29 @@ export function createAgentActors(deps: AgentActorDeps) {
         return { ok: false, fault, at: clock.now() };
       }
       try {
-        const result = await engine.call({ ...request, signal: AbortSignal.any([signal, grant.signal]) });
+        const result = await engine.call({ ...request, signal });
         const at = clock.now();
         settlement = { kind: 'success', result };
-        logger.info(
-          {
-            ...line,
-            outcome: 'ok',
-            latencyMs: at - started,
-            confirmed_model: `${result.endpoint.provider}/${result.model}`,
-          },
-          'call',
-        );
+        if (logger.isLevelEnabled('info'))
+          logger.info(
+            {
+              ...line(),
+              outcome: 'ok',
+              latencyMs: at - started,
+              confirmed_model: `${result.endpoint.provider}/${result.model}`,
+            },
+            'call',
+          );
         deps.onCall?.({ ...describe('ok', at), model: result.model });
         remember(key, result);
         return { ok: true, result, at, memoized: false };
       } catch (e) {
         const at = clock.now();
-        const fault = faultOf(e, input.endpointId, grant.signal, engine.endpoint.provider);
+        const fault = faultOf(e, input.endpointId, signal, engine.endpoint.provider);
         settlement = { kind: 'fault', fault };
         logger.info(
           {
-            ...line,
+            ...line(),
             outcome: 'fault',
             fault: fault.kind,
             status: fault.status,
@@ -278,17 +348,12 @@ export function createAgentActors(deps: AgentActorDeps) {
     return { answer, at: clock.now() };
   });
 
-  const wakeAt = fromPromise<{ at: number }, WakeAtInput>(
-    ({ input, signal }) =>
-      new Promise((resolve, reject) => {
-        if (input.at <= clock.now()) return resolve({ at: clock.now() });
-        const timer = deps.timers.schedule(input.at, () => resolve({ at: clock.now() }));
-        onAbort(signal, () => {
-          timer.cancel();
-          reject(signal.reason);
-        });
-      }),
-  );
+  const wakeAt = fromCallback<AgentEvent, WakeAtInput>(({ input, sendBack }) => {
+    const timer = deps.timers.schedule(input.at, () =>
+      sendBack({ type: 'WAKE', output: { at: clock.now() } }),
+    );
+    return () => timer.cancel();
+  });
 
   const checkHealth = fromPromise<CheckHealthOutput, CheckHealthInput>(async ({ input }) => {
     const now = clock.now();

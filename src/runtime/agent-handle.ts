@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Actor, AnyActorRef } from 'xstate';
-import type { AgentContext, AgentEmitted, agentMachine } from '../../machines/agent.machine.ts';
+import type { AgentContext, agentMachine } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import { onAbort } from './abort-fanout.ts';
@@ -96,11 +96,11 @@ interface PendingAsk {
   offAbort: (() => void) | undefined;
 }
 
-/** What an LLM agent's handle is built from. */
-export interface LlmAgentHandleOptions {
-  readonly name: string;
-  readonly tier: string;
-  readonly actor: Actor<typeof agentMachine>;
+/**
+ * What every LLM agent handle of one supervisor shares: one object for all of them, so an idle agent costs no
+ * closures of its own.
+ */
+export interface AgentHandleHooks {
   readonly clock: Clock;
   readonly keepAlive: KeepAlive;
   readonly onState: (c: AgentStateChange) => void;
@@ -108,6 +108,8 @@ export interface LlmAgentHandleOptions {
   readonly onTurn: (t: Turn, meta: TurnMeta | undefined) => void;
   /** The agent stopped (its name is free again). */
   readonly onStopped: (name: string) => void;
+  /** Stops the actor (its owner does: the actor runs on the supervisor's system). */
+  readonly stopActor: (actor: Actor<typeof agentMachine>) => void;
 }
 
 function topState(value: unknown): AgentStateName {
@@ -155,24 +157,38 @@ export class LlmAgentHandle implements ManagedHandle {
   readonly name: string;
   readonly tier: string;
   readonly actor: Actor<typeof agentMachine>;
-  readonly #o: LlmAgentHandleOptions;
-  readonly #queue: PendingAsk[] = [];
+  readonly #o: AgentHandleHooks;
+  /** Asks not started yet (allocated on the first one that has to wait). */
+  #queue: PendingAsk[] | undefined;
   #current: PendingAsk | undefined;
   #state: AgentStateName;
+  #lastTurn: Turn | undefined;
   #stoppedBy: 'agent' | 'supervisor' | undefined;
   #refusing = false;
-  #drained: Array<() => void> = [];
+  #drained: Array<() => void> | undefined;
 
-  constructor(options: LlmAgentHandleOptions) {
-    this.#o = options;
-    this.name = options.name;
-    this.tier = options.tier;
-    this.actor = options.actor;
-    this.#state = topState(options.actor.getSnapshot().value);
-    options.actor.subscribe((snap) =>
-      this.#observe(snap.status === 'stopped' ? 'stopped' : topState(snap.value)),
-    );
-    options.actor.on('turn.completed', (e: AgentEmitted) => this.#completed(e.turn));
+  constructor(name: string, tier: string, actor: Actor<typeof agentMachine>, hooks: AgentHandleHooks) {
+    this.#o = hooks;
+    this.name = name;
+    this.tier = tier;
+    this.actor = actor;
+    const first = actor.getSnapshot();
+    this.#state = topState(first.value);
+    this.#lastTurn = (first.context as AgentContext | undefined)?.lastTurn;
+    // One observer per agent: state changes, and a finished turn (a new `lastTurn` in context).
+    actor.subscribe({
+      next: (snap) => {
+        // The state first: settling the turn may start the next ask, whose states must come after this one.
+        this.#observe(snap.status === 'stopped' ? 'stopped' : topState(snap.value));
+        const last = (snap.context as AgentContext).lastTurn;
+        if (last !== this.#lastTurn && last !== undefined) {
+          this.#lastTurn = last;
+          this.#completed(last);
+        }
+      },
+      // A bug in the machine itself: the agent is dead; its asks must still settle.
+      error: () => this.#crashed(),
+    });
   }
 
   ask(prompt: string, options: AskOptions = {}): Promise<Turn> {
@@ -196,6 +212,7 @@ export class LlmAgentHandle implements ManagedHandle {
       };
       this.#o.keepAlive.hold();
       if (options.signal) ask.offAbort = onAbort(options.signal, () => this.#cancel(ask));
+      this.#queue ??= [];
       this.#queue.push(ask);
       this.#startNext();
     });
@@ -221,6 +238,7 @@ export class LlmAgentHandle implements ManagedHandle {
     if (this.#idle() || signal?.aborted) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const off = signal ? onAbort(signal, () => resolve()) : undefined;
+      this.#drained ??= [];
       this.#drained.push(() => {
         off?.();
         resolve();
@@ -240,13 +258,13 @@ export class LlmAgentHandle implements ManagedHandle {
     if (this.#stoppedBy) return;
     this.#stoppedBy = by;
     const now = this.#o.clock.now();
-    for (const ask of this.#queue.splice(0)) this.#settle(ask, this.#unstarted(ask, now));
+    for (const ask of this.#queue?.splice(0) ?? []) this.#settle(ask, this.#unstarted(ask, now));
     const current = this.#current;
     // The machine takes CANCEL in every working state and emits the cancelled turn at once.
     if (current) this.actor.send({ type: 'CANCEL', at: now });
     if (current && !current.settled) this.#settle(current, this.#unstarted(current, now));
     this.#current = undefined;
-    this.actor.stop();
+    this.#o.stopActor(this.actor);
     // One agent stopped is news (its name is free again); the whole runtime stopping is not, per agent.
     if (by === 'agent') this.#observe('stopped');
     else this.#state = 'stopped';
@@ -256,13 +274,31 @@ export class LlmAgentHandle implements ManagedHandle {
 
   cancelAll(): void {
     const now = this.#o.clock.now();
-    for (const ask of this.#queue.splice(0)) this.#settle(ask, this.#unstarted(ask, now));
+    for (const ask of this.#queue?.splice(0) ?? []) this.#settle(ask, this.#unstarted(ask, now));
     if (this.#current) this.#cancel(this.#current);
+  }
+
+  #crashed(): void {
+    if (this.#stoppedBy) return;
+    this.#stoppedBy = 'agent';
+    const now = this.#o.clock.now();
+    const ask = this.#current;
+    this.#current = undefined;
+    if (ask)
+      this.#settle(ask, {
+        ...unstartedCancelledTurn(this.name, this.tier, ask, now),
+        outcome: 'failed',
+        error: `internal error in agent ${this.name}: its state machine failed; this is a bug, please report it`,
+      });
+    for (const queued of this.#queue?.splice(0) ?? []) this.#settle(queued, this.#unstarted(queued, now));
+    this.#observe('stopped');
+    this.#o.onStopped(this.name);
+    this.#checkDrained();
   }
 
   #startNext(): void {
     if (this.#current || this.#stoppedBy) return;
-    const ask = this.#queue.shift();
+    const ask = this.#queue?.shift();
     if (!ask) return;
     this.#current = ask;
     ask.started = true;
@@ -278,8 +314,8 @@ export class LlmAgentHandle implements ManagedHandle {
   #cancel(ask: PendingAsk): void {
     if (ask.settled) return;
     if (!ask.started) {
-      const i = this.#queue.indexOf(ask);
-      if (i >= 0) this.#queue.splice(i, 1);
+      const i = this.#queue?.indexOf(ask) ?? -1;
+      if (i >= 0) this.#queue!.splice(i, 1);
       this.#settle(ask, this.#unstarted(ask, this.#o.clock.now()));
       this.#checkDrained();
       return;
@@ -311,11 +347,11 @@ export class LlmAgentHandle implements ManagedHandle {
   }
 
   #idle(): boolean {
-    return this.#current === undefined && this.#queue.length === 0;
+    return this.#current === undefined && (this.#queue?.length ?? 0) === 0;
   }
 
   #checkDrained(): void {
-    if (!this.#idle() || this.#drained.length === 0) return;
+    if (!this.#idle() || !this.#drained?.length) return;
     for (const done of this.#drained.splice(0)) done();
   }
 

@@ -30,6 +30,7 @@ import { type CallMemo, createAgentActors } from './agent-actors.ts';
 import { type AgentDefinition, isNoAgentDefinition, type LlmAgentDefinition } from './agent-definition.ts';
 import {
   type AgentHandle,
+  type AgentHandleHooks,
   type AgentStateChange,
   LlmAgentHandle,
   type ManagedHandle,
@@ -37,6 +38,7 @@ import {
 import { KeepAlive } from './keep-alive.ts';
 import { NoAgentHandle } from './no-agent-handle.ts';
 import { createProbeRunner } from './probe-runner.ts';
+import { MAX_REMEMBERED_TOOL_RESULTS } from './prompt-builder.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
 import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
 import { DEFAULT_BYOK_SESSION, type SupervisorByok, wireByok } from './supervisor-byok.ts';
@@ -262,14 +264,17 @@ export function createSupervisor(
       sessionOf: (agent) => sessions.get(agent),
       endpointsOf: (agent, chain) => endpointsOf(chain, sessions.get(agent)),
       ...(options.memo ? { memo: options.memo } : {}),
-      onCall: (c) => emit(callEvent(c)),
+      onCall: (c) => {
+        if (eventListeners.size > 0) emit(callEvent(c));
+      },
     }),
   });
 
   const handles = new Map<string, ManagedHandle>();
   const listeners = new Set<(c: AgentStateChange) => void>();
   const notify = (c: AgentStateChange) => {
-    emit({ type: 'agent.state', at: c.at, agent: c.agent, data: { state: c.state, previous: c.previous } });
+    if (eventListeners.size > 0)
+      emit({ type: 'agent.state', at: c.at, agent: c.agent, data: { state: c.state, previous: c.previous } });
     for (const l of listeners) l(c);
   };
   const forget = (name: string) => {
@@ -277,6 +282,18 @@ export function createSupervisor(
     definitions.delete(name);
     sessions.delete(name);
     delete trees[name];
+  };
+  const handleHooks: AgentHandleHooks = {
+    clock,
+    keepAlive,
+    onState: notify,
+    onTurn: (turn, meta) => {
+      if (turn.outcome === 'answered' || turn.outcome === 'fallback')
+        cache.remember(turn.agent, turn.prompt, turn.answer.text);
+      if (eventListeners.size > 0) emit(turnEvent(turn, meta));
+    },
+    onStopped: forget,
+    stopActor: (actor) => lifecycle.send({ type: 'AGENT.STOP', agent: actor }),
   };
 
   // The lifecycle: the drain waits for every ask given (or cancels them all when a stop signal aborts).
@@ -302,6 +319,14 @@ export function createSupervisor(
       },
       actions: {
         applyLimit: (_, params: { limit: number }) => scheduler.setLimit(params.limit),
+        reportAgentFailure: (_, params: { actorId: string; error: unknown }) =>
+          logger.error(
+            {
+              agent: params.actorId,
+              error: params.error instanceof Error ? params.error.name : typeof params.error,
+            },
+            'agent actor failed (a bug); its asks were settled failed',
+          ),
         closeDoors: () => {
           for (const h of [...handles.values()]) h.stopAs('supervisor');
           probeRunner.close();
@@ -312,6 +337,7 @@ export function createSupervisor(
           byok.close();
           endpoints.close();
           timers.close();
+          keepAlive.close();
           stopped();
         },
       },
@@ -379,27 +405,15 @@ export function createSupervisor(
       settings: agentSettings(definition, tier, config),
       memory: spawnOptions.memory ?? emptyMemory(definition.memory),
     };
+    // Not a child of the lifecycle (no `children` snapshot to copy: spawn and stop are O(1)), but on its system:
+    // one system for all agents, the inspection feed and the clock included.
     const actor: Actor<typeof agentMachine> = createActor(agentLogic, {
       id: definition.name,
+      parent: lifecycle,
       input: agentInput,
-      clock: clock as never,
       ...(spawnOptions.snapshot ? { snapshot: spawnOptions.snapshot as Snapshot<unknown> } : {}),
-      ...(options.inspect ? { inspect: options.inspect } : {}),
     });
-    const h = new LlmAgentHandle({
-      name: definition.name,
-      tier,
-      actor,
-      clock,
-      keepAlive,
-      onState: notify,
-      onTurn: (turn, meta) => {
-        if (turn.outcome === 'answered' || turn.outcome === 'fallback')
-          cache.remember(turn.agent, turn.prompt, turn.answer.text);
-        emit(turnEvent(turn, meta));
-      },
-      onStopped: forget,
-    });
+    const h = new LlmAgentHandle(definition.name, tier, actor, handleHooks);
     handles.set(definition.name, h);
     actor.start();
     return h;
@@ -451,6 +465,7 @@ function agentSettings(definition: LlmAgentDefinition, tier: string, config: Run
     maxTokens: definition.maxTokens ?? d.maxTokens,
     ...(definition.temperature !== undefined ? { temperature: definition.temperature } : {}),
     historyTurns: definition.historyTurns ?? d.historyTurns,
+    toolResultsKept: MAX_REMEMBERED_TOOL_RESULTS,
     probeIntervalMs: d.probeIntervalMs,
     tools: Object.entries(definition.tools ?? {}).map(([name, t]) => ({
       name,

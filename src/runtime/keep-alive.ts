@@ -26,15 +26,20 @@ export class KeepAlive {
   }
 
   hold(): void {
-    this.#count++;
-    if (this.#enabled && this.#handle === undefined) this.#handle = setInterval(() => {}, 1 << 30);
+    if (this.#count++ > 0 || !this.#enabled) return;
+    // One interval for the runtime's life, ref'd and unref'd (cheaper than making one per busy spell).
+    if (this.#handle === undefined) this.#handle = setInterval(() => {}, 1 << 30);
+    this.#handle.ref();
   }
 
   release(): void {
-    this.#count = Math.max(0, this.#count - 1);
-    if (this.#count === 0 && this.#handle !== undefined) {
-      clearInterval(this.#handle);
-      this.#handle = undefined;
-    }
+    if (this.#count === 0) return;
+    if (--this.#count === 0) this.#handle?.unref();
+  }
+
+  /** Drops the interval (the runtime stopped). */
+  close(): void {
+    if (this.#handle !== undefined) clearInterval(this.#handle);
+    this.#handle = undefined;
   }
 }

@@ -77,5 +77,9 @@ export interface AgentMemory {
 
 /** An empty memory with the given slots. */
 export function emptyMemory(slots: Readonly<Record<string, string>> = {}): AgentMemory {
-  return { utterances: [], slots: { ...slots }, toolResults: [] };
+  // Memory is never mutated (every change is a copy), so every agent can start from the same empty lists.
+  return { utterances: NO_UTTERANCES, slots: { ...slots }, toolResults: NO_TOOL_RESULTS };
 }
+
+const NO_UTTERANCES: readonly Utterance[] = Object.freeze([]);
+const NO_TOOL_RESULTS: readonly ToolResultRecord[] = Object.freeze([]);

@@ -20,6 +20,7 @@ class Lease implements Grant {
   deadline: TimerEntry | undefined;
   claimed: boolean;
   reclaimed = false;
+  onReclaim: ((reason: unknown) => void) | undefined;
   #controller: AbortController | undefined;
   #reason: unknown;
 
@@ -49,6 +50,7 @@ class Lease implements Grant {
     if (this.#reason !== undefined) return;
     this.#reason = reason;
     this.#controller?.abort(reason);
+    this.onReclaim?.(reason);
   }
 }
 
@@ -107,10 +109,11 @@ export class LeaseBook {
   }
 
   /** The holder takes up its grant; `undefined` when it is gone or already taken back. */
-  claim(leaseId: string): Grant | undefined {
+  claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined {
     const lease = this.#leases.get(leaseId);
     if (!lease || lease.claimed || lease.reclaimed) return undefined;
     lease.claimed = true;
+    lease.onReclaim = onReclaim;
     return lease;
   }
 

@@ -12,6 +12,7 @@ import {
   type TokenDecision,
   type TokenRequest,
   type TokenScheduler,
+  type TokenTicket,
   type TokenView,
 } from './token-scheduler.ts';
 import { servedBefore, type Waiter, WaiterFifo } from './waiter.ts';
@@ -116,9 +117,21 @@ export class MemoryTokenScheduler implements TokenScheduler {
   acquire(request: TokenRequest, signal?: AbortSignal): Promise<TokenDecision> {
     if (this.#closed) return Promise.reject(new SchedulerClosedError());
     if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<TokenDecision>((resolve, reject) => {
+    const ticket = this.request(request);
+    if (signal) {
+      const onAbort = () => ticket.withdraw(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const off = () => signal.removeEventListener('abort', onAbort);
+      ticket.decision.then(off, off);
+    }
+    return ticket.decision;
+  }
+
+  request(request: TokenRequest): TokenTicket {
+    let w!: Waiter;
+    const decision = new Promise<TokenDecision>((resolve, reject) => {
       const rank = this.#o.tiers.indexOf(request.tier);
-      const w: Waiter = {
+      w = {
         seq: ++this.#seq,
         rank: rank < 0 ? this.#o.tiers.length : rank,
         request,
@@ -130,26 +143,33 @@ export class MemoryTokenScheduler implements TokenScheduler {
         parkedOn: [],
         prev: undefined,
         next: undefined,
-        detach: undefined,
       };
-      if (signal) {
-        const onAbort = () => this.#withdraw(w, signal.reason);
-        signal.addEventListener('abort', onAbort, { once: true });
-        w.detach = () => signal.removeEventListener('abort', onAbort);
-      }
-      this.#waiting.add(w);
-      // With every token held, a newcomer that must cool or be refused hears it now rather than after a wait.
-      if (this.#leases.size >= this.#limit) {
-        const now = this.#o.clock.now();
-        const sel = this.#select(request, now);
-        if (!keepsPlace(sel, now, request)) {
-          this.#decide(w, now);
-          return;
-        }
-      }
-      this.#fifos[w.rank]!.push(w);
-      this.#pump();
     });
+    const ticket: TokenTicket = {
+      decision,
+      // Most withdrawals come after the decision (a no-op): no Error (and its stack) is made for those.
+      withdraw: (reason) => {
+        if (w.state !== 'done') this.#withdraw(w, reason ?? new Error('the token request was withdrawn'));
+      },
+    };
+    if (this.#closed) {
+      w.state = 'done';
+      w.reject(new SchedulerClosedError());
+      return ticket;
+    }
+    this.#waiting.add(w);
+    // With every token held, a newcomer that must cool or be refused hears it now rather than after a wait.
+    if (this.#leases.size >= this.#limit) {
+      const now = this.#o.clock.now();
+      const sel = this.#select(request, now);
+      if (!keepsPlace(sel, now, request)) {
+        this.#decide(w, now);
+        return ticket;
+      }
+    }
+    this.#fifos[w.rank]!.push(w);
+    this.#pump();
+    return ticket;
   }
 
   acquireProbe(endpointId: string, signal?: AbortSignal): Promise<Grant> {
@@ -172,8 +192,8 @@ export class MemoryTokenScheduler implements TokenScheduler {
     });
   }
 
-  claim(leaseId: string): Grant | undefined {
-    return this.#leases.claim(leaseId);
+  claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined {
+    return this.#leases.claim(leaseId, onReclaim);
   }
 
   releaseUnclaimed(leaseId: string): void {
@@ -415,7 +435,6 @@ export class MemoryTokenScheduler implements TokenScheduler {
     this.#leave(w);
     w.state = 'done';
     this.#waiting.delete(w);
-    w.detach?.();
   }
 
   /** Takes `w` out of its FIFO or its parked lists (those entries go stale). */

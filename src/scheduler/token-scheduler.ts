@@ -52,6 +52,12 @@ export type TokenDecision =
   /** No endpoint can answer within the agent's max wait, or the retry budget is spent: answer degraded. */
   | { readonly kind: 'denied'; readonly reason: string; readonly at: number };
 
+/** A request in the scheduler, withdrawn by hand. */
+export interface TokenTicket {
+  readonly decision: Promise<TokenDecision>;
+  withdraw(reason?: unknown): void;
+}
+
 /** The token state at a glance. */
 export interface TokenView {
   readonly limit: number;
@@ -104,10 +110,18 @@ export type SchedulerReport =
  */
 export interface TokenScheduler {
   acquire(request: TokenRequest, signal?: AbortSignal): Promise<TokenDecision>;
+  /**
+   * `acquire` without a signal, for callers that withdraw by hand (the agent's callback actor does, when its
+   * state is left): `withdraw` before the decision rejects it with `reason`; after, it does nothing.
+   */
+  request(request: TokenRequest): TokenTicket;
   /** A token for a HALF-OPEN probe of `endpointId`: served before every tier. */
   acquireProbe(endpointId: string, signal?: AbortSignal): Promise<Grant>;
-  /** The holder takes up its grant (returns it), or `undefined` when it is gone (released, reclaimed, unknown). */
-  claim(leaseId: string): Grant | undefined;
+  /**
+   * The holder takes up its grant (returns it), or `undefined` when it is gone (released, reclaimed, unknown).
+   * `onReclaim` is called (besides `signal` aborting) if the lease runs out: the holder must stop its call.
+   */
+  claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined;
   /** Gives a token back with how its call ended (the endpoint's health records it). */
   release(leaseId: string, outcome: CallSettlement): void;
   /** Gives back a grant nobody claimed (its holder left before calling). Does nothing once claimed. */

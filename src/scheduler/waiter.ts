@@ -17,8 +17,6 @@ export interface Waiter {
   parkedOn: readonly string[];
   prev: Waiter | undefined;
   next: Waiter | undefined;
-  /** Removes the abort listener. */
-  detach: (() => void) | undefined;
 }
 
 /** Serving order: tier rank, then arrival. */

@@ -7,17 +7,13 @@ import {
   ActorScript,
   type AgentSnapshot,
   abstractState,
-  CALLING_INVOKE,
   type CallOutcomeName,
-  COOLING_INVOKE,
   contextOf,
   definedTransitions,
   ev,
-  FALLBACK_INVOKE,
   INPUT,
   type ModelEvent,
   modelEvents,
-  QUEUED_INVOKE,
   serializeEvent,
   stateName,
   T0,
@@ -69,20 +65,16 @@ function pathOf(events: ModelEvent[]): PathStep[] {
   return path.steps as unknown as PathStep[];
 }
 
-const called = (name: CallOutcomeName) => ev.called(CALLING_INVOKE, name);
-const calledBackup = (name: CallOutcomeName) => ev.called(FALLBACK_INVOKE, name);
+const called = (name: CallOutcomeName) => ev.called(name);
+const calledBackup = (name: CallOutcomeName) => ev.called(name);
 
 describe('agent machine — model-based, every transition replayed on a live actor', () => {
   it('the shortest paths to every transition take every transition the definition declares', async () => {
     const declared = definedTransitions(agentMachine);
     // Guards and targets spelled out, so a changed chart shows up here by name.
-    expect(declared).toContain(
-      'agent.calling --xstate.done.actor.0.agent.calling#4 [attemptsExhausted]--> agent.degraded',
-    );
-    expect(declared).toContain(`agent.cooling --xstate.done.actor.${COOLING_INVOKE}#0--> agent.queued`);
-    expect(declared).toContain(
-      `agent.queued --xstate.done.actor.${QUEUED_INVOKE}#2 [mustCool]--> agent.cooling`,
-    );
+    expect(declared).toContain('agent.calling --CALL.DONE#4 [attemptsExhausted]--> agent.degraded');
+    expect(declared).toContain('agent.cooling --WAKE#0--> agent.queued');
+    expect(declared).toContain('agent.queued --TOKEN.ANSWER#2 [mustCool]--> agent.cooling');
     expect(declared).toContain('agent --MEMORY.SET#0--> (stays)');
 
     const paths = model.getShortestPaths();
@@ -112,14 +104,9 @@ describe('agent machine — model-based, every transition replayed on a live act
       const x = e as ModelEvent & {
         output?: { ok: boolean; fault?: { kind: string }; result?: { toolCalls: [] } };
       };
-      if (x.type === 'ASK' || x.type === `xstate.done.actor.${COOLING_INVOKE}`) return true;
-      if (x.type === `xstate.done.actor.${QUEUED_INVOKE}`)
-        return (x.output as unknown as { kind: string }).kind !== 'denied';
-      if (
-        x.type !== `xstate.done.actor.${CALLING_INVOKE}` &&
-        x.type !== `xstate.done.actor.${FALLBACK_INVOKE}`
-      )
-        return false;
+      if (x.type === 'ASK' || x.type === 'WAKE') return true;
+      if (x.type === 'TOKEN.ANSWER') return (x.output as unknown as { kind: string }).kind !== 'denied';
+      if (x.type !== 'CALL.DONE') return false;
       return x.output?.ok
         ? x.output.result?.toolCalls.length === 0
         : ['rate_limited', 'overloaded'].includes(x.output?.fault?.kind ?? '');
@@ -225,9 +212,9 @@ describe('agent machine — scripted turns', () => {
         ev.grant(1),
         calledBackup('overloaded'),
         ev.degradedDone(),
-        ev.rested(),
+        ev.woke(),
         ev.health(false),
-        ev.rested(),
+        ev.woke(),
         ev.health(true),
       ]),
     );
@@ -258,7 +245,7 @@ describe('agent machine — scripted turns', () => {
   });
 
   it('an engine call that throws (a bug, a broken call memo) ends the turn failed, without quoting the raw error', async () => {
-    const live = await run(pathOf([ev.ask(), ev.grant(0), ev.callThrew(CALLING_INVOKE), ev.ask()]));
+    const live = await run(pathOf([ev.ask(), ev.grant(0), ev.callThrew(), ev.ask()]));
     expect(live.turns[0]!.outcome).toBe('failed');
     expect(live.turns[0]!.error).toMatch(/internal error in agent model: .*this is a bug/);
     expect(live.book.spent).toEqual(['lease-1']);

@@ -9,12 +9,14 @@ import {
   type AnyStateMachine,
   type AnyStateNode,
   type AnyTransitionDefinition,
+  fromCallback,
   fromPromise,
   type SnapshotFrom,
 } from 'xstate';
 import {
   type AcquireTokenInput,
   type AgentContext,
+  type AgentEvent,
   type AgentInput,
   type AgentSettings,
   type AnswerDegradedInput,
@@ -53,6 +55,7 @@ export const SETTINGS: AgentSettings = Object.freeze({
   maxAttempts: MAX_ATTEMPTS,
   maxTokens: 256,
   historyTurns: 2,
+  toolResultsKept: 20,
   probeIntervalMs: PROBE_MS,
   tools: [
     {
@@ -77,13 +80,10 @@ const invokeId = (node: AnyStateNode | undefined): string => {
   if (!id) throw new Error('agent machine: expected an invoke');
   return id;
 };
-export const QUEUED_INVOKE = invokeId(states.queued);
-export const CALLING_INVOKE = invokeId(states.calling);
-export const FALLBACK_INVOKE = invokeId(states.fallback);
+// The token request, the engine call and the timers are callback actors: they report with events of their own
+// (TOKEN.ANSWER, CALL.DONE, WAKE); the rest are promise actors reporting with `xstate.done.actor.<id>`.
 export const TOOLS_INVOKE = invokeId(states.tools);
-export const COOLING_INVOKE = invokeId(states.cooling);
 export const DEGRADED_INVOKE = invokeId(states.degraded?.states.answering);
-export const RESTING_INVOKE = invokeId(states.degraded?.states.resting);
 export const CHECKING_INVOKE = invokeId(states.degraded?.states.checking);
 
 /** Stable name of a transition: source state, event, and its position among that event's candidates. */
@@ -194,13 +194,13 @@ export const ev = {
   ask: (): ModelEvent => ({ type: 'ASK', turnId: 'turn', key: 'model:turn', prompt: 'EUR/USD?', at: T0 }),
   cancel: (): ModelEvent => ({ type: 'CANCEL', at: T0 }),
   memory: (): ModelEvent => ({ type: 'MEMORY.SET', slots: { focus: 'rates' } }),
-  token: (name: TokenAnswerName): ModelEvent => done(QUEUED_INVOKE, TOKEN_ANSWERS[name]),
-  grant: (index: 0 | 1): ModelEvent => done(QUEUED_INVOKE, TOKEN_ANSWERS[index === 0 ? 'primary' : 'backup']),
-  wait: (): ModelEvent => done(QUEUED_INVOKE, TOKEN_ANSWERS.cool),
-  denied: (): ModelEvent => done(QUEUED_INVOKE, TOKEN_ANSWERS.denied),
-  acquireThrew: (): ModelEvent => threw(QUEUED_INVOKE),
-  called: (invoke: string, name: CallOutcomeName): ModelEvent => done(invoke, CALL_OUTCOMES[name]),
-  callThrew: (invoke: string): ModelEvent => threw(invoke),
+  token: (name: TokenAnswerName): ModelEvent => ({ type: 'TOKEN.ANSWER', output: TOKEN_ANSWERS[name] }),
+  grant: (index: 0 | 1): ModelEvent => ev.token(index === 0 ? 'primary' : 'backup'),
+  wait: (): ModelEvent => ev.token('cool'),
+  denied: (): ModelEvent => ev.token('denied'),
+  acquireThrew: (): ModelEvent => ({ type: 'TOKEN.FAILED', error: new Error('x') }),
+  called: (name: CallOutcomeName): ModelEvent => ({ type: 'CALL.DONE', output: CALL_OUTCOMES[name] }),
+  callThrew: (): ModelEvent => ({ type: 'CALL.FAILED', error: new Error('x') }),
   toolsDone: (): ModelEvent =>
     done(TOOLS_INVOKE, {
       results: [{ turnId: 'turn', call: FX_CALL, result: '1.0842', isError: false }],
@@ -213,8 +213,8 @@ export const ev = {
       at: T0,
     }),
   degradedThrew: (): ModelEvent => threw(DEGRADED_INVOKE),
-  cooled: (): ModelEvent => done(COOLING_INVOKE, { at: T0 + COOL_MS }),
-  rested: (): ModelEvent => done(RESTING_INVOKE, { at: T0 + PROBE_MS }),
+  /** A `wakeAt` timer fired (cooling: back to queued; resting: check the chain). */
+  woke: (): ModelEvent => ({ type: 'WAKE', output: { at: T0 } }),
   health: (healthy: boolean): ModelEvent => done(CHECKING_INVOKE, { healthy, at: T0 }),
   healthThrew: (): ModelEvent => threw(CHECKING_INVOKE),
 };
@@ -229,33 +229,29 @@ export function modelEvents(_s: AgentSnapshot): ModelEvent[] {
     ev.memory(),
     ...answers.map((a) => ev.token(a)),
     ev.acquireThrew(),
-    ...[CALLING_INVOKE, FALLBACK_INVOKE].flatMap((id) => [
-      ...calls.map((n) => ev.called(id, n)),
-      ev.callThrew(id),
-    ]),
+    ...calls.map((n) => ev.called(n)),
+    ev.callThrew(),
     ev.toolsDone(),
     ev.toolsThrew(),
     ev.degradedDone(),
     ev.degradedThrew(),
-    ev.cooled(),
-    ev.rested(),
+    ev.woke(),
     ev.health(true),
     ev.health(false),
     ev.healthThrew(),
   ];
 }
 
-const isDone = (t: string, ...invokes: string[]) => invokes.some((i) => t === `xstate.done.actor.${i}`);
-
 export function serializeEvent(e: ModelEvent): string {
   const x = e as { type: string; output?: unknown };
-  const detail = isDone(x.type, CALLING_INVOKE, FALLBACK_INVOKE)
-    ? outcomeName(x.output as CallOutcome)
-    : isDone(x.type, QUEUED_INVOKE)
-      ? tokenAnswerName(x.output as TokenAnswer)
-      : isDone(x.type, CHECKING_INVOKE)
-        ? `healthy ${(x.output as CheckHealthOutput).healthy}`
-        : '';
+  const detail =
+    x.type === 'CALL.DONE'
+      ? outcomeName(x.output as CallOutcome)
+      : x.type === 'TOKEN.ANSWER'
+        ? tokenAnswerName(x.output as TokenAnswer)
+        : x.type === `xstate.done.actor.${CHECKING_INVOKE}`
+          ? `healthy ${(x.output as CheckHealthOutput).healthy}`
+          : '';
   return detail ? `${x.type} (${detail})` : x.type;
 }
 
@@ -309,27 +305,50 @@ export class ActorScript {
   readonly aborted: ActorKind[] = [];
   readonly #pending = new Map<ActorKind, Pending[]>();
 
+  #track(
+    kind: ActorKind,
+    input: unknown,
+    resolve: (v: unknown) => void,
+    reject: (e: unknown) => void,
+  ): () => void {
+    const list = this.#pending.get(kind) ?? [];
+    this.#pending.set(kind, list);
+    const p: Pending = { input, resolve, reject };
+    list.push(p);
+    this.started.push({ kind, input });
+    return () => {
+      const i = list.indexOf(p);
+      if (i >= 0) {
+        list.splice(i, 1);
+        this.aborted.push(kind);
+      }
+    };
+  }
+
+  /** A promise actor the path settles (`xstate.done.actor…` / `xstate.error.actor…`). */
   logic<O, I>(kind: ActorKind) {
     return fromPromise<O, I>(
       ({ input, signal }) =>
         new Promise<O>((resolve, reject) => {
-          const list = this.#pending.get(kind) ?? [];
-          this.#pending.set(kind, list);
-          const p: Pending = { input, resolve: resolve as (v: unknown) => void, reject };
-          list.push(p);
-          this.started.push({ kind, input });
-          signal.addEventListener(
-            'abort',
-            () => {
-              const i = list.indexOf(p);
-              if (i >= 0) {
-                list.splice(i, 1);
-                this.aborted.push(kind);
-              }
-            },
-            { once: true },
-          );
+          const stop = this.#track(kind, input, resolve as (v: unknown) => void, reject);
+          signal.addEventListener('abort', stop, { once: true });
         }),
+    );
+  }
+
+  /** A callback actor the path settles: it reports with `done` / `failed` events, and stops when its state is left. */
+  callback<I>(
+    kind: ActorKind,
+    doneType: 'TOKEN.ANSWER' | 'CALL.DONE',
+    failType: 'TOKEN.FAILED' | 'CALL.FAILED',
+  ) {
+    return fromCallback<AgentEvent, I>(({ input, sendBack }) =>
+      this.#track(
+        kind,
+        input,
+        (output) => sendBack({ type: doneType, output } as AgentEvent),
+        (error) => sendBack({ type: failType, error } as AgentEvent),
+      ),
     );
   }
 
@@ -360,18 +379,18 @@ export class ActorScript {
   provide(clock: ManualClock) {
     return agentMachine.provide({
       actors: {
-        acquireToken: this.logic<TokenAnswer, AcquireTokenInput>('acquireToken'),
-        callEngine: this.logic<CallOutcome, CallEngineInput>('callEngine'),
+        acquireToken: this.callback<AcquireTokenInput>('acquireToken', 'TOKEN.ANSWER', 'TOKEN.FAILED'),
+        callEngine: this.callback<CallEngineInput>('callEngine', 'CALL.DONE', 'CALL.FAILED'),
         runTools: this.logic<RunToolsOutput, RunToolsInput>('runTools'),
         answerDegraded: this.logic<AnswerDegradedOutput, AnswerDegradedInput>('answerDegraded'),
         checkHealth: this.logic<CheckHealthOutput, CheckHealthInput>('checkHealth'),
-        wakeAt: fromPromise<{ at: number }, WakeAtInput>(
-          ({ input, signal }) =>
-            new Promise((resolve) => {
-              const handle = clock.setTimeout(() => resolve({ at: clock.now() }), input.at - clock.now());
-              signal.addEventListener('abort', () => clock.clearTimeout(handle), { once: true });
-            }),
-        ),
+        wakeAt: fromCallback<AgentEvent, WakeAtInput>(({ input, sendBack }) => {
+          const handle = clock.setTimeout(
+            () => sendBack({ type: 'WAKE', output: { at: clock.now() } }),
+            input.at - clock.now(),
+          );
+          return () => clock.clearTimeout(handle);
+        }),
       },
     });
   }

@@ -24,23 +24,18 @@ import {
   ActorScript,
   type AgentSnapshot,
   abstractState,
-  CALLING_INVOKE,
   CAPACITY_FAULTS,
   CHECKING_INVOKE,
   COOL_MS,
-  COOLING_INVOKE,
   contextOf,
   DEGRADED_INVOKE,
   FAKE_KEY,
-  FALLBACK_INVOKE,
   FX_CALL,
   INPUT,
   ioTurn,
   type ModelEvent,
   outcomeName,
   PROBE_MS,
-  QUEUED_INVOKE,
-  RESTING_INVOKE,
   stateName,
   TOOLS_INVOKE,
   T0,
@@ -130,7 +125,7 @@ async function perform(live: Live, event: ModelEvent): Promise<void> {
     });
   } else if (e.type === 'CANCEL') agent.send({ type: 'CANCEL', at: now });
   else if (e.type === 'MEMORY.SET') agent.send(e as never);
-  else if (is(e.type, 'done', QUEUED_INVOKE)) {
+  else if (e.type === 'TOKEN.ANSWER') {
     const answer = e.output as TokenAnswer;
     script.settle('acquireToken', () => {
       if (answer.kind === 'granted') {
@@ -141,23 +136,14 @@ async function perform(live: Live, event: ModelEvent): Promise<void> {
       }
       return answer.kind === 'cool' ? { ...answer, until: now + COOL_MS, at: now } : { ...answer, at: now };
     });
-    await ioTurn();
-  } else if (is(e.type, 'error', QUEUED_INVOKE)) {
+  } else if (e.type === 'TOKEN.FAILED')
     script.fail('acquireToken', new Error(`scheduler failed near key ${FAKE_KEY}`));
-    await ioTurn();
-  } else if (is(e.type, 'done', COOLING_INVOKE)) {
-    // The deadline is data: the timer fires exactly at the stored `coolingUntil`.
+  else if (e.type === 'WAKE') {
+    // The deadline is data: the timer fires exactly at the instant stored in context.
     expect(clock.pending()).toBe(1);
-    const until = ctx.turn?.coolingUntil;
-    clock.runNext();
-    expect(clock.now()).toBe(until);
-    await ioTurn();
-  } else if (is(e.type, 'done', RESTING_INVOKE)) {
-    expect(clock.pending()).toBe(1);
-    const at = ctx.recheckAt;
+    const at = agent.getSnapshot().matches('cooling') ? ctx.turn?.coolingUntil : ctx.recheckAt;
     clock.runNext();
     expect(clock.now()).toBe(at);
-    await ioTurn();
   } else if (is(e.type, 'done', CHECKING_INVOKE)) {
     const { healthy } = e.output as { healthy: boolean };
     script.settle('checkHealth', () => ({ healthy, at: now }));
@@ -189,29 +175,27 @@ async function perform(live: Live, event: ModelEvent): Promise<void> {
   } else if (is(e.type, 'error', DEGRADED_INVOKE)) {
     script.fail('answerDegraded', new Error(`degraded layer failed with key ${FAKE_KEY}`));
     await ioTurn();
-  } else if (is(e.type, 'done', CALLING_INVOKE, FALLBACK_INVOKE)) {
+  } else if (e.type === 'CALL.DONE') {
     const out = e.output as CallOutcome;
     script.settle('callEngine', (input) => retime(out, input as CallEngineInput, now));
     if (!out.ok && !out.leaseLost) book.stepFaults.push(out.fault.kind);
-    await ioTurn();
-  } else if (is(e.type, 'error', CALLING_INVOKE, FALLBACK_INVOKE)) {
+  } else if (e.type === 'CALL.FAILED')
     script.fail('callEngine', new Error(`call memo unreachable (key ${FAKE_KEY})`));
-    await ioTurn();
-  } else throw new Error(`the replay does not know event ${e.type}`);
+  else throw new Error(`the replay does not know event ${e.type}`);
 }
 
 /** How the turn must end after `event` in state `from`, or undefined if it must not end. */
 function expectedOutcome(from: string, event: ModelEvent): TurnOutcome | undefined {
   const t = event.type;
   if (t === 'CANCEL') return 'cancelled';
-  if (is(t, 'done', CALLING_INVOKE, FALLBACK_INVOKE)) {
+  if (t === 'CALL.DONE') {
     const name = outcomeName((event as { output: CallOutcome }).output);
     if (name === 'answer') return from === 'calling' ? 'answered' : 'fallback';
     if (name === 'bad_request') return 'failed';
     if (name === 'cancelled') return 'cancelled';
     return undefined;
   }
-  if (is(t, 'error', CALLING_INVOKE, FALLBACK_INVOKE, TOOLS_INVOKE, DEGRADED_INVOKE, QUEUED_INVOKE))
+  if (t === 'CALL.FAILED' || t === 'TOKEN.FAILED' || is(t, 'error', TOOLS_INVOKE, DEGRADED_INVOKE))
     return 'failed';
   if (is(t, 'done', DEGRADED_INVOKE)) return 'degraded';
   return undefined;
@@ -239,7 +223,7 @@ function checkTurn(turn: Turn, outcome: TurnOutcome, event: ModelEvent, live: Li
     case 'failed':
       expect(turn.answer.text).toBe('');
       expect(turn.error).toMatch(
-        is(event.type, 'done', CALLING_INVOKE, FALLBACK_INVOKE)
+        event.type === 'CALL.DONE'
           ? /^bad_request: .*no engine swap fixes this/
           : /^internal error in agent model: Error \(details are in the log\); this is a bug/,
       );
@@ -331,7 +315,7 @@ function checkInvariants(to: string, from: string, event: ModelEvent, live: Live
     expect((script.current('runTools').input as RunToolsInput).calls).toEqual([FX_CALL]);
   if (to === 'degraded.answering' && from !== to) {
     const { reason } = script.current('answerDegraded').input as AnswerDegradedInput;
-    if (is(event.type, 'done', QUEUED_INVOKE)) expect(reason).toMatch(/beyond max wait/);
+    if (event.type === 'TOKEN.ANSWER') expect(reason).toMatch(/beyond max wait/);
     else
       expect(reason).toMatch(new RegExp(`^gave up after ${INPUT.settings.maxAttempts} attempts; last fault`));
   }

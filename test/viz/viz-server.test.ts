@@ -159,13 +159,13 @@ describe('startVizServer', () => {
       expect(chart.edges).toContainEqual({
         source: 'queued',
         target: 'calling',
-        event: 'done(acquireToken)',
+        event: 'TOKEN.ANSWER',
         guards: ['grantedPrimary'],
       });
       expect(chart.edges).toContainEqual({
         source: 'cooling',
         target: 'queued',
-        event: 'done(wakeAt)',
+        event: 'WAKE',
         guards: [],
       });
       expect(chart.edges).toContainEqual({
