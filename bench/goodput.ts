@@ -138,15 +138,30 @@ function timeBreakdown(events: readonly RuntimeEvent[], makespanMs: number, toke
     else active.add(e.data.leaseId);
   }
   const heldShare = Object.fromEntries(held.map((ms, k) => [String(k), round(ms / makespanMs)]));
+  const underused = underusedTime(events, tokens);
+  const underusedShareByCause = Object.fromEntries(
+    Object.entries(underused).map(([cause, ms]) => [cause, round(ms / makespanMs)]),
+  );
   const waits: Record<string, number> = {};
   for (const e of events) if (e.type === 'token.wait') waits[e.data.cause] = (waits[e.data.cause] ?? 0) + 1;
   const denied = events.filter((e) => e.type === 'token.denied').length;
   const starts = new Map<number, number>();
-  const rounds: { round: number; spanMs: number }[] = [];
+  const rounds: { round: number; spanMs: number; lastTurnByAgentMs: Record<string, number> }[] = [];
+  const lastTurn = new Map<number, Record<string, number>>();
   for (const e of events) {
     if (e.type === 'round.started') starts.set(e.data.round, e.at);
+    if (e.type === 'turn.completed' && e.data.round !== undefined && e.agent) {
+      const byAgent = lastTurn.get(e.data.round) ?? {};
+      byAgent[e.agent] = Math.round(e.at - (starts.get(e.data.round) ?? e.at));
+      lastTurn.set(e.data.round, byAgent);
+    }
     if (e.type === 'round.committed')
-      rounds.push({ round: e.data.round, spanMs: Math.round(e.at - (starts.get(e.data.round) ?? e.at)) });
+      rounds.push({
+        round: e.data.round,
+        spanMs: Math.round(e.at - (starts.get(e.data.round) ?? e.at)),
+        // When each agent finished its last turn of the round: the spread is the round's tail.
+        lastTurnByAgentMs: lastTurn.get(e.data.round) ?? {},
+      });
   }
   return {
     tokens,
@@ -154,6 +169,8 @@ function timeBreakdown(events: readonly RuntimeEvent[], makespanMs: number, toke
     tokensHeldShare: round(leaseMs / (tokens * makespanMs)),
     meanLeaseMs: Math.round(leaseMs / Math.max(1, leases)),
     shareOfMakespanWithTokensHeld: heldShare,
+    // Why fewer tokens were held than there are: what the agents were doing meanwhile (shares of the makespan).
+    underusedShareByCause,
     meanHeldBeyondCallMs: Math.round((leaseMs - busyMs) / Math.max(1, leases)),
     callTimeMs: Math.round(busyMs),
     faultedCallTimeMs: Math.round(faultMs),
@@ -163,6 +180,42 @@ function timeBreakdown(events: readonly RuntimeEvent[], makespanMs: number, toke
     tokenDenials: denied,
     rounds,
   };
+}
+
+/**
+ * The time fewer tokens were held than available, by why: some agent queued (its endpoints paced, at their
+ * concurrency cap or AIMD limit: parked in the scheduler), else some agent cooling (every usable endpoint in
+ * cooldown / open / disabled), else some agent running tools (no token needed), else no demand (every agent with
+ * work left is done: the end of a round, before its commit). In simulated ms.
+ */
+function underusedTime(events: readonly RuntimeEvent[], tokens: number): Record<string, number> {
+  const states = new Map<string, string>();
+  const leases = new Set<string>();
+  const out: Record<string, number> = {
+    'queued: endpoints paced, at their cap or AIMD limit': 0,
+    'cooling: every usable endpoint cooling': 0,
+    'tools: agents running tools (no token)': 0,
+    'no demand: round tail or commit': 0,
+  };
+  let last = events.find((e) => e.type === 'run.started')?.at ?? 0;
+  for (const e of events) {
+    if (leases.size < tokens && e.at > last) {
+      const values = [...states.values()];
+      const key = values.includes('queued')
+        ? 'queued: endpoints paced, at their cap or AIMD limit'
+        : values.includes('cooling')
+          ? 'cooling: every usable endpoint cooling'
+          : values.includes('tools')
+            ? 'tools: agents running tools (no token)'
+            : 'no demand: round tail or commit';
+      out[key]! += (e.at - last) * ((tokens - leases.size) / tokens);
+    }
+    last = Math.max(last, e.at);
+    if (e.type === 'agent.state' && e.agent) states.set(e.agent, e.data.state);
+    if (e.type === 'token.granted' || e.type === 'probe.started') leases.add(e.data.leaseId);
+    if (e.type === 'token.released') leases.delete(e.data.leaseId);
+  }
+  return out;
 }
 
 async function runPolicy(
@@ -214,7 +267,7 @@ async function main(): Promise<void> {
     if (process.argv.includes('--breakwater-only')) {
       // For profiling breakwater alone (`node --cpu-prof`): print where its time went; nothing is written.
       const b = figures(spec, quotaBound(spec, 1, 1), bw.stats, (k) => k, bw.run);
-      console.log(timeBreakdown(bw.events, b.makespanMs, spec.runtime.concurrency?.limit ?? 3));
+      console.dir(timeBreakdown(bw.events, b.makespanMs, spec.runtime.concurrency?.limit ?? 3), { depth: 4 });
       return;
     }
     console.log('status-quo (seed 000 worker)');

@@ -2,12 +2,12 @@
  * bench:scale — how far one process goes.
  *
  * 1. Heap per idle agent: 10,000 agents spawned through `supervisor.spawnAgent()` (actor + handle), heap
- *    measured after `global.gc()` before and after; the bare agent actor (`createActor(agentMachine)`) beside it.
- * 2. Token grants per second through the supervisor. Primary figure: the machine path directly — the real
- *    supervisor machine (real engine pool, buckets, breaker, retry budget) with many minimal contender actors
- *    that, on TOKEN.GRANTED, send TOKEN.RELEASE and their next TOKEN.REQUEST at once; a grant is one
- *    REQUEST → GRANTED → RELEASE cycle. Beside it: the same contention through `agent.ask()` with real agent
- *    actors and an in-memory engine (one grant per turn, no HTTP).
+ *    measured after `global.gc()` before and after, and again once each did one turn; the bare agent actor
+ *    (`createActor(agentMachine)`, its own actor system) beside it. Spawning and stopping them, timed.
+ * 2. Token grants per second. Primary figure: the token scheduler itself (real endpoint registry and health,
+ *    retry budget, timer heap) with N contenders each acquiring, releasing with a success and asking again, so
+ *    N − 3 requests wait at every moment; N = 10, 1,000, 10,000. Beside it: the same contention through
+ *    `agent.ask()` with real agent actors and an in-memory engine (one grant per turn, no HTTP).
  * 3. 1,000 calls in flight against the emulator (its own process, 1.5 s latency so they overlap): event-loop
  *    lag p99 (`perf_hooks.monitorEventLoopDelay`) while they run, through breakwater and, side by side,
  *    through the bare SDK.
@@ -95,6 +95,7 @@ function runtimeConfig(limit: number, baseURL = 'http://127.0.0.1:9/v1'): Runtim
 
 async function heapPerIdleAgent(): Promise<{
   viaSupervisor: number;
+  afterOneTurn: number;
   bareActor: number;
   spawnMs: number;
   stopMs: number;
@@ -133,10 +134,13 @@ async function heapPerIdleAgent(): Promise<{
   const after = heapAfterGc();
   if (supervisor.agents().length !== AGENTS) throw new Error('not every agent was spawned');
   const viaSupervisor = (after - before) / AGENTS;
+  // The same agents idle again after one turn each: their memory holds one utterance and the last turn.
+  for (const h of supervisor.agents()) await h.ask('ping', { turnId: `${h.name}-0` });
+  const afterOneTurn = (heapAfterGc() - before) / AGENTS;
   const s0 = performance.now();
   await supervisor.stop();
   const stopMs = performance.now() - s0;
-  return { viaSupervisor, bareActor: (b1 - b0) / AGENTS, spawnMs, stopMs };
+  return { viaSupervisor, afterOneTurn, bareActor: (b1 - b0) / AGENTS, spawnMs, stopMs };
 }
 
 // ── 2. grants per second ────────────────────────────────────────────────────────────────────────
@@ -387,17 +391,19 @@ async function main(): Promise<void> {
   const bytesPerIdleActor = Math.round(heap.viaSupervisor);
   const grantsPerSec = Math.round(Math.min(direct.c1000.grantsPerSec, direct.c10000.grantsPerSec));
   const lagP99Ms = flight.breakwater.lagP99Ms;
-  const targets = { bytesPerIdleActor: 10_240, grantsPerSec: 50_000, lagP99Ms: 20 };
+  const spawnStopMs = Math.round(heap.spawnMs + heap.stopMs);
+  const targets = { bytesPerIdleActor: 4_096, grantsPerSec: 50_000, spawnStopMs: 1_000, lagP99Ms: 20 };
   const met = {
     bytesPerIdleActor: bytesPerIdleActor <= targets.bytesPerIdleActor,
     grantsPerSec: grantsPerSec >= targets.grantsPerSec,
+    spawnStopMs: spawnStopMs <= targets.spawnStopMs,
     lagP99Ms: lagP99Ms <= targets.lagP99Ms,
   };
   const mark = (ok: boolean) => (ok ? 'met' : 'MISSED');
 
   console.log();
-  console.log(row('heap per idle agent (bytes)', 'spawnAgent', 'bare actor'));
-  console.log(row('', bytesPerIdleActor, Math.round(heap.bareActor)));
+  console.log(row('heap per idle agent (bytes)', 'spawned', 'after 1 turn', 'bare actor'));
+  console.log(row('', bytesPerIdleActor, Math.round(heap.afterOneTurn), Math.round(heap.bareActor)));
   console.log(row(`spawning ${AGENTS} agents (ms)`, round(heap.spawnMs, 0)));
   console.log(row(`stopping ${AGENTS} agents (ms)`, round(heap.stopMs, 0)));
   console.log();
@@ -430,14 +436,16 @@ async function main(): Promise<void> {
   console.log(row('failed calls', flight.breakwater.failed, flight.bare.failed));
   console.log();
   console.log(
-    `heap per idle actor ${bytesPerIdleActor} B (target ≤ ${targets.bytesPerIdleActor}: ${mark(met.bytesPerIdleActor)}), ` +
-      `grants ${grantsPerSec}/s with 1000 agents on ${TOKENS} tokens (target ≥ ${targets.grantsPerSec}: ${mark(met.grantsPerSec)}), ` +
+    `heap per idle agent ${bytesPerIdleActor} B (target ≤ ${targets.bytesPerIdleActor}: ${mark(met.bytesPerIdleActor)}), ` +
+      `spawn + stop of ${AGENTS} agents ${spawnStopMs} ms (target ≤ ${targets.spawnStopMs}: ${mark(met.spawnStopMs)}), ` +
+      `grants ${grantsPerSec}/s with 1000 and 10000 waiting on ${TOKENS} tokens (the lower; target ≥ ${targets.grantsPerSec}: ${mark(met.grantsPerSec)}), ` +
       `lag p99 ${lagP99Ms} ms with ${IN_FLIGHT} in flight (target ≤ ${targets.lagP99Ms}: ${mark(met.lagP99Ms)})`,
   );
 
   const path = await writeResult('scale', {
     bytesPerIdleActor,
     grantsPerSec,
+    spawnStopMs,
     lagP99Ms,
     // The p99 hides freezes (see stalledMs): the longest one and the wall time spent in them, beside it.
     lagMaxMs: flight.breakwater.lagMaxMs,
@@ -447,15 +455,18 @@ async function main(): Promise<void> {
     heap: {
       agents: AGENTS,
       bytesPerIdleActor,
+      bytesPerIdleAgentAfterOneTurn: Math.round(heap.afterOneTurn),
       bytesPerBareAgentActor: Math.round(heap.bareActor),
       spawnMs: round(heap.spawnMs, 0),
       stopMs: round(heap.stopMs, 0),
-      measuredAs: 'heapUsed after global.gc(), before and after spawning, ÷ agents',
+      spawnStopMs,
+      measuredAs:
+        'heapUsed after global.gc(), before and after spawning (and after one turn each), ÷ agents; spawn and stop timed around spawnAgent ×N and supervisor.stop()',
     },
     grants: {
       tokens: TOKENS,
       measuredAs:
-        'grantsPerSec: the supervisor machine path directly (real supervisor machine, engine pool, buckets, breaker, retry budget; minimal contender actors releasing and re-requesting at once), 1000 contenders; viaAsk: agent.ask() with real agent actors and an in-memory engine',
+        'grantsPerSec: the token scheduler directly (real endpoint registry with health: breaker, buckets; retry budget; timer heap), N contenders each acquiring, releasing with a success and asking again, so N - 3 wait at every moment; the lower of N = 1000 and N = 10000. viaAsk: agent.ask() with real agent actors and an in-memory engine',
       direct: Object.fromEntries(
         Object.entries(direct).map(([k, v]) => [
           k,

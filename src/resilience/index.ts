@@ -1,6 +1,6 @@
 /**
  * The leaf resilience mechanisms: pure, clock-injected (every method takes `now`), composed by the
- * supervisor and the engine pool. The circuit breaker itself is `machines/breaker.machine.ts`.
+ * token scheduler and endpoint health. The circuit breaker itself is `machines/breaker.machine.ts`.
  */
 export {
   type AimdLimiterOptions,

@@ -1,35 +1,23 @@
-import type { Logger } from 'pino';
-import {
-  type Actor,
-  type AnyActorRef,
-  createActor,
-  fromPromise,
-  type InspectionEvent,
-  type Snapshot,
-} from 'xstate';
-import { type AgentInput, type AgentSettings, agentMachine } from '../../machines/agent.machine.ts';
+import { type Actor, createActor, fromPromise, type Snapshot } from 'xstate';
+import { type AgentInput, agentMachine } from '../../machines/agent.machine.ts';
 import { supervisorMachine } from '../../machines/supervisor.machine.ts';
-import { type Clock, systemClock } from '../clock/clock.ts';
+import { systemClock } from '../clock/clock.ts';
 import { AnswerCache } from '../degraded/answer-cache.ts';
 import { createDegradedResponder } from '../degraded/degraded-responder.ts';
 import { createEngine as createAdapterEngine } from '../engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
-import type { Engine } from '../engines/engine-types.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
-import type { EndpointHealth } from '../health/endpoint-health.ts';
 import { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { createLogger } from '../logging/logger.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
 import { MemoryTokenScheduler } from '../scheduler/memory-token-scheduler.ts';
 import { TimerHeap } from '../scheduler/timer-heap.ts';
-import type { SchedulerReport, TokenView } from '../scheduler/token-scheduler.ts';
 import { onAbort } from './abort-fanout.ts';
-import { type CallMemo, createAgentActors } from './agent-actors.ts';
+import { createAgentActors } from './agent-actors.ts';
 import { type AgentDefinition, isNoAgentDefinition, type LlmAgentDefinition } from './agent-definition.ts';
 import {
-  type AgentHandle,
   type AgentHandleHooks,
   type AgentStateChange,
   LlmAgentHandle,
@@ -38,97 +26,15 @@ import {
 import { KeepAlive } from './keep-alive.ts';
 import { NoAgentHandle } from './no-agent-handle.ts';
 import { createProbeRunner } from './probe-runner.ts';
-import { MAX_REMEMBERED_TOOL_RESULTS } from './prompt-builder.ts';
+import { agentSettings, type Supervisor, type SupervisorOptions } from './supervisor-types.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
 import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
-import { DEFAULT_BYOK_SESSION, type SupervisorByok, wireByok } from './supervisor-byok.ts';
-import { type AgentMemory, emptyMemory } from './turn.ts';
+import { DEFAULT_BYOK_SESSION, wireByok } from './supervisor-byok.ts';
+import { emptyMemory } from './turn.ts';
 
 export type { AgentStateChange, AgentStateName } from './agent-handle.ts';
 export type { TokenView } from '../scheduler/token-scheduler.ts';
-
-/** Options of {@link createSupervisor}. Every one is optional. */
-export interface SupervisorOptions {
-  /** Time source for every deadline, cooldown and bucket. Default: the system clock. */
-  readonly clock?: Clock;
-  /** pino logger; one line per call attempt. Default: {@link createLogger} (silent unless BREAKWATER_LOG_LEVEL). */
-  readonly logger?: Logger;
-  /** Builds an endpoint's engine. Default: the unified adapter (`createEngine`). */
-  readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
-  /** XState inspection events of every actor (each agent, the supervisor's lifecycle): the visualizer's feed. Default none. */
-  readonly inspect?: (event: InspectionEvent) => void;
-  /** Memo of finished calls by idempotency key (the durable store). Default: none (in-memory only). */
-  readonly memo?: CallMemo;
-  /** Receives the scheduler's decisions (grants, waits, denials, reclaims, probes). Default none. */
-  readonly onReport?: (report: SchedulerReport) => void;
-  /** Random source for backoff jitter. Default Math.random. */
-  readonly random?: () => number;
-  /**
-   * Receives every runtime event as plain data: agent state changes, call attempts (probes included), token
-   * grants and releases, waits, denials, probes, breaker changes, finished turns. The event log and the
-   * visualizer are built from it. Default none.
-   */
-  readonly onEvent?: RuntimeEventListener;
-  /**
-   * Keep the process alive while an ask is pending (the clock's own timers never hold it open, so a script whose
-   * agents all wait out a cooldown would otherwise exit with its asks unsettled). Default true.
-   */
-  readonly keepAlive?: boolean;
-}
-
-/** Options of {@link Supervisor.spawnAgent}. */
-export interface SpawnOptions {
-  /** Working memory to start from (a resumed run). Default: empty, with the definition's initial slots. */
-  readonly memory?: AgentMemory;
-  /**
-   * A persisted snapshot of this agent's actor (`handle.persistedSnapshot()`) to restore instead of starting
-   * fresh: a cooling agent wakes at its stored deadline, a queued one asks for a token again. Default none.
-   */
-  readonly snapshot?: unknown;
-}
-
-/** Where the supervisor is in its life. */
-export type SupervisorState = 'running' | 'draining' | 'stopped';
-
-/**
- * A running breakwater runtime: the supervisor with its agents, tokens and endpoint health.
- */
-export interface Supervisor {
-  readonly config: RuntimeConfig;
-  /** The supervisor's lifecycle actor (system id `supervisor`): running → draining → stopped. */
-  readonly actor: AnyActorRef;
-  /** The clock every deadline runs on. */
-  readonly clock: Clock;
-  /**
-   * Starts an agent (an LLM agent actor, or plain `no_agent` work). Throws ConfigError on a bad definition or a
-   * name in use, and AgentStoppedError once the supervisor is stopping. O(1).
-   */
-  spawnAgent(definition: AgentDefinition, options?: SpawnOptions): AgentHandle;
-  agent(name: string): AgentHandle | undefined;
-  agents(): readonly AgentHandle[];
-  /** Calls `listener` on every agent state change. Returns the unsubscribe function. */
-  subscribe(listener: (change: AgentStateChange) => void): () => void;
-  /** Calls `listener` with every runtime event (the same feed as the `onEvent` option). Returns the unsubscribe function. */
-  subscribeEvents(listener: RuntimeEventListener): () => void;
-  health(): readonly EndpointHealth[];
-  tokens(): TokenView;
-  /** Changes the number of global concurrency tokens (at least 1). */
-  setLimit(limit: number): void;
-  state(): SupervisorState;
-  /**
-   * Runtime BYOK: `inject(sessionId, provider, key, { signal })` a user's own key mid-run (checked, kept
-   * encrypted in memory, used only by that session's agents after their chain), `revoke`, `list`,
-   * `endSession`. Needs `byok.templates` in the config; without them `inject` throws a ConfigError.
-   */
-  readonly byok: SupervisorByok;
-  /**
-   * Drains, then stops: new asks and spawns are refused at once, the asks already given finish, then every
-   * agent stops and every BYOK key is wiped. When `signal` aborts (before or during the drain), every pending
-   * ask is cancelled instead: calls in flight are aborted, queued asks settle `cancelled` with nothing sent.
-   * Resolves once stopped; every ask has settled by then. Calling it again returns the same stop.
-   */
-  stop(options?: { signal?: AbortSignal }): Promise<void>;
-}
+export type { SpawnOptions, Supervisor, SupervisorOptions, SupervisorState } from './supervisor-types.ts';
 
 /**
  * Creates the runtime: validates the config (a bad one is refused with a ConfigError naming the field),
@@ -450,27 +356,5 @@ export function createSupervisor(
       lifecycle.send({ type: 'STOP' });
       return whenStopped;
     },
-  };
-}
-
-function agentSettings(definition: LlmAgentDefinition, tier: string, config: RuntimeConfig): AgentSettings {
-  const d = config.agentDefaults;
-  return {
-    name: definition.name,
-    tier,
-    chain: definition.chain,
-    ...(definition.role ? { role: definition.role } : {}),
-    maxWaitMs: definition.maxWaitMs ?? d.maxWaitMs,
-    maxAttempts: definition.maxAttempts ?? d.maxAttempts,
-    maxTokens: definition.maxTokens ?? d.maxTokens,
-    ...(definition.temperature !== undefined ? { temperature: definition.temperature } : {}),
-    historyTurns: definition.historyTurns ?? d.historyTurns,
-    toolResultsKept: MAX_REMEMBERED_TOOL_RESULTS,
-    probeIntervalMs: d.probeIntervalMs,
-    tools: Object.entries(definition.tools ?? {}).map(([name, t]) => ({
-      name,
-      ...(t.description ? { description: t.description } : {}),
-      parameters: t.parameters,
-    })),
   };
 }

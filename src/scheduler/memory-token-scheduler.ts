@@ -4,6 +4,7 @@ import type { EndpointRegistry, Selection } from '../health/endpoint-registry.ts
 import type { RetryBudget } from '../resilience/retry-budget.ts';
 import { EndpointWaitList } from './endpoint-wait-list.ts';
 import { LeaseBook } from './lease-book.ts';
+import { ProbeQueue } from './probe-queue.ts';
 import type { TimerHeap } from './timer-heap.ts';
 import {
   type Grant,
@@ -41,14 +42,6 @@ export interface MemoryTokenSchedulerOptions {
   readonly onForcedReclaim?: (grant: Grant) => void;
 }
 
-interface ProbeWaiter {
-  readonly endpointId: string;
-  readonly resolve: (g: Grant) => void;
-  readonly reject: (e: unknown) => void;
-  detach: (() => void) | undefined;
-  done: boolean;
-}
-
 /**
  * The in-memory {@link TokenScheduler}: one process, one quota. The cost of an event does not grow with the
  * number of waiters beyond O(log n):
@@ -73,7 +66,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
   readonly #lists = new Map<string, EndpointWaitList>();
   /** Endpoints that may be ready for their parked waiters. */
   readonly #awake = new Set<string>();
-  readonly #probes: ProbeWaiter[] = [];
+  readonly #probes = new ProbeQueue();
   readonly #leases: LeaseBook;
   /** Every waiting request (for views). */
   readonly #waiting = new Set<Waiter>();
@@ -174,22 +167,9 @@ export class MemoryTokenScheduler implements TokenScheduler {
 
   acquireProbe(endpointId: string, signal?: AbortSignal): Promise<Grant> {
     if (this.#closed) return Promise.reject(new SchedulerClosedError());
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    return new Promise<Grant>((resolve, reject) => {
-      const p: ProbeWaiter = { endpointId, resolve, reject, detach: undefined, done: false };
-      if (signal) {
-        const onAbort = () => {
-          if (p.done) return;
-          p.done = true;
-          this.#probes.splice(this.#probes.indexOf(p), 1);
-          reject(signal.reason);
-        };
-        signal.addEventListener('abort', onAbort, { once: true });
-        p.detach = () => signal.removeEventListener('abort', onAbort);
-      }
-      this.#probes.push(p);
-      this.#pump();
-    });
+    const grant = this.#probes.wait(endpointId, signal);
+    this.#pump();
+    return grant;
   }
 
   claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined {
@@ -274,11 +254,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
     if (this.#closed) return;
     this.#closed = true;
     for (const w of [...this.#waiting]) this.#withdraw(w, reason);
-    for (const p of this.#probes.splice(0)) {
-      p.done = true;
-      p.detach?.();
-      p.reject(reason);
-    }
+    this.#probes.rejectAll(reason);
     this.#leases.abortAll(reason);
     for (const list of this.#lists.values()) list.timer?.cancel();
   }
@@ -295,9 +271,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
         this.#pumpAgain = false;
         while (!this.#closed && this.#leases.size < this.#limit) {
           const now = this.#o.clock.now();
-          const probe = this.#probes.shift();
-          if (probe) this.#grantProbe(probe, now);
-          else {
+          if (this.#probes.size === 0 || !this.#probes.serveNext((id) => this.#grantProbe(id, now))) {
             const w = this.#bestCandidate();
             if (!w) break;
             this.#decide(w, now);
@@ -403,16 +377,13 @@ export class MemoryTokenScheduler implements TokenScheduler {
     });
   }
 
-  #grantProbe(p: ProbeWaiter, now: number): void {
-    p.done = true;
-    p.detach?.();
-    const { endpointId } = p;
+  #grantProbe(endpointId: string, now: number): Grant {
     const grant = this.#leases.open(
       { holder: `probe:${endpointId}`, tier: 'probe', endpointId, index: 0, estimatedTokens: 0, probe: true },
       now,
     );
     this.#o.onReport?.({ type: 'probe.started', at: now, endpointId, leaseId: grant.leaseId });
-    p.resolve(grant);
+    return grant;
   }
 
   #deny(w: Waiter, now: number, reason: string): void {

@@ -1,0 +1,131 @@
+import type { AnyActorRef, InspectionEvent } from 'xstate';
+import type { AgentSettings } from '../../machines/agent.machine.ts';
+import type { Clock } from '../clock/clock.ts';
+import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import type { Engine } from '../engines/engine-types.ts';
+import type { RuntimeEventListener } from '../events/runtime-event.ts';
+import type { EndpointHealth } from '../health/endpoint-health.ts';
+import type { SchedulerReport, TokenView } from '../scheduler/token-scheduler.ts';
+import type { CallMemo } from './agent-actors.ts';
+import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
+import type { AgentHandle, AgentStateChange } from './agent-handle.ts';
+import { MAX_REMEMBERED_TOOL_RESULTS } from './prompt-builder.ts';
+import type { RuntimeConfig } from './runtime-config.ts';
+import type { SupervisorByok } from './supervisor-byok.ts';
+import type { AgentMemory } from './turn.ts';
+import type { Logger } from 'pino';
+
+/*
+ * The supervisor's public shape: its options, the runtime object it returns, and how an agent definition becomes
+ * the agent machine's settings. `create-supervisor.ts` builds it.
+ */
+
+/** Options of {@link createSupervisor}. Every one is optional. */
+export interface SupervisorOptions {
+  /** Time source for every deadline, cooldown and bucket. Default: the system clock. */
+  readonly clock?: Clock;
+  /** pino logger; one line per call attempt. Default: {@link createLogger} (silent unless BREAKWATER_LOG_LEVEL). */
+  readonly logger?: Logger;
+  /** Builds an endpoint's engine. Default: the unified adapter (`createEngine`). */
+  readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
+  /** XState inspection events of every actor (each agent, the supervisor's lifecycle): the visualizer's feed. Default none. */
+  readonly inspect?: (event: InspectionEvent) => void;
+  /** Memo of finished calls by idempotency key (the durable store). Default: none (in-memory only). */
+  readonly memo?: CallMemo;
+  /** Receives the scheduler's decisions (grants, waits, denials, reclaims, probes). Default none. */
+  readonly onReport?: (report: SchedulerReport) => void;
+  /** Random source for backoff jitter. Default Math.random. */
+  readonly random?: () => number;
+  /**
+   * Receives every runtime event as plain data: agent state changes, call attempts (probes included), token
+   * grants and releases, waits, denials, probes, breaker changes, finished turns. The event log and the
+   * visualizer are built from it. Default none.
+   */
+  readonly onEvent?: RuntimeEventListener;
+  /**
+   * Keep the process alive while an ask is pending (the clock's own timers never hold it open, so a script whose
+   * agents all wait out a cooldown would otherwise exit with its asks unsettled). Default true.
+   */
+  readonly keepAlive?: boolean;
+}
+
+/** Options of {@link Supervisor.spawnAgent}. */
+export interface SpawnOptions {
+  /** Working memory to start from (a resumed run). Default: empty, with the definition's initial slots. */
+  readonly memory?: AgentMemory;
+  /**
+   * A persisted snapshot of this agent's actor (`handle.persistedSnapshot()`) to restore instead of starting
+   * fresh: a cooling agent wakes at its stored deadline, a queued one asks for a token again. Default none.
+   */
+  readonly snapshot?: unknown;
+}
+
+/** Where the supervisor is in its life. */
+export type SupervisorState = 'running' | 'draining' | 'stopped';
+
+/**
+ * A running breakwater runtime: the supervisor with its agents, tokens and endpoint health.
+ */
+export interface Supervisor {
+  readonly config: RuntimeConfig;
+  /** The supervisor's lifecycle actor (system id `supervisor`): running → draining → stopped. */
+  readonly actor: AnyActorRef;
+  /** The clock every deadline runs on. */
+  readonly clock: Clock;
+  /**
+   * Starts an agent (an LLM agent actor, or plain `no_agent` work). Throws ConfigError on a bad definition or a
+   * name in use, and AgentStoppedError once the supervisor is stopping. O(1).
+   */
+  spawnAgent(definition: AgentDefinition, options?: SpawnOptions): AgentHandle;
+  agent(name: string): AgentHandle | undefined;
+  agents(): readonly AgentHandle[];
+  /** Calls `listener` on every agent state change. Returns the unsubscribe function. */
+  subscribe(listener: (change: AgentStateChange) => void): () => void;
+  /** Calls `listener` with every runtime event (the same feed as the `onEvent` option). Returns the unsubscribe function. */
+  subscribeEvents(listener: RuntimeEventListener): () => void;
+  health(): readonly EndpointHealth[];
+  tokens(): TokenView;
+  /** Changes the number of global concurrency tokens (at least 1). */
+  setLimit(limit: number): void;
+  state(): SupervisorState;
+  /**
+   * Runtime BYOK: `inject(sessionId, provider, key, { signal })` a user's own key mid-run (checked, kept
+   * encrypted in memory, used only by that session's agents after their chain), `revoke`, `list`,
+   * `endSession`. Needs `byok.templates` in the config; without them `inject` throws a ConfigError.
+   */
+  readonly byok: SupervisorByok;
+  /**
+   * Drains, then stops: new asks and spawns are refused at once, the asks already given finish, then every
+   * agent stops and every BYOK key is wiped. When `signal` aborts (before or during the drain), every pending
+   * ask is cancelled instead: calls in flight are aborted, queued asks settle `cancelled` with nothing sent.
+   * Resolves once stopped; every ask has settled by then. Calling it again returns the same stop.
+   */
+  stop(options?: { signal?: AbortSignal }): Promise<void>;
+}
+
+/** The agent machine's settings from a definition and the config's defaults. */
+export function agentSettings(
+  definition: LlmAgentDefinition,
+  tier: string,
+  config: RuntimeConfig,
+): AgentSettings {
+  const d = config.agentDefaults;
+  return {
+    name: definition.name,
+    tier,
+    chain: definition.chain,
+    ...(definition.role ? { role: definition.role } : {}),
+    maxWaitMs: definition.maxWaitMs ?? d.maxWaitMs,
+    maxAttempts: definition.maxAttempts ?? d.maxAttempts,
+    maxTokens: definition.maxTokens ?? d.maxTokens,
+    ...(definition.temperature !== undefined ? { temperature: definition.temperature } : {}),
+    historyTurns: definition.historyTurns ?? d.historyTurns,
+    toolResultsKept: MAX_REMEMBERED_TOOL_RESULTS,
+    probeIntervalMs: d.probeIntervalMs,
+    tools: Object.entries(definition.tools ?? {}).map(([name, t]) => ({
+      name,
+      ...(t.description ? { description: t.description } : {}),
+      parameters: t.parameters,
+    })),
+  };
+}
