@@ -112,6 +112,20 @@ export interface AgentHandleHooks {
   readonly stopActor: (actor: Actor<typeof agentMachine>) => void;
 }
 
+/** Forwards an actor's snapshots and its failure to its handle. */
+class SnapshotObserver {
+  readonly #handle: LlmAgentHandle;
+  constructor(handle: LlmAgentHandle) {
+    this.#handle = handle;
+  }
+  next(snap: { status: string; value: unknown; context: unknown }): void {
+    this.#handle.onSnapshot(snap);
+  }
+  error(): void {
+    this.#handle.onCrash();
+  }
+}
+
 function topState(value: unknown): AgentStateName {
   if (typeof value === 'string') return value as AgentStateName;
   if (value && typeof value === 'object') return Object.keys(value)[0] as AgentStateName;
@@ -175,20 +189,25 @@ export class LlmAgentHandle implements ManagedHandle {
     const first = actor.getSnapshot();
     this.#state = topState(first.value);
     this.#lastTurn = (first.context as AgentContext | undefined)?.lastTurn;
-    // One observer per agent: state changes, and a finished turn (a new `lastTurn` in context).
-    actor.subscribe({
-      next: (snap) => {
-        // The state first: settling the turn may start the next ask, whose states must come after this one.
-        this.#observe(snap.status === 'stopped' ? 'stopped' : topState(snap.value));
-        const last = (snap.context as AgentContext).lastTurn;
-        if (last !== this.#lastTurn && last !== undefined) {
-          this.#lastTurn = last;
-          this.#completed(last);
-        }
-      },
-      // A bug in the machine itself: the agent is dead; its asks must still settle.
-      error: () => this.#crashed(),
-    });
+    // One observer per agent: state changes, and a finished turn (a new `lastTurn` in context). A class with
+    // prototype methods, not closures: an idle agent should cost as little as possible.
+    actor.subscribe(new SnapshotObserver(this));
+  }
+
+  /** A new snapshot of the agent's actor. @internal */
+  onSnapshot(snap: { status: string; value: unknown; context: unknown }): void {
+    // The state first: settling the turn may start the next ask, whose states must come after this one.
+    this.#observe(snap.status === 'stopped' ? 'stopped' : topState(snap.value));
+    const last = (snap.context as AgentContext).lastTurn;
+    if (last !== this.#lastTurn && last !== undefined) {
+      this.#lastTurn = last;
+      this.#completed(last);
+    }
+  }
+
+  /** The agent's machine failed (a bug): the agent is dead; its asks must still settle. @internal */
+  onCrash(): void {
+    this.#crashed();
   }
 
   ask(prompt: string, options: AskOptions = {}): Promise<Turn> {
