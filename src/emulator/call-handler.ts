@@ -68,6 +68,12 @@ export async function handleCall(
   res.on('close', () => {
     if (!res.writableFinished) gone.abort(new Error('client gone'));
   });
+  // The client's FIN is read in the poll phase; 'close' comes only in the close phase, after the loop may already
+  // have parsed that client's next request on another connection: a call ends, in the stats too, when its
+  // client leaves.
+  req.socket.once('end', () => {
+    if (!res.writableFinished) gone.abort(new Error('client gone'));
+  });
   const signal = AbortSignal.any([gone.signal, core.closing.signal]);
 
   const ctx = wireContext(core, flavor);

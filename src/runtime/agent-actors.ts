@@ -83,6 +83,9 @@ export interface CallRecordEvent {
   readonly probe?: boolean;
 }
 
+/** Real ms a cut call keeps its token after it ended on our side (socket teardown, not simulated time). */
+const ABORT_SETTLE_MS = 10;
+
 function internalFault(e: unknown, endpointId: string): Fault {
   const message = scrubSecrets(e instanceof Error ? e.message : String(e));
   return { kind: 'bad_request', provider: 'openai', message: `internal error: ${message}`, endpointId };
@@ -295,7 +298,15 @@ export function createAgentActors(deps: AgentActorDeps) {
         return { ok: false, fault, at };
       }
     } finally {
-      scheduler.release(grant.leaseId, settlement);
+      // A call we cut ourselves (cancelled, a deadline, the lease) may still be on its way to the server or its
+      // close not yet read there: the token is handed on only once that connection had time to go, so the
+      // provider never sees more calls at once than the limit.
+      const cut =
+        signal.aborted ||
+        (settlement.kind === 'fault' &&
+          (settlement.fault.kind === 'timeout' || settlement.fault.kind === 'cancelled'));
+      if (cut) setTimeout(() => scheduler.release(grant.leaseId, settlement), ABORT_SETTLE_MS);
+      else scheduler.release(grant.leaseId, settlement);
     }
   };
 
@@ -306,6 +317,8 @@ export function createAgentActors(deps: AgentActorDeps) {
     const def = deps.definitions.get(input.agent) as LlmAgentDefinition | undefined;
     const results: ToolResultRecord[] = [];
     for (const call of input.calls) {
+      // Cancelled or stopped: no further tool runs (a tool may act on the world); nobody reads the results.
+      if (signal.aborted) break;
       const key = `${input.keyPrefix}:${call.id}`;
       const remembered = (await memo?.recall(key)) as ToolResultRecord | undefined;
       if (remembered) {

@@ -188,7 +188,23 @@ export class LlmAgentHandle implements ManagedHandle {
     this.actor = actor;
     const first = actor.getSnapshot();
     this.#state = topState(first.value);
-    this.#lastTurn = (first.context as AgentContext | undefined)?.lastTurn;
+    const context = first.context as AgentContext | undefined;
+    this.#lastTurn = context?.lastTurn;
+    // Restored mid-turn: that turn is the agent's current work; asks wait behind it, and its end starts them.
+    if (context?.turn) {
+      const t = context.turn;
+      hooks.keepAlive.hold();
+      this.#current = {
+        turnId: t.turnId,
+        key: t.key,
+        prompt: t.prompt,
+        meta: undefined,
+        resolve: () => {},
+        started: true,
+        settled: false,
+        offAbort: undefined,
+      };
+    }
     // One observer per agent: state changes, and a finished turn (a new `lastTurn` in context). A class with
     // prototype methods, not closures: an idle agent should cost as little as possible.
     actor.subscribe(new SnapshotObserver(this));
@@ -345,12 +361,16 @@ export class LlmAgentHandle implements ManagedHandle {
   #completed(turn: Turn): void {
     const ask = this.#current;
     const mine = ask !== undefined && ask.turnId === turn.turnId;
-    this.#o.onTurn(turn, mine ? ask.meta : undefined);
-    if (!mine) return;
-    this.#current = undefined;
-    this.#settle(ask, turn);
-    this.#startNext();
-    this.#checkDrained();
+    try {
+      this.#o.onTurn(turn, mine ? ask.meta : undefined);
+    } finally {
+      if (mine) {
+        this.#current = undefined;
+        this.#settle(ask, turn);
+        this.#startNext();
+        this.#checkDrained();
+      }
+    }
   }
 
   #settle(ask: PendingAsk, turn: Turn): void {

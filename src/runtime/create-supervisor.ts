@@ -65,8 +65,20 @@ export function createSupervisor(
   const build = options.createEngine ?? ((c: ParsedEndpointConfig) => createAdapterEngine(c, { clock }));
   const eventListeners = new Set<RuntimeEventListener>();
   if (options.onEvent) eventListeners.add(options.onEvent);
+  // A listener that throws is a bug of its own: logged, and the runtime (its asks, its tokens) goes on.
+  const listenerFailed = (what: string, e: unknown) =>
+    logger.error(
+      { listener: what, error: e instanceof Error ? e.name : typeof e },
+      'a runtime listener threw',
+    );
   const emit = (e: RuntimeEvent) => {
-    for (const l of eventListeners) l(e);
+    for (const l of eventListeners) {
+      try {
+        l(e);
+      } catch (err) {
+        listenerFailed('onEvent', err);
+      }
+    }
   };
   const timers = new TimerHeap(clock);
   const keepAlive = new KeepAlive(options.keepAlive ?? true);
@@ -137,7 +149,11 @@ export function createSupervisor(
     }),
     endpointsFor: (r) => endpointsOf(r.chain, r.session),
     onReport: (r) => {
-      options.onReport?.(r);
+      try {
+        options.onReport?.(r);
+      } catch (err) {
+        listenerFailed('onReport', err);
+      }
       if (eventListeners.size > 0) emit(reportToEvent(r));
     },
     onForcedReclaim: (g) =>
@@ -181,7 +197,13 @@ export function createSupervisor(
   const notify = (c: AgentStateChange) => {
     if (eventListeners.size > 0)
       emit({ type: 'agent.state', at: c.at, agent: c.agent, data: { state: c.state, previous: c.previous } });
-    for (const l of listeners) l(c);
+    for (const l of listeners) {
+      try {
+        l(c);
+      } catch (err) {
+        listenerFailed('subscribe', err);
+      }
+    }
   };
   const forget = (name: string) => {
     handles.delete(name);
@@ -342,7 +364,15 @@ export function createSupervisor(
     },
     health: () => endpoints.views(clock.now()),
     tokens: () => scheduler.view(),
-    setLimit: (limit) => lifecycle.send({ type: 'LIMIT.SET', limit }),
+    setLimit: (limit) => {
+      if (!(Number.isInteger(limit) && limit >= 1))
+        throw new ConfigError({
+          source: 'supervisor.setLimit',
+          path: 'limit',
+          message: `is ${String(limit)}; set a whole number of tokens ≥ 1`,
+        });
+      lifecycle.send({ type: 'LIMIT.SET', limit });
+    },
     state: () => {
       const v = lifecycle.getSnapshot().value;
       return v === 'running' ? 'running' : v === 'draining' ? 'draining' : 'stopped';

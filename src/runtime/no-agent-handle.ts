@@ -43,6 +43,7 @@ export class NoAgentHandle implements ManagedHandle {
   #tail: Promise<unknown> = Promise.resolve();
   #running: AbortController | undefined;
   readonly #pending = new Map<(t: Turn) => void, { turnId: string; prompt: string }>();
+  readonly #drained: Array<() => void> = [];
   #stopped: 'agent' | 'supervisor' | undefined;
   #refusing = false;
 
@@ -70,6 +71,7 @@ export class NoAgentHandle implements ManagedHandle {
         off?.();
         this.#o.keepAlive.release();
         resolve(t);
+        if (this.#pending.size === 0) for (const done of this.#drained.splice(0)) done();
       };
     });
     this.#pending.set(settle, { turnId, prompt });
@@ -107,12 +109,16 @@ export class NoAgentHandle implements ManagedHandle {
 
   setMemory(): void {}
 
-  async drain(signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) return;
-    await Promise.race([
-      this.#tail,
-      new Promise<void>((resolve) => (signal ? onAbort(signal, resolve) : undefined)),
-    ]);
+  /** Resolves once every ask given has settled (a job that ignores its signal does not hold this), or on abort. */
+  drain(signal?: AbortSignal): Promise<void> {
+    if (this.#pending.size === 0 || signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const off = signal ? onAbort(signal, resolve) : undefined;
+      this.#drained.push(() => {
+        off?.();
+        resolve();
+      });
+    });
   }
 
   stop(): void {

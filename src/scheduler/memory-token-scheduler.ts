@@ -222,7 +222,9 @@ export class MemoryTokenScheduler implements TokenScheduler {
   }
 
   setLimit(limit: number): void {
-    this.#limit = Math.max(1, Math.floor(limit));
+    if (!(Number.isFinite(limit) && limit >= 1))
+      throw new RangeError(`token limit ${String(limit)}: set a whole number ≥ 1`);
+    this.#limit = Math.floor(limit);
     this.#pump();
   }
 
