@@ -494,7 +494,8 @@ export const agentMachine = agentSetup.createMachine({
         src: 'wakeAt',
         input: ({ context }) => ({ at: context.turn!.coolingUntil ?? 0 }),
       },
-      on: { WAKE: 'queued', CANCEL },
+      // RECHECK: something changed that may let it go sooner (a BYOK key came): ask again now.
+      on: { WAKE: 'queued', RECHECK: 'queued', CANCEL },
     },
     degraded: {
       initial: 'answering',

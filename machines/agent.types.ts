@@ -170,6 +170,8 @@ export type AgentEvent =
   | { type: 'CALL.DONE'; output: CallOutcome }
   | { type: 'CALL.FAILED'; error: unknown }
   /** From `wakeAt`: the deadline is reached. */
-  | { type: 'WAKE'; output: { at: number } };
+  | { type: 'WAKE'; output: { at: number } }
+  /** From the runtime: an endpoint appeared (a BYOK key); a cooling agent asks again at once. */
+  | { type: 'RECHECK' };
 
 export type AgentEmitted = { type: 'turn.completed'; turn: Turn };

@@ -99,7 +99,12 @@ export function createSupervisor(
     }),
     emit,
     endpointOptions: {},
-    onInjected: () => scheduler.rescan(),
+    onInjected: () => {
+      scheduler.rescan();
+      // Agents cooling on their own timers may use the new key now.
+      for (const h of handles.values())
+        if (h instanceof LlmAgentHandle && h.state() === 'cooling') h.actor.send({ type: 'RECHECK' });
+    },
   });
   const probes = { request: (id: string) => probeRunner.request(id) };
   const endpoints = new EndpointRegistry(config.endpoints, config.chains, {

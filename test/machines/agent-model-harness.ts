@@ -179,6 +179,7 @@ export type ModelEvent =
   | { type: 'ASK'; turnId: string; key: string; prompt: string; at: number }
   | { type: 'CANCEL'; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }
+  | { type: 'RECHECK' }
   | { type: string; output?: unknown; error?: unknown };
 
 const done = (invoke: string, output: unknown): ModelEvent => ({
@@ -215,6 +216,8 @@ export const ev = {
   degradedThrew: (): ModelEvent => threw(DEGRADED_INVOKE),
   /** A `wakeAt` timer fired (cooling: back to queued; resting: check the chain). */
   woke: (): ModelEvent => ({ type: 'WAKE', output: { at: T0 } }),
+  /** The runtime says an endpoint appeared (a BYOK key): a cooling agent asks again at once. */
+  recheck: (): ModelEvent => ({ type: 'RECHECK' }),
   health: (healthy: boolean): ModelEvent => done(CHECKING_INVOKE, { healthy, at: T0 }),
   healthThrew: (): ModelEvent => threw(CHECKING_INVOKE),
 };
@@ -236,6 +239,7 @@ export function modelEvents(_s: AgentSnapshot): ModelEvent[] {
     ev.degradedDone(),
     ev.degradedThrew(),
     ev.woke(),
+    ev.recheck(),
     ev.health(true),
     ev.health(false),
     ev.healthThrew(),
