@@ -15,7 +15,7 @@ import { toRealProviders } from '../scenarios/real-providers.ts';
 import { resolveInstant } from '../scenarios/zoned-time.ts';
 import { scenarioOrigin, scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
-import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
+import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { type BreakwaterDatabase, openDatabase } from '../store/open-database.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { RunRecord } from '../store/store-types.ts';
@@ -95,6 +95,8 @@ interface StoredRunConfig {
   readonly scenarioSource?: string;
   readonly timeScale: number;
   readonly origin: number;
+  /** Real providers: ms the scenario's timeline was moved by to start at the wall's now (kept for resume). */
+  readonly wallShiftMs?: number;
   /** The report's settings, times resolved to epoch ms (read by `buildRunReport`). */
   readonly report?: StoredReportConfig;
 }
@@ -104,25 +106,42 @@ interface StoredReportConfig {
   readonly timeZone?: string;
   readonly analysisTiers?: readonly string[];
   readonly thresholds?: Readonly<Record<string, number | null>>;
+  /** The runtime's `concurrency.limit`: the default threshold of the in-flight check. */
+  readonly concurrencyLimit?: number;
 }
 
-function reportConfig(spec: ScenarioSpec, origin: number): StoredReportConfig | undefined {
+function reportConfig(
+  spec: ScenarioSpec,
+  resolved: ScenarioSpec,
+  origin: number,
+  shiftMs: number,
+): StoredReportConfig {
   const r = spec.report;
-  if (!r) return undefined;
-  const zone = r.timezone ?? 'UTC';
+  const zone = r?.timezone ?? 'UTC';
+  const limit = (resolved.runtime as { concurrency?: { limit?: unknown } }).concurrency?.limit;
   return {
-    ...(r.peak
+    ...(r?.peak
       ? {
           peak: {
-            from: resolveInstant(r.peak.from, zone, origin),
-            to: resolveInstant(r.peak.to, zone, origin),
+            from: resolveInstant(r.peak.from, zone, origin) + shiftMs,
+            to: resolveInstant(r.peak.to, zone, origin) + shiftMs,
           },
         }
       : {}),
-    ...(r.timezone ? { timeZone: r.timezone } : {}),
-    ...(r.analysisTiers ? { analysisTiers: r.analysisTiers } : {}),
-    ...(r.thresholds ? { thresholds: r.thresholds } : {}),
+    ...(r?.timezone ? { timeZone: r.timezone } : {}),
+    ...(r?.analysisTiers ? { analysisTiers: r.analysisTiers } : {}),
+    ...(r?.thresholds ? { thresholds: r.thresholds } : {}),
+    ...(typeof limit === 'number' ? { concurrencyLimit: limit } : {}),
   };
+}
+
+/** The plans with every scheduled firing moved by `ms` (a real run's timeline starts at the wall's now). */
+function shiftPlans(plans: readonly RoundPlan[], ms: number): readonly RoundPlan[] {
+  if (ms === 0) return plans;
+  return plans.map((p) => ({
+    ...p,
+    turns: p.turns.map((t) => (t.at !== undefined ? { ...t, at: t.at + ms } : t)),
+  }));
 }
 
 /**
@@ -160,8 +179,13 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     const spec =
       providers === 'real' ? toRealProviders(options.scenario, options.env ?? process.env) : options.scenario;
     const timeScale = spec.timeScale ?? 1;
-    const specOrigin = scenarioOrigin(spec, realStart);
-    const plans = planRounds(spec, { origin: specOrigin });
+    // Real providers live on the wall clock: their reset instants, their quotas' days and their latencies
+    // are real. So a real run starts at the wall's now and the scenario's timeline (a past `start:`, a
+    // morning's crons) is moved onto it whole, keeping every firing's offset from the start.
+    const scenarioStart = scenarioOrigin(spec, realStart);
+    const wallShiftMs = providers === 'real' ? (stored?.wallShiftMs ?? realStart - scenarioStart) : 0;
+    const specOrigin = scenarioStart + wallShiftMs;
+    const plans = shiftPlans(planRounds(spec, { origin: scenarioStart }), wallShiftMs);
     const next = plans.find((p) => p.round > (existing?.currentRound ?? 0));
     // A resumed run continues its timeline: from the later of its last recorded event and (scheduled work) the
     // first firing of the next round, so event times never go back.
@@ -174,7 +198,8 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       lastAt ?? Number.NEGATIVE_INFINITY,
       Number.isFinite(firstAt) ? (firstAt as number) : Number.NEGATIVE_INFINITY,
     );
-    const origin = existing && Number.isFinite(resumeAt) ? resumeAt : specOrigin;
+    const origin =
+      providers === 'real' ? realStart : existing && Number.isFinite(resumeAt) ? resumeAt : specOrigin;
     const clock = createScaledClock({ origin, scale: timeScale });
 
     const baseURLs = await emulatorBaseURLs(spec, options, clock, (e) => {
@@ -201,11 +226,12 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     // Restore before touching the run: a corrupt snapshot or a machine-version mismatch must change nothing.
     const memories = existing ? await restoreMemories(store, runId) : undefined;
     if (!existing) {
-      const report = reportConfig(spec, specOrigin);
+      const report = reportConfig(spec, resolved, scenarioStart, wallShiftMs);
       const config: StoredRunConfig = {
         policy,
         providers,
-        ...(report ? { report } : {}),
+        ...(wallShiftMs !== 0 ? { wallShiftMs } : {}),
+        report,
         ...(options.scenarioSource ? { scenarioSource: options.scenarioSource } : {}),
         timeScale,
         origin,
