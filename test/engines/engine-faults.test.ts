@@ -119,6 +119,15 @@ describe.each(TARGETS)('faults on $name', (target) => {
     expect(callsWith(key)).toHaveLength(0);
   });
 
+  it("a proxy's HTML 502 page → server_error whose message says '502 Bad Gateway' once", async () => {
+    emulator.addFault({ kind: 'html_502', match: { flavor: target.flavor }, count: 1 });
+    const engine = createEngine(config());
+    const err = await failure(engine.call(request(`${target.name}/html502`)));
+    expect(err.fault.kind).toBe('server_error');
+    expect(err.fault.status).toBe(502);
+    expect(err.fault.message).toBe('502 Bad Gateway');
+  });
+
   it('a reset connection → network', async () => {
     emulator.addFault({ kind: 'connection_reset', match: { flavor: target.flavor }, count: 1 });
     const engine = createEngine(config());
