@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from '../clock/clock.ts';
+import { holdClock } from '../clock/virtual-clock.ts';
 
 /**
  * Per-call deadlines and response capture for every SDK, in one place.
@@ -126,7 +127,10 @@ export const timedFetch: typeof fetch = async (input, init) => {
   let idleTimer: unknown;
   let lastActivity = 0;
   let bodyController: ReadableStreamDefaultController<Uint8Array> | undefined;
+  // From send to the last body byte the call is real work: a virtual clock must not jump over it.
+  const unhold = holdClock(clock);
   const release = () => {
+    unhold();
     clock.clearTimeout(timer);
     if (idleTimer !== undefined) clock.clearTimeout(idleTimer);
     sdkSignal?.removeEventListener('abort', abort);

@@ -249,11 +249,14 @@ function collect(events: readonly RuntimeEvent[]) {
         if (data.memoized === true) break;
         const latency = num(data.latencyMs);
         const start = num(data.startedAt) ?? (latency !== undefined ? at - latency : at);
+        // The log stores `at` rounded to the ms while `startedAt` and `latencyMs` keep their fractions:
+        // the call's own numbers give its end exactly (rounding must not shorten a call to nothing).
+        const end = num(data.startedAt) !== undefined && latency !== undefined ? start + latency : at;
         const status = num(data.status);
         const faultKind = str(data.faultKind);
         calls.push({
           start,
-          end: at,
+          end,
           model: str(data.model) ?? 'unknown',
           provider: str(data.provider) ?? 'unknown',
           endpoint: e.endpoint ?? 'unknown',

@@ -3,7 +3,9 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { InspectionEvent } from 'xstate';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import { createScaledClock, type ScaledClock } from '../clock/scaled-clock.ts';
+import type { Clock } from '../clock/clock.ts';
+import { createScaledClock } from '../clock/scaled-clock.ts';
+import { createVirtualClock, type VirtualClock } from '../clock/virtual-clock.ts';
 import { type Emulator, type EmulatorStats, startEmulator } from '../emulator/index.ts';
 import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
 import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
@@ -53,6 +55,14 @@ export interface RunScenarioOptions {
    * the real APIs, keys from the environment (see `toRealProviders`). A resumed run keeps the mode it started with.
    */
   readonly providers?: ProviderMode;
+  /**
+   * Run on a virtual clock (`createVirtualClock`): simulated time stands still while real work runs and
+   * jumps to the next timer when only timers are left, so the scenario runs as fast as the machine
+   * allows and its timeline does not depend on the machine's speed or load (tests, quick what-ifs).
+   * `timeScale` is then ignored. Not with `providers: 'real'` (real providers live in wall time).
+   * Default false.
+   */
+  readonly virtualTime?: boolean;
   /** Environment read for real-provider keys and base URLs. Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly logger?: Logger;
@@ -72,7 +82,8 @@ export interface ScenarioRunContext {
   readonly policy: RunPolicy;
   readonly executor: TurnExecutor;
   readonly store: RunStore;
-  readonly clock: ScaledClock;
+  /** The run's clock: time-scaled (default) or virtual (`virtualTime`). */
+  readonly clock: Clock;
   readonly agents: readonly AgentInfo[];
   readonly rounds: number;
   readonly emulator?: Emulator;
@@ -200,7 +211,12 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     );
     const origin =
       providers === 'real' ? realStart : existing && Number.isFinite(resumeAt) ? resumeAt : specOrigin;
-    const clock = createScaledClock({ origin, scale: timeScale });
+    if (options.virtualTime && providers === 'real')
+      throw new Error('virtualTime needs simulated providers: real providers answer in wall time; drop one');
+    const clock: Clock = options.virtualTime
+      ? createVirtualClock({ origin })
+      : createScaledClock({ origin, scale: timeScale });
+    if (options.virtualTime) owned.push({ close: async () => (clock as VirtualClock).stop() });
 
     const baseURLs = await emulatorBaseURLs(spec, options, clock, (e) => {
       emulator = e;
@@ -254,7 +270,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
             config: resolved.runtime as RuntimeConfigInput,
             agents: definitions,
             clock,
-            memo: storeCallMemo(store, runId),
+            memo: storeCallMemo(store, runId, clock),
             ...(memories ? { memories } : {}),
             ...(options.logger ? { logger: options.logger } : {}),
             ...(options.inspect ? { inspect: options.inspect } : {}),
@@ -336,7 +352,7 @@ function defaultRunId(scenario: string): string {
 async function emulatorBaseURLs(
   spec: ScenarioSpec,
   options: RunScenarioOptions,
-  clock: ScaledClock,
+  clock: Clock,
   started: (e: Emulator) => void,
 ): Promise<Record<string, string>> {
   const templates = Object.values(

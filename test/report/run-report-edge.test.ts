@@ -348,6 +348,30 @@ describe('counting helpers', () => {
     ).toEqual({ max: 2, at: 5 });
   });
 
+  it('maxOverlap reads ties at one instant in log order: a refusal answered at once, then a fallback, is not two calls at once', () => {
+    // agent8-storm on a virtual clock, at one instant T: Juno's call ends (logged first), Andrew's credit
+    // 429 and Miso's 504 come back at once, Andrew falls back; Kai and Yuna are in flight across T.
+    const T = 1_000;
+    const atT = [
+      { start: T - 1_275, end: T }, // Juno, logged before the refusals: over when they happened
+      { start: T, end: T }, // Andrew's credit 429
+      { start: T, end: T }, // Miso's 504
+      { start: T - 306, end: T + 234 }, // Kai
+      { start: T, end: T + 1_472 }, // Andrew's fallback, after his 429
+      { start: T - 108, end: T + 1_714 }, // Yuna
+    ];
+    // Juno, Kai and Yuna were already 3 at T − 108; the refusals at T add nothing.
+    expect(maxOverlap(atT)).toEqual({ max: 3, at: T - 108 });
+    // A call that ends at T but is logged after the refusal was still in flight when it came back.
+    expect(
+      maxOverlap([
+        { start: T, end: T },
+        { start: T - 10, end: T },
+        { start: T - 5, end: T + 5 },
+      ]),
+    ).toEqual({ max: 3, at: T });
+  });
+
   it('maxInSlidingWindow and percentile', () => {
     expect(maxInSlidingWindow([0, 10, 3_600_000], 3_600_000)).toEqual({ count: 2, from: 0 });
     expect(maxInSlidingWindow([], 1_000)).toEqual({ count: 0, from: null });
