@@ -29,9 +29,11 @@ export async function applyFault(
     new Promise<void>((resolve) => {
       if (signal.aborted) return resolve();
       const unpark = parkOnClock(core.clock);
+      const unhold = core.stats.hold();
       signal.addEventListener(
         'abort',
         () => {
+          unhold();
           unpark();
           resolve();
         },
