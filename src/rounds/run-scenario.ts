@@ -8,6 +8,7 @@ import { createScaledClock } from '../clock/scaled-clock.ts';
 import { createVirtualClock, type VirtualClock } from '../clock/virtual-clock.ts';
 import { type Emulator, type EmulatorStats, startEmulator } from '../emulator/index.ts';
 import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import { proxyFaultedEndpoints } from '../fault-proxy/endpoint-fault-proxies.ts';
 import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
 import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
@@ -222,15 +223,22 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       emulator = e;
       owned.unshift(e);
     });
+    const runtime = scenarioRuntimeConfig(spec, {
+      baseURL: (flavor) => {
+        const url = baseURLs[flavor];
+        if (!url) throw new Error(`the emulator does not serve flavor "${flavor}"`);
+        return url;
+      },
+    });
+    // Fault rules aimed at endpoints by id: a local proxy in front of each one acts them out.
+    const faulted = await proxyFaultedEndpoints(runtime.endpoints, spec.faults ?? [], {
+      clock,
+      ...(spec.emulator?.seed !== undefined ? { seed: spec.emulator.seed } : {}),
+    });
+    owned.unshift(...faulted.proxies);
     const resolved: ScenarioSpec = {
       ...spec,
-      runtime: scenarioRuntimeConfig(spec, {
-        baseURL: (flavor) => {
-          const url = baseURLs[flavor];
-          if (!url) throw new Error(`the emulator does not serve flavor "${flavor}"`);
-          return url;
-        },
-      }) as ScenarioSpec['runtime'],
+      runtime: { ...runtime, endpoints: faulted.endpoints } as ScenarioSpec['runtime'],
     };
     const definitions = scenarioAgents(resolved);
     const agents: AgentInfo[] = definitions.map((d) => ({
