@@ -206,7 +206,6 @@ describe('HALF-OPEN probes are upstream calls (a breaker opens on a dead endpoin
     await driveUntil(clock, () => vllm()?.breaker === 'closed', { stepMs: 1_000, maxSimulatedMs: 120_000 });
     await supervisor.stop();
     events.push({ type: 'run.finished', at: clock.now(), data: { runId: 'probes', status: 'completed' } });
-    withProbeAttempts(events, emulator.stats());
     report = buildRunReport(
       {
         runId: 'probes',
@@ -228,6 +227,10 @@ describe('HALF-OPEN probes are upstream calls (a breaker opens on a dead endpoin
   });
 
   it('calls.upstream is every request the server received, probes included, and probes are counted apart', () => {
+    // The runtime logs each probe as a call.attempt with probe: true and no agent.
+    const logged = events.filter((e) => e.type === 'call.attempt' && e.data.probe === true);
+    expect(logged).toHaveLength(2);
+    expect(logged.every((e) => e.agent === undefined && e.endpoint === 'local-vllm')).toBe(true);
     const stats = emulator.stats();
     const probeCalls = stats.calls.filter((c) => c.idempotencyKey?.startsWith('probe:'));
     expect(probeCalls).toHaveLength(2);
@@ -251,31 +254,3 @@ describe('HALF-OPEN probes are upstream calls (a breaker opens on a dead endpoin
     );
   });
 });
-
-/**
- * The runtime reports each HALF-OPEN probe as a `call.attempt` with `probe: true` (issue 18). Where the
- * recorded log has none yet, they are written from the emulator's own record of the probes it served
- * (idempotency key `probe:<endpoint>:<n>`), exactly as the runtime words them.
- */
-function withProbeAttempts(events: RuntimeEvent[], stats: EmulatorStats): void {
-  if (events.some((e) => e.type === 'call.attempt' && e.data.probe === true)) return;
-  const finished = events.findIndex((e) => e.type === 'run.finished');
-  const probes: RuntimeEvent[] = stats.calls
-    .filter((c) => c.idempotencyKey?.startsWith('probe:'))
-    .map((c) => ({
-      type: 'call.attempt',
-      at: c.endedAt,
-      endpoint: (c.idempotencyKey as string).split(':')[1] as string,
-      data: {
-        tier: 'probe',
-        outcome: c.status === 200 ? 'ok' : 'fault',
-        startedAt: c.startedAt,
-        latencyMs: c.endedAt - c.startedAt,
-        provider: 'openai-compatible',
-        model: c.model,
-        ...(typeof c.status === 'number' ? { status: c.status } : {}),
-        probe: true,
-      },
-    }));
-  events.splice(finished, 0, ...probes);
-}
