@@ -36,10 +36,12 @@ describe('PGlite initdb template', () => {
     expect(pgliteTemplatePath({ [PGLITE_TEMPLATE_ENV]: 'off' })).toBeUndefined();
   });
 
-  it('the first fresh cluster leaves a template; the next ones (memory, new folder) start from it and migrate', async () => {
+  it('a damaged template is dropped, initdb runs once and leaves a good one; the next clusters (memory, new folder) start from it and migrate', async () => {
     vi.stubEnv(PGLITE_TEMPLATE_ENV, template);
-    expect(existsSync(template)).toBe(false);
+    writeFileSync(template, 'not a tarball');
+    // The open still succeeds: the cache can only make an open faster.
     expect(await roundTrip(':memory:', 'first')).toEqual(['first']);
+    expect(readFileSync(template).subarray(257, 262).toString()).toBe('ustar');
     expect(statSync(template).size).toBeGreaterThan(1_000_000);
     const written = statSync(template).mtimeMs;
 
@@ -50,13 +52,6 @@ describe('PGlite initdb template', () => {
     expect(await roundTrip(folder, 'in-folder')).toEqual(['in-folder']);
     expect((await roundTrip(folder, 'again')).sort()).toEqual(['again', 'in-folder']);
     expect(statSync(template).mtimeMs).toBe(written);
-  });
-
-  it('a damaged template is dropped and initdb runs: the open still succeeds and a good template replaces it', async () => {
-    vi.stubEnv(PGLITE_TEMPLATE_ENV, template);
-    writeFileSync(template, 'not a tarball');
-    expect(await roundTrip(':memory:', 'after-damage')).toEqual(['after-damage']);
-    expect(readFileSync(template).subarray(0, 13).toString()).not.toBe('not a tarball');
-    expect(statSync(template).size).toBeGreaterThan(1_000_000);
+    expect(existsSync(`${template}.partial`)).toBe(false);
   });
 });
