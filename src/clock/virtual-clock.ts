@@ -15,7 +15,14 @@ import type { Clock } from './clock.ts';
  * machine was slow to deliver a response, and no agent's deadline passes while its answer is on the wire.
  */
 
-/** Options of {@link createVirtualClock}. */
+/**
+ * Options of {@link createVirtualClock}.
+ *
+ * @example
+ * ```ts
+ * const options: VirtualClockOptions = { origin: Date.parse('2026-03-02T09:00:00+09:00'), maxHoldRealMs: 10_000 };
+ * ```
+ */
 export interface VirtualClockOptions {
   /** Simulated epoch ms at creation. Default 0. */
   readonly origin?: number;
@@ -32,7 +39,17 @@ export interface VirtualClockOptions {
   readonly maxHoldRealMs?: number;
 }
 
-/** A clock whose time moves only when the process is idle (see the module comment). */
+/**
+ * A clock whose time moves only when the process is idle (see the module comment).
+ *
+ * @example
+ * ```ts
+ * const clock: VirtualClock = createVirtualClock();
+ * const release = clock.hold(); // real work starts: time stands still
+ * release();
+ * clock.stop();
+ * ```
+ */
 export interface VirtualClock extends Clock {
   /** Marks real work in progress: time stands still until the returned function is called. */
   hold(): () => void;

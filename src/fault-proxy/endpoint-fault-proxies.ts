@@ -3,7 +3,14 @@ import { type EndpointConfig, effectiveBaseURL } from '../engines/endpoint-confi
 import type { EndpointFaultRule } from './endpoint-fault-rule.ts';
 import { type FaultProxy, startFaultProxy } from './fault-proxy.ts';
 
-/** Options of {@link proxyFaultedEndpoints}. */
+/**
+ * Options of {@link proxyFaultedEndpoints}.
+ *
+ * @example
+ * ```ts
+ * const options: ProxyFaultedEndpointsOptions = { clock, seed: 7 };
+ * ```
+ */
 export interface ProxyFaultedEndpointsOptions {
   /** The run's clock (rule windows, hangs). Required. */
   readonly clock: Clock;

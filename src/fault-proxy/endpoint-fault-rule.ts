@@ -35,7 +35,14 @@ export interface EndpointFaultRule {
   readonly message?: string;
 }
 
-/** Fault kinds a proxy can act out. */
+/**
+ * Fault kinds a proxy can act out: every emulator kind but `connection_refused`.
+ *
+ * @example
+ * ```ts
+ * PROXY_FAULT_KINDS.includes('stall_after_headers'); // true
+ * ```
+ */
 export const PROXY_FAULT_KINDS: readonly EndpointFaultRule['kind'][] = Object.freeze(
   EMULATOR_FAULT_KINDS.filter((k): k is EndpointFaultRule['kind'] => k !== 'connection_refused'),
 );

@@ -22,7 +22,14 @@ import type { EndpointFaultRule } from './endpoint-fault-rule.ts';
  * how a scenario rehearses a real endpoint that fails and recovers.
  */
 
-/** Options of {@link startFaultProxy}. */
+/**
+ * Options of {@link startFaultProxy}.
+ *
+ * @example
+ * ```ts
+ * const options: FaultProxyOptions = { upstream: 'http://127.0.0.1:8000/v1', endpoint: { id: 'local', provider: 'openai-compatible', flavor: 'vllm' } };
+ * ```
+ */
 export interface FaultProxyOptions {
   /** The endpoint's real base URL, exactly what its SDK would be given (`https://api.openai.com/v1`). Required. */
   readonly upstream: string;
@@ -36,7 +43,14 @@ export interface FaultProxyOptions {
   readonly seed?: number;
 }
 
-/** What a proxy did so far. */
+/**
+ * What a proxy did so far.
+ *
+ * @example
+ * ```ts
+ * proxy.stats(); // { forwarded: 12, faulted: { overloaded: 3 } }
+ * ```
+ */
 export interface FaultProxyStats {
   /** Calls passed to the real server (a stall or a stream error also forwards, then cuts). */
   readonly forwarded: number;
@@ -44,7 +58,15 @@ export interface FaultProxyStats {
   readonly faulted: Readonly<Record<string, number>>;
 }
 
-/** A running fault proxy. */
+/**
+ * A running fault proxy.
+ *
+ * @example
+ * ```ts
+ * const proxy: FaultProxy = await startFaultProxy(options);
+ * await proxy.close();
+ * ```
+ */
 export interface FaultProxy {
   /** What to give the endpoint's SDK instead of the real base URL (same path, on 127.0.0.1). */
   readonly baseURL: string;
@@ -53,7 +75,15 @@ export interface FaultProxy {
   close(): Promise<void>;
 }
 
-/** The emulator flavor whose wire format an endpoint speaks. */
+/**
+ * The emulator flavor whose wire format an endpoint speaks.
+ *
+ * @example
+ * ```ts
+ * flavorOf('openai-compatible', 'vllm'); // 'vllm'
+ * flavorOf('openai-compatible'); // 'openai'
+ * ```
+ */
 export function flavorOf(provider: ProviderKind, flavor?: CompatFlavor): EmulatorFlavor {
   if (provider !== 'openai-compatible') return provider;
   return flavor === undefined || flavor === 'generic' ? 'openai' : flavor;

@@ -2,7 +2,14 @@ import type { ProviderKind, RateLimitState, RateLimitWindow } from '../engines/e
 import { parseGoDuration, parseRfc3339, retryAfterHeaderMs } from './retry-after.ts';
 import { DEFAULT_MAX_RETRY_AFTER_MS } from './retry-after-cap.ts';
 
-/** Options of {@link readRateLimitState}. */
+/**
+ * Options of {@link readRateLimitState}.
+ *
+ * @example
+ * ```ts
+ * readRateLimitState('anthropic', headers, clock.now(), { wallNow: Date.now(), maxResetInMs: 900_000 });
+ * ```
+ */
 export interface ReadRateLimitOptions {
   /**
    * Wall-clock epoch ms when the response arrived (`Date.now()`). RFC 3339 resets and HTTP-date

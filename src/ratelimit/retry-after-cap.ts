@@ -15,7 +15,14 @@
  */
 export const DEFAULT_MAX_RETRY_AFTER_MS = 15 * 60_000;
 
-/** A provider-given wait after the cap. */
+/**
+ * A provider-given wait after the cap.
+ *
+ * @example
+ * ```ts
+ * const { retryAfterMs, cappedFromMs } = capRetryAfter(asked, config.maxRetryAfterMs);
+ * ```
+ */
 export interface CappedWait {
   /** The wait to honour: the asked one, or `maxMs` when it asked for more. */
   readonly retryAfterMs: number;
