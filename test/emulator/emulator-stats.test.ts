@@ -1,3 +1,4 @@
+import { waitFor } from '../support/wait-for.ts';
 import { createHash } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
@@ -13,11 +14,7 @@ afterEach(async () => {
 });
 
 /** Lets queued I/O run (never a cooldown wait: time itself only moves through the manual clock). */
-const ioTurn = () => new Promise((r) => setTimeout(r, 1));
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !check(); i++) await ioTurn();
-  expect(check()).toBe(true);
-}
+const until = (check: () => boolean) => waitFor(check, 'the requests to reach the emulator');
 
 const SECRET = 'sk-primary-secret-0001';
 const ask = (client: Anthropic, model = 'claude-sonnet-4-6', headers?: Record<string, string>) =>
