@@ -1,7 +1,6 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { ApiError } from '@google/genai';
 import OpenAI from 'openai';
-import { stillPendingAfter, waitFor } from '../support/wait-for.ts';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import {
@@ -10,6 +9,7 @@ import {
   type FaultRule,
   startEmulator,
 } from '../../src/emulator/index.ts';
+import { stillPendingAfter, waitFor } from '../support/wait-for.ts';
 import { anthropicClient, geminiClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 
 const clock = createManualClock(Date.parse('2026-08-17T00:00:00Z'));

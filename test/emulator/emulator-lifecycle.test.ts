@@ -1,8 +1,8 @@
-import { waitFor } from '../support/wait-for.ts';
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { EMULATOR_FLAVORS, startEmulator } from '../../src/emulator/index.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { anthropicClient, rejectionOf } from './sdk-clients.ts';
 
 /** A base port whose next six neighbours are free right now. */

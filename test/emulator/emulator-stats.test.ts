@@ -1,10 +1,10 @@
-import { waitFor } from '../support/wait-for.ts';
 import { createHash } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { anthropicClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 
 let emu: Emulator | undefined;

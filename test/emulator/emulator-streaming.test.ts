@@ -1,10 +1,10 @@
 import Anthropic from '@anthropic-ai/sdk';
-import { stillPendingAfter } from '../support/wait-for.ts';
 import { ApiError } from '@google/genai';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { stillPendingAfter } from '../support/wait-for.ts';
 import {
   anthropicClient,
   EXPECTED_ARGS,
