@@ -67,6 +67,8 @@ async function cachedBundle() {
     format: 'esm',
     target: 'node20',
     packages: 'external',
+    // As tsx does: functions and classes keep their names even where bundling renames a symbol.
+    keepNames: true,
     write: false,
     logLevel: 'silent',
     plugins: [keepImportMetaUrl],
