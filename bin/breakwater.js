@@ -37,6 +37,8 @@ function sourceStamp() {
   };
   for (const d of SOURCE_DIRS) walk(join(ROOT, d));
   hash.update(readFileSync(join(ROOT, 'package.json')));
+  // This file's build options are part of the bundle too.
+  hash.update(readFileSync(fileURLToPath(import.meta.url)));
   return hash.digest('hex').slice(0, 16);
 }
 
