@@ -1,7 +1,102 @@
 #!/usr/bin/env node
-// Entry point of the `breakwater` command. The sources are TypeScript; tsx's loader runs them as they are,
-// so `npm ci` is the whole install (no build step).
-import { register } from 'tsx/esm/api';
+// Entry point of the `breakwater` command. The sources are TypeScript and `npm ci` is the whole install (no
+// build step). Running them through tsx costs seconds per start (its loader sees every import, the SDKs'
+// hundreds of files included), so the CLI is bundled once with esbuild (a dependency) into
+// node_modules/.cache/breakwater/ and rebuilt whenever a source file changes; each module keeps its own
+// import.meta.url, so files found next to the sources (package.json, the visualizer's page) resolve as
+// before. When that is not possible (read-only tree, BREAKWATER_NO_BUNDLE=1), tsx runs the sources as
+// they are.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
-register();
-await import('../src/cli/main.ts');
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const SOURCE_DIRS = ['src', 'machines', 'agents', 'migrations'];
+const CACHE = join(ROOT, 'node_modules', '.cache', 'breakwater');
+
+/** Every source file with its size and mtime: the bundle is rebuilt when any of them changes. */
+function sourceStamp() {
+  const hash = createHash('sha256');
+  const walk = (dir) => {
+    let entries;
+    try {
+      entries = readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return;
+    }
+    entries.sort((a, b) => a.name.localeCompare(b.name));
+    for (const e of entries) {
+      const path = join(dir, e.name);
+      if (e.isDirectory()) walk(path);
+      else if (/\.(?:ts|json|js|mjs)$/.test(e.name)) {
+        const s = statSync(path);
+        hash.update(`${path}\0${s.size}\0${s.mtimeMs}\n`);
+      }
+    }
+  };
+  for (const d of SOURCE_DIRS) walk(join(ROOT, d));
+  hash.update(readFileSync(join(ROOT, 'package.json')));
+  // This file's build options are part of the bundle too.
+  hash.update(readFileSync(fileURLToPath(import.meta.url)));
+  return hash.digest('hex').slice(0, 16);
+}
+
+async function cachedBundle() {
+  if (process.env.BREAKWATER_NO_BUNDLE === '1') return undefined;
+  const file = join(CACHE, `cli-${sourceStamp()}.mjs`);
+  try {
+    statSync(file);
+    return file;
+  } catch {
+    // not built yet for these sources
+  }
+  const esbuild = await import('esbuild');
+  const keepImportMetaUrl = {
+    name: 'keep-import-meta-url',
+    setup(build) {
+      build.onLoad({ filter: /\.ts$/ }, (args) => {
+        const text = readFileSync(args.path, 'utf8');
+        const url = JSON.stringify(pathToFileURL(args.path).href);
+        return { contents: text.replaceAll('import.meta.url', url), loader: 'ts' };
+      });
+    },
+  };
+  const result = await esbuild.build({
+    entryPoints: [join(ROOT, 'src', 'cli', 'main.ts')],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    packages: 'external',
+    // As tsx does: functions and classes keep their names even where bundling renames a symbol.
+    keepNames: true,
+    write: false,
+    logLevel: 'silent',
+    plugins: [keepImportMetaUrl],
+  });
+  mkdirSync(CACHE, { recursive: true });
+  // Written under a temporary name and renamed: processes starting together never load half a file.
+  const partial = `${file}.${process.pid}.partial`;
+  writeFileSync(partial, result.outputFiles[0].contents);
+  renameSync(partial, file);
+  for (const old of readdirSync(CACHE)) {
+    if (old.startsWith('cli-') && join(CACHE, old) !== file && !old.endsWith('.partial'))
+      rmSync(join(CACHE, old), { force: true });
+  }
+  return file;
+}
+
+let bundle;
+try {
+  bundle = await cachedBundle();
+} catch {
+  bundle = undefined;
+}
+if (bundle) {
+  await import(pathToFileURL(bundle).href);
+} else {
+  const { register } = await import('tsx/esm/api');
+  register();
+  await import('../src/cli/main.ts');
+}

@@ -7,6 +7,7 @@
  */
 import { pathToFileURL } from 'node:url';
 import { sleep, systemClock } from '../src/clock/clock.ts';
+import { createVirtualClock } from '../src/clock/virtual-clock.ts';
 import {
   type CallRecord,
   type Emulator,
@@ -19,8 +20,12 @@ import {
 import { createEngine, type EndpointConfig } from '../src/engines/index.ts';
 import { isEngineFaultError } from '../src/faults/fault.ts';
 
-/** How long a hang or a stall may last before the adapter's deadline cuts it, in ms. */
-const DEADLINE_MS = 200;
+/**
+ * How long a hang or a stall may last before the adapter's deadline cuts it, in simulated ms. The
+ * matrix runs on a virtual clock: a deadline passes at once when only it is left to wait for, and never
+ * while a response is on its way, so a slow or loaded machine gives the same table.
+ */
+const DEADLINE_MS = 30_000;
 const KEY = 'sk-matrix-example-key-000000000001';
 
 /** One endpoint per flavor, on the emulator's base URL. */
@@ -45,7 +50,8 @@ function endpointFor(flavor: EmulatorFlavor, baseURL: string): EndpointConfig {
 /** The emulator's record of the last call on `flavor`. A held call (hang, stall) is recorded only after
  * the client gave up and the socket closed, a moment after the adapter already rejected. */
 async function recordedCall(emulator: Emulator, flavor: EmulatorFlavor): Promise<CallRecord | undefined> {
-  for (let i = 0; i < 100; i++) {
+  // Bounded far above any load: a broken emulator ends the example instead of hanging it.
+  for (let i = 0; i < 500; i++) {
     const last = emulator
       .stats()
       .calls.filter((c) => c.flavor === flavor)
@@ -89,14 +95,15 @@ export const MATRIX_KINDS: readonly EmulatorFaultKind[] = EMULATOR_FAULT_KINDS.f
 export async function buildFaultMatrix(): Promise<FaultMatrix> {
   const rows: Array<{ kind: EmulatorFaultKind; cells: Record<EmulatorFlavor, MatrixCell> }> = [];
   for (const kind of MATRIX_KINDS) {
-    const emulator = await startEmulator({ profile: { seed: 11 } });
+    const clock = createVirtualClock();
+    const emulator = await startEmulator({ profile: { seed: 11 }, clock });
     const cells = {} as Record<EmulatorFlavor, MatrixCell>;
     try {
       for (const flavor of EMULATOR_FLAVORS) {
         emulator.clearFaults();
         // connection_refused closes the listener at once, so it is armed right before its own call.
         emulator.addFault({ kind, match: { flavor }, count: 1 });
-        const engine = createEngine(endpointFor(flavor, emulator.baseURL(flavor)));
+        const engine = createEngine(endpointFor(flavor, emulator.baseURL(flavor)), { clock });
         let classified = 'answered';
         let retryAfterMs: number | undefined;
         try {
@@ -120,6 +127,7 @@ export async function buildFaultMatrix(): Promise<FaultMatrix> {
       }
     } finally {
       await emulator.close();
+      clock.stop();
     }
     rows.push({ kind, cells });
   }

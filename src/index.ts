@@ -46,6 +46,19 @@ export { agentMachine, AGENT_MACHINE_VERSION } from '../machines/agent.machine.t
 export { supervisorMachine, SUPERVISOR_MACHINE_VERSION } from '../machines/supervisor.machine.ts';
 export { type Clock, createManualClock, type ManualClock, sleep, systemClock } from './clock/clock.ts';
 export { createScaledClock, type ScaledClock } from './clock/scaled-clock.ts';
+export {
+  createVirtualClock,
+  holdClock,
+  parkOnClock,
+  type VirtualClock,
+  type VirtualClockOptions,
+} from './clock/virtual-clock.ts';
+export {
+  type EndpointFaultRule,
+  type FaultProxy,
+  type FaultProxyOptions,
+  startFaultProxy,
+} from './fault-proxy/index.ts';
 export type { RuntimeEvent, RuntimeEventListener, RuntimeEventType } from './events/runtime-event.ts';
 export { ConfigError, isConfigError } from './errors/config-error.ts';
 export {

@@ -1,7 +1,7 @@
 import { type CommandRegistrar, runCli } from './cli-program.ts';
 
 /*
- * The `breakwater` command (bin/breakwater.js runs this file through tsx). Each command lives in
+ * The `breakwater` command (bin/breakwater.js runs this file bundled by esbuild, or through tsx). Each command lives in
  * src/cli/commands/<name>-command.ts; to add one, list its module and register function here.
  */
 

@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { sleep } from '../clock/clock.ts';
+import { parkOnClock } from '../clock/virtual-clock.ts';
 import { maskSecret, scrubSecrets } from '../redact/secret-scrubber.ts';
 import { generateAnswer } from './answer-generator.ts';
 import { type CallRoute, extractKey } from './call-routes.ts';
@@ -167,10 +168,14 @@ export async function handleCall(
   let release: (() => void) | undefined;
   const queue = core.queues[flavor];
   if (queue) {
+    // Waiting behind other requests is waiting for their simulated latency: a virtual clock may move.
+    const unpark = parkOnClock(core.clock);
     try {
       release = await queue.acquire(signal);
     } catch {
       return finish(CLIENT_CLOSED);
+    } finally {
+      unpark();
     }
     if (!release) {
       const status = sendError(
@@ -214,10 +219,13 @@ export async function handleCall(
 
     const latency = core.drawLatency();
     if (latency > 0) {
+      const unpark = parkOnClock(core.clock);
       try {
         await sleep(core.clock, core.time.toReal(latency), signal);
       } catch {
         return finish(CLIENT_CLOSED);
+      } finally {
+        unpark();
       }
     }
 

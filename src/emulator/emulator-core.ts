@@ -50,9 +50,18 @@ export class EmulatorCore {
   /** Aborts every pending wait when the emulator closes. */
   readonly closing = new AbortController();
 
-  constructor(profile: ResolvedProfile, clock: Clock, logger?: pino.Logger) {
+  /** Wall-clock epoch ms: what the reset instants on the wire are stamped with. */
+  readonly wallNow: () => number;
+
+  constructor(
+    profile: ResolvedProfile,
+    clock: Clock,
+    logger?: pino.Logger,
+    wallNow: () => number = Date.now,
+  ) {
     this.profile = profile;
     this.clock = clock;
+    this.wallNow = wallNow;
     this.logger = logger;
     this.time = createEmulatedTime(clock, profile.timeScale);
     this.rng = createSeededRandom(profile.seed);

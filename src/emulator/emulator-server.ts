@@ -29,8 +29,14 @@ export interface EmulatorOptions {
   profile?: EmulatorProfile | string;
   /** Control port; 0 (default) = ephemeral. When non-zero, flavors listen on port+1 … port+6 in {@link EMULATOR_FLAVORS} order. */
   port?: number;
-  /** Where ALL emulator time comes from. Default {@link systemClock}. */
+  /** Where ALL emulator time comes from (windows, latency, retry-after durations). Default {@link systemClock}. */
   clock?: Clock;
+  /**
+   * Wall-clock epoch ms, for the instants the emulator writes on the wire (Anthropic's
+   * `anthropic-ratelimit-*-reset`): a real provider stamps them in wall time, whatever a client's
+   * simulated clock says, so the emulator does too. Default `Date.now`.
+   */
+  wallNow?: () => number;
   /** Overrides `profile.seed`. */
   seed?: number;
   /** Debug log of every call (keys appear only as alias/fingerprint). Default: none. */
@@ -303,6 +309,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     resolveProfile(profile, options.seed),
     options.clock ?? systemClock,
     options.logger,
+    options.wallNow,
   );
   const emulator = new RunningEmulator(core);
   try {

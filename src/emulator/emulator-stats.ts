@@ -44,6 +44,20 @@ export class EmulatorStatsCollector {
     return this.#inFlight;
   }
 
+  #held = 0;
+
+  /** A request is now held by a hang or a stall (the stall's headers and first bytes are written); returns the release. */
+  hold(): () => void {
+    this.#held++;
+    let done = false;
+    return () => {
+      if (!done) {
+        done = true;
+        this.#held--;
+      }
+    };
+  }
+
   snapshot(): EmulatorStats {
     const calls = [...this.#ring.slice(this.#start), ...this.#ring.slice(0, this.#start)].map((c) => ({
       ...c,
@@ -57,6 +71,7 @@ export class EmulatorStatsCollector {
       byFlavor: { ...this.#byFlavor },
       maxInFlight: this.#maxInFlight,
       inFlight: this.#inFlight,
+      held: this.#held,
     };
   }
 

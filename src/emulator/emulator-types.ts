@@ -250,4 +250,6 @@ export interface EmulatorStats {
   maxInFlight: number;
   /** Requests in flight now (arrived, not yet answered, failed or dropped). */
   inFlight: number;
+  /** Of those, requests held by a `hang_before_headers` or `stall_after_headers` fault right now (a stall's headers are already written). */
+  held: number;
 }

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parkOnClock } from '../clock/virtual-clock.ts';
 import { maskSecret } from '../redact/secret-scrubber.ts';
 import { generateAnswer } from './answer-generator.ts';
 import type { EmulatorCore } from './emulator-core.ts';
@@ -22,10 +23,22 @@ export async function applyFault(
   const model = call.model;
   const retryReal = core.time.toReal(rule.retryAfterMs ?? 1000);
   const msg = rule.message !== undefined ? { message: rule.message } : {};
+  // A hang or a stall lasts until the client gives up: on a virtual clock, the client's deadline must
+  // be free to come, so the held request counts as waiting for the clock.
   const held = () =>
     new Promise<void>((resolve) => {
       if (signal.aborted) return resolve();
-      signal.addEventListener('abort', () => resolve(), { once: true });
+      const unpark = parkOnClock(core.clock);
+      const unhold = core.stats.hold();
+      signal.addEventListener(
+        'abort',
+        () => {
+          unhold();
+          unpark();
+          resolve();
+        },
+        { once: true },
+      );
     });
   switch (rule.kind) {
     case 'connection_reset':

@@ -55,7 +55,8 @@ const report = (d: DimensionState, nominal: number): Reported => {
 
 /**
  * Anthropic's `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-{limit,remaining,reset}`.
- * `toReal` converts emulated ms to real ms; `nowMs` is the clock's now.
+ * `toReal` converts emulated ms to real ms; `nowMs` is the wall clock's now (reset instants are
+ * wall-clock on the wire, as Anthropic sends them).
  */
 export function anthropicRateLimitHeaders(
   snap: QuotaSnapshot,

@@ -34,7 +34,9 @@ export function responseHeaders(
   );
   const toReal = (ms: number) => core.time.toReal(ms);
   if (flavor === 'anthropic') {
-    return { 'request-id': ctx.requestId, ...anthropicRateLimitHeaders(snap, toReal, core.clock.now()) };
+    // Instants on the wire are wall-clock, as a real provider's: a client on a scenario clock must not
+    // be able to read them right by accident. The duration to them is in clock ms, like retry-after.
+    return { 'request-id': ctx.requestId, ...anthropicRateLimitHeaders(snap, toReal, core.wallNow()) };
   }
   return { 'x-request-id': ctx.requestId, ...openaiRateLimitHeaders(snap, toReal) };
 }

@@ -156,6 +156,7 @@ export function createAnthropicEngine(
   config: ParsedEndpointConfig,
   endpoint: EndpointDescriptor,
   clock: Clock,
+  wallNow: () => number = Date.now,
 ): Engine {
   const client = new Anthropic({
     apiKey: resolveApiKey(config) ?? null,
@@ -167,7 +168,7 @@ export function createAnthropicEngine(
     fetch: timedFetch,
     openTelemetry: false,
   });
-  const ctx: EngineContext = { config, endpoint, clock };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow };
   return Object.freeze({
     endpoint,
     call: (request: EngineRequest) =>

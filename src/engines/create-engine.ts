@@ -14,8 +14,17 @@ import { createOpenAIEngine } from './openai-engine.ts';
 
 /** Options of {@link createEngine}. */
 export interface CreateEngineOptions {
-  /** Time source of the call deadlines and latencies. Default: `systemClock`. */
+  /**
+   * The run's clock: call deadlines, latencies, and where reset times are placed (a time-scaled
+   * scenario's clock). Default: `systemClock`.
+   */
   readonly clock?: Clock;
+  /**
+   * Wall-clock epoch ms. A provider's instants (Anthropic `anthropic-ratelimit-*-reset`, an HTTP-date
+   * `retry-after`) are wall-clock, so they are measured against this when the response arrives and
+   * then become a wait on `clock`. Default: `Date.now`; tests inject a fixed one.
+   */
+  readonly wallNow?: () => number;
 }
 
 /**
@@ -52,13 +61,14 @@ export function createEngine(config: EndpointConfig, options: CreateEngineOption
   if (key) registerSecret(key);
   const endpoint = describeEndpoint(parsed);
   const clock = options.clock ?? systemClock;
+  const wallNow = options.wallNow ?? Date.now;
   switch (parsed.provider) {
     case 'anthropic':
-      return createAnthropicEngine(parsed, endpoint, clock);
+      return createAnthropicEngine(parsed, endpoint, clock, wallNow);
     case 'gemini':
-      return createGeminiEngine(parsed, endpoint, clock);
+      return createGeminiEngine(parsed, endpoint, clock, wallNow);
     case 'openai':
     case 'openai-compatible':
-      return createOpenAIEngine(parsed, endpoint, clock);
+      return createOpenAIEngine(parsed, endpoint, clock, wallNow);
   }
 }

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ConfigError } from '../errors/config-error.ts';
+import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import type { CompatFlavor, EndpointDescriptor, ProviderKind } from './engine-types.ts';
 
@@ -8,6 +9,7 @@ import type { CompatFlavor, EndpointDescriptor, ProviderKind } from './engine-ty
 export const DEFAULT_HEADERS_TIMEOUT_MS = 60_000;
 /** Default idle deadline between two body chunks once headers arrived, in ms. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 30_000;
+export { DEFAULT_MAX_RETRY_AFTER_MS };
 
 /**
  * Client-side limits an operator declares for an endpoint. The adapter itself does not enforce
@@ -70,6 +72,13 @@ export interface EndpointConfig {
   readonly headersTimeoutMs?: number;
   /** After headers, the call fails when no body bytes arrive for this long, in ms. Default: 30 000. */
   readonly idleTimeoutMs?: number;
+  /**
+   * Ceiling on any wait the provider asks for (`retry-after`, a rate-limit reset, Gemini's
+   * `retryDelay`), in ms. A longer one is cut to this and the fault records the asked wait as
+   * `retryAfterCappedFromMs`, so one absurd header cannot park the endpoint for days.
+   * Default: 900 000 (15 min).
+   */
+  readonly maxRetryAfterMs?: number;
   /** Declared quotas of this endpoint. Default: none. */
   readonly limits?: EndpointLimits;
 }
@@ -78,6 +87,7 @@ export interface EndpointConfig {
 export type ParsedEndpointConfig = EndpointConfig & {
   readonly headersTimeoutMs: number;
   readonly idleTimeoutMs: number;
+  readonly maxRetryAfterMs: number;
 };
 
 const positiveInt = z.number().int().positive();
@@ -102,6 +112,7 @@ export const endpointConfigSchema = z
     baseURL: z.url({ protocol: /^https?$/ }).optional(),
     headersTimeoutMs: positiveInt.default(DEFAULT_HEADERS_TIMEOUT_MS),
     idleTimeoutMs: positiveInt.default(DEFAULT_IDLE_TIMEOUT_MS),
+    maxRetryAfterMs: positiveInt.default(DEFAULT_MAX_RETRY_AFTER_MS),
     limits: z
       .strictObject({
         rpm: positiveInt.optional(),

@@ -2,6 +2,7 @@ import type { Clock } from '../clock/clock.ts';
 import { classifyError } from '../faults/classify-error.ts';
 import { EngineFaultError } from '../faults/fault.ts';
 import { readRateLimitState } from '../ratelimit/rate-limit-headers.ts';
+import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
 import type {
   EndpointDescriptor,
@@ -24,11 +25,17 @@ export interface ProviderOutcome {
   readonly requestId?: string;
 }
 
-/** What every provider engine shares: its validated config, identity and clock. */
+/** What every provider engine shares: its validated config, identity and clocks. */
 export interface EngineContext {
   readonly config: ParsedEndpointConfig;
   readonly endpoint: EndpointDescriptor;
+  /** The run's clock: deadlines, latencies, and where reset times are placed. */
   readonly clock: Clock;
+  /**
+   * Wall-clock epoch ms (`Date.now`): what the instants a provider sends (reset times, HTTP dates) are
+   * measured against. Default `Date.now`; a test injects its own.
+   */
+  readonly wallNow?: () => number;
 }
 
 /** The header every call carries so the provider (and the emulator) can deduplicate retries. */
@@ -44,8 +51,10 @@ export async function runEngineCall(
   send: () => Promise<ProviderOutcome>,
 ): Promise<EngineResult> {
   const { clock, config, endpoint } = ctx;
+  const wallNow = ctx.wallNow ?? Date.now;
   const startedAt = clock.now();
-  const call = beginTimedCall(clock, config.headersTimeoutMs, config.idleTimeoutMs, request.signal);
+  const call = beginTimedCall(clock, config.headersTimeoutMs, config.idleTimeoutMs, request.signal, wallNow);
+  const maxRetryAfterMs = config.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
   try {
     const outcome = await runTimedCall(call, send);
     const now = clock.now();
@@ -60,7 +69,14 @@ export async function runEngineCall(
       endpoint,
       model: outcome.model,
       ...(requestId ? { requestId } : {}),
-      rateLimit: Object.freeze(readRateLimitState(config.provider, headers, now)),
+      // Reset instants are wall-clock: read them against the wall time the headers arrived at, and
+      // place them on the run's clock (a scenario's clock may be months away from the wall).
+      rateLimit: Object.freeze(
+        readRateLimitState(config.provider, headers, call.clockAtHeaders ?? now, {
+          wallNow: call.wallAtHeaders ?? wallNow(),
+          maxResetInMs: maxRetryAfterMs,
+        }),
+      ),
       latencyMs: now - startedAt,
     };
     return Object.freeze(result);
@@ -70,7 +86,9 @@ export async function runEngineCall(
         provider: config.provider,
         ...(endpoint.flavor ? { flavor: endpoint.flavor } : {}),
         endpointId: config.id,
-        now: clock.now(),
+        // Instants on the wire are wall-clock: measured from when the response arrived, not the run's clock.
+        now: call.wallAtHeaders ?? wallNow(),
+        maxRetryAfterMs,
         ...(call.timedOut ? { timedOut: call.timedOut } : {}),
         callerAborted: request.signal?.aborted === true,
         ...(call.headers ? { headers: call.headers } : {}),

@@ -76,7 +76,10 @@ export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'refusal' | 'o
 export interface RateLimitWindow {
   readonly limit?: number;
   readonly remaining?: number;
-  /** Epoch ms at which this dimension is fully replenished. */
+  /**
+   * When this dimension is fully replenished, epoch ms on the engine's clock (the run's clock: a reset
+   * instant from the wire is wall-clock and is moved onto it). At most `maxRetryAfterMs` ahead.
+   */
   readonly resetAt?: number;
 }
 

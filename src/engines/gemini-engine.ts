@@ -153,6 +153,7 @@ export function createGeminiEngine(
   config: ParsedEndpointConfig,
   endpoint: EndpointDescriptor,
   clock: Clock,
+  wallNow: () => number = Date.now,
 ): Engine {
   const baseUrl = effectiveBaseURL(config);
   const client = new GoogleGenAI({
@@ -161,7 +162,7 @@ export function createGeminiEngine(
     apiKey: resolveApiKey(config) ?? '',
     httpOptions: { ...(baseUrl ? { baseUrl } : {}), fetch: timedFetch },
   });
-  const ctx: EngineContext = { config, endpoint, clock };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow };
   return Object.freeze({
     endpoint,
     call: (request: EngineRequest) =>

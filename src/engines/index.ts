@@ -27,6 +27,7 @@ export type {
 export {
   DEFAULT_HEADERS_TIMEOUT_MS,
   DEFAULT_IDLE_TIMEOUT_MS,
+  DEFAULT_MAX_RETRY_AFTER_MS,
   describeEndpoint,
   type EndpointConfig,
   type EndpointLimits,

@@ -151,6 +151,7 @@ export function createOpenAIEngine(
   config: ParsedEndpointConfig,
   endpoint: EndpointDescriptor,
   clock: Clock,
+  wallNow: () => number = Date.now,
 ): Engine {
   const compatible = config.provider === 'openai-compatible';
   const client = new OpenAI({
@@ -164,7 +165,7 @@ export function createOpenAIEngine(
     timeout: sdkTimeoutMs(config),
     fetch: timedFetch,
   });
-  const ctx: EngineContext = { config, endpoint, clock };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow };
   return Object.freeze({
     endpoint,
     call: (request: EngineRequest) =>

@@ -1,5 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from '../clock/clock.ts';
+import { holdClock } from '../clock/virtual-clock.ts';
 
 /**
  * Per-call deadlines and response capture for every SDK, in one place.
@@ -22,8 +23,14 @@ export interface TimedCall {
   readonly signal: AbortSignal | undefined;
   /** Set when one of our deadlines fired. */
   timedOut: TimedOutPhase | undefined;
+  /** Wall-clock epoch ms (`Date.now`, or the injected one). What reset instants are read against. */
+  readonly wallNow: () => number;
   status: number | undefined;
   headers: Headers | undefined;
+  /** The run clock's now when the response headers arrived. */
+  clockAtHeaders: number | undefined;
+  /** The wall clock's now when the response headers arrived. */
+  wallAtHeaders: number | undefined;
   /** Body text of a non-2xx response (error bodies are small; success bodies are not copied). */
   bodyText: string | undefined;
   /** Cleanups still owed (timers, listeners); run by {@link endTimedCall}. */
@@ -39,15 +46,19 @@ export function beginTimedCall(
   headersTimeoutMs: number,
   idleTimeoutMs: number,
   signal: AbortSignal | undefined,
+  wallNow: () => number = Date.now,
 ): TimedCall {
   return {
     clock,
     headersTimeoutMs,
     idleTimeoutMs,
     signal,
+    wallNow,
     timedOut: undefined,
     status: undefined,
     headers: undefined,
+    clockAtHeaders: undefined,
+    wallAtHeaders: undefined,
     bodyText: undefined,
     cleanup: undefined,
   };
@@ -116,7 +127,10 @@ export const timedFetch: typeof fetch = async (input, init) => {
   let idleTimer: unknown;
   let lastActivity = 0;
   let bodyController: ReadableStreamDefaultController<Uint8Array> | undefined;
+  // From send to the last body byte the call is real work: a virtual clock must not jump over it.
+  const unhold = holdClock(clock);
   const release = () => {
+    unhold();
     clock.clearTimeout(timer);
     if (idleTimer !== undefined) clock.clearTimeout(idleTimer);
     sdkSignal?.removeEventListener('abort', abort);
@@ -147,6 +161,8 @@ export const timedFetch: typeof fetch = async (input, init) => {
   }
   call.status = response.status;
   call.headers = response.headers;
+  call.clockAtHeaders = clock.now();
+  call.wallAtHeaders = call.wallNow();
   if (!response.body) {
     release();
     return response;

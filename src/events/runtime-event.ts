@@ -22,7 +22,10 @@ export type RuntimeEvent =
   | Ev<'round.committed', { round: number; turns: number }>
   /** An agent's top-level state changed (idle, queued, calling, fallback, tools, cooling, degraded, stopped). */
   | Ev<'agent.state', { state: string; previous: string }, 'agent'>
-  /** One upstream attempt (one line of the call log). `startedAt` + `latencyMs` give its interval. */
+  /**
+   * One upstream attempt (one line of the call log). `startedAt` + `latencyMs` give its interval. An
+   * agent's attempt names its `agent`; a breaker's HALF-OPEN probe (`probe: true`) has none.
+   */
   | Ev<
       'call.attempt',
       {

@@ -1,5 +1,7 @@
 import type { CompatFlavor, ProviderKind } from '../engines/engine-types.ts';
+import { GEMINI_DAILY_RESET_ZONE, msUntilDailyReset } from '../ratelimit/daily-quota-reset.ts';
 import { retryAfterFromHeaders, retryAfterFromText } from '../ratelimit/retry-after.ts';
+import { capRetryAfter, DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { type ErrorFacts, readErrorFacts } from './error-facts.ts';
 import { type Fault, type FaultKind, isTransientFault } from './fault.ts';
@@ -13,8 +15,17 @@ export interface ClassifyContext {
   flavor?: CompatFlavor;
   /** Copied into the fault. */
   endpointId?: string;
-  /** Epoch ms at classification; HTTP-date and RFC 3339 resets are measured from it. */
+  /**
+   * Wall-clock epoch ms when the response arrived (`Date.now()`, never a simulated or scenario clock):
+   * HTTP-date `retry-after` and RFC 3339 reset instants are wall-clock, so they are measured from it.
+   * The waits that come out are durations, which the caller applies on its own clock.
+   */
   now: number;
+  /**
+   * Ceiling on a provider-given wait, ms: a longer one is cut to it and the fault carries
+   * `retryAfterCappedFromMs`. Default {@link DEFAULT_MAX_RETRY_AFTER_MS} (15 min).
+   */
+  maxRetryAfterMs?: number;
   /**
    * The adapter's own deadline fired: `headers` (none before the deadline) or `idle` (the body
    * stalled). Makes any status-less error a `timeout`, even when the SDK reports an abort.
@@ -58,14 +69,17 @@ const CONNECTION_TEXT =
  *
  * `retryAfterMs` is set for transient kinds only, from the headers (`retry-after-ms`, `retry-after`,
  * `x-ratelimit-reset-*`, `anthropic-ratelimit-*-reset`), then Gemini's `RetryInfo.retryDelay`, then
- * the message text ("Please retry in 53s"). The message is one short line with secrets scrubbed.
+ * the message text ("Please retry in 53s"); instants are read against `ctx.now` (wall clock), and a
+ * wait over `ctx.maxRetryAfterMs` (15 min) is cut to it, the asked one kept as `retryAfterCappedFromMs`.
+ * A Gemini per-day quota is `credit_exhausted` with `disableForMs` = time to the next midnight
+ * America/Los_Angeles, said first in the message. The message is one short line with secrets scrubbed.
  *
  * @example
  * ```ts
  * try {
  *   await client.messages.create(body);
  * } catch (err) {
- *   const fault = classifyError(err, { provider: 'anthropic', now: clock.now(), endpointId: 'primary' });
+ *   const fault = classifyError(err, { provider: 'anthropic', now: Date.now(), endpointId: 'primary' });
  *   if (fault.kind === 'rate_limited') coolFor(fault.retryAfterMs ?? 30_000);
  *   throw new EngineFaultError(fault);
  * }
@@ -96,14 +110,35 @@ function classify(error: unknown, ctx: ClassifyContext): Fault {
     : f.causeCode;
   if (code) fields.code = code;
   if (isTransientFault(kind)) {
-    const retryAfterMs =
+    const asked =
       (headers ? retryAfterFromHeaders(headers, ctx.now) : undefined) ??
       (byProvider ? f.google?.retryDelayMs : undefined) ??
       (byProvider && f.apiMessage ? retryAfterFromText(f.apiMessage) : undefined) ??
       retryAfterFromText(f.message);
-    if (retryAfterMs !== undefined) fields.retryAfterMs = retryAfterMs;
+    if (asked !== undefined) {
+      const capped = capRetryAfter(asked, ctx.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS);
+      fields.retryAfterMs = capped.retryAfterMs;
+      if (capped.cappedFromMs !== undefined) fields.retryAfterCappedFromMs = capped.cappedFromMs;
+    }
+  }
+  const perDay = kind === 'credit_exhausted' && byProvider ? perDayQuotaId(f) : undefined;
+  if (perDay !== undefined) {
+    // The provider's window is a day, not our credit cooldown: the key is useless until its midnight.
+    fields.disableForMs = msUntilDailyReset(ctx.now, GEMINI_DAILY_RESET_ZONE);
+    fields.message = `per-day quota ${perDay} exhausted; key disabled until Gemini's daily reset at 00:00 ${GEMINI_DAILY_RESET_ZONE} (in ${hoursMinutes(fields.disableForMs)}): ${fields.message}`;
   }
   return buildFault(ctx, kind, fields);
+}
+
+/** The first per-day quota id of a Google `QuotaFailure` (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`). */
+function perDayQuotaId(f: ErrorFacts): string | undefined {
+  return f.google?.quotaIds.find((q) => /PerDay/i.test(q));
+}
+
+function hoursMinutes(ms: number): string {
+  const minutes = Math.ceil(ms / 60_000);
+  const h = Math.floor(minutes / 60);
+  return h > 0 ? `${h} h ${minutes % 60} min` : `${minutes} min`;
 }
 
 /** `byProvider`: the kind came from the provider's status/body, so the body's code and message apply. */
@@ -145,8 +180,22 @@ function messageOf(f: ErrorFacts, kind: FaultKind, byProvider: boolean): string 
   if ((kind === 'network' || kind === 'timeout') && f.causeMessage && !text.includes(f.causeMessage)) {
     text = `${text} (${f.causeMessage})`;
   }
-  if (/<\/?(?:html|head|body|title|h1|center|hr|p)\b/i.test(text)) text = text.replace(/<[^>]*>/g, ' ');
+  if (/<\/?(?:html|head|body|title|h1|center|hr|p)\b/i.test(text)) text = htmlSummary(text, f.status);
   return oneLine(text) || httpLine || kind;
+}
+
+/**
+ * One line for an HTML error page (a proxy's 502): its `<title>` (else `<h1>`, else its text), with the
+ * status in front once. The SDKs already prefix the status ("502 <html>…<title>502 Bad Gateway…"), and
+ * the page repeats it in title and heading: said once, it reads "502 Bad Gateway".
+ */
+function htmlSummary(text: string, status: number | undefined): string {
+  const heading =
+    /<title[^>]*>([\s\S]*?)<\/title>/i.exec(text)?.[1] ?? /<h1[^>]*>([\s\S]*?)<\/h1>/i.exec(text)?.[1];
+  let plain = (heading ?? text.replace(/^\s*\d{3}\s+(?=<)/, '')).replace(/<[^>]*>/g, ' ');
+  plain = plain.replace(/\s+/g, ' ').trim();
+  if (status !== undefined && !plain.startsWith(String(status))) plain = `${status} ${plain}`.trim();
+  return plain;
 }
 
 /** Scrub first, then cut: cutting first could leave a key stub too short for its shape to match. */
@@ -159,6 +208,8 @@ interface FaultFields {
   message: string;
   status?: number;
   retryAfterMs?: number;
+  retryAfterCappedFromMs?: number;
+  disableForMs?: number;
   requestId?: string;
   code?: string;
 }
@@ -171,6 +222,9 @@ function buildFault(ctx: ClassifyContext, kind: FaultKind, fields: FaultFields):
   };
   if (fields.status !== undefined) fault.status = fields.status;
   if (fields.retryAfterMs !== undefined) fault.retryAfterMs = fields.retryAfterMs;
+  if (fields.retryAfterCappedFromMs !== undefined)
+    fault.retryAfterCappedFromMs = fields.retryAfterCappedFromMs;
+  if (fields.disableForMs !== undefined) fault.disableForMs = fields.disableForMs;
   if (fields.requestId !== undefined) fault.requestId = scrubSecrets(fields.requestId);
   if (fields.code !== undefined) fault.code = scrubSecrets(fields.code);
   if (ctx.endpointId !== undefined) fault.endpointId = ctx.endpointId;

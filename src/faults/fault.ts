@@ -42,8 +42,24 @@ export interface Fault {
   readonly provider: ProviderKind;
   /** HTTP status, when there was a response. */
   readonly status?: number;
-  /** When the provider said to come back, in ms from the moment of classification. */
+  /**
+   * When the provider said to come back, in ms from the moment of classification, on the run's clock.
+   * Instants on the wire (reset times, HTTP dates) are read against wall time first. Never more than
+   * the endpoint's `maxRetryAfterMs` (default 15 min): see {@link Fault.retryAfterCappedFromMs}.
+   */
   readonly retryAfterMs?: number;
+  /**
+   * Set when the provider asked for a longer wait than the endpoint's `maxRetryAfterMs`: the wait it
+   * asked for, in ms. `retryAfterMs` then holds the cap. The runtime logs it (an absurd header, a clock
+   * skew, or a provider telling a client to go away for days all look the same from here).
+   */
+  readonly retryAfterCappedFromMs?: number;
+  /**
+   * How long the key should stay disabled, in ms from classification, when the provider's own window
+   * says so (a `credit_exhausted` Gemini per-day quota: until the next midnight America/Los_Angeles).
+   * When set, endpoint health disables the key for this long instead of its `creditCooldownMs`.
+   */
+  readonly disableForMs?: number;
   readonly requestId?: string;
   /** The provider's own error code/type (e.g. `insufficient_quota`, `overloaded_error`, `RESOURCE_EXHAUSTED`). */
   readonly code?: string;

@@ -1,5 +1,25 @@
 import type { ProviderKind, RateLimitState, RateLimitWindow } from '../engines/engine-types.ts';
 import { parseGoDuration, parseRfc3339, retryAfterHeaderMs } from './retry-after.ts';
+import { DEFAULT_MAX_RETRY_AFTER_MS } from './retry-after-cap.ts';
+
+/**
+ * Options of {@link readRateLimitState}.
+ *
+ * @example
+ * ```ts
+ * readRateLimitState('anthropic', headers, clock.now(), { wallNow: Date.now(), maxResetInMs: 900_000 });
+ * ```
+ */
+export interface ReadRateLimitOptions {
+  /**
+   * Wall-clock epoch ms when the response arrived (`Date.now()`). RFC 3339 resets and HTTP-date
+   * `retry-after` values are wall-clock instants, measured from it and then placed on the caller's clock
+   * (`now`). Default: `now` (right when the caller's clock is the wall clock).
+   */
+  readonly wallNow?: number;
+  /** Ceiling on any reset or retry-after, ms from now. Default 15 min ({@link DEFAULT_MAX_RETRY_AFTER_MS}). */
+  readonly maxResetInMs?: number;
+}
 
 /**
  * Reads a response's rate-limit headers into a provider-neutral {@link RateLimitState}.
@@ -12,8 +32,10 @@ import { parseGoDuration, parseRfc3339, retryAfterHeaderMs } from './retry-after
  *
  * Negative or non-numeric values (Azure has sent `-1`) count as "not reported". A dimension with no
  * field reported is left out. `retryAfterMs` comes from `retry-after-ms` / `retry-after` only.
+ * Every reset lies within `maxResetInMs` of `now`: an absurd header cannot hold a bucket for days.
  *
- * @param now epoch ms; Go-duration resets become `now + duration`.
+ * @param now epoch ms on the caller's (run's) clock; every `resetAt` is on it: Go-duration resets
+ *   become `now + duration`, RFC 3339 instants `now + (instant − options.wallNow)`.
  * @returns a frozen state; `{}` when the headers carry nothing.
  * @example
  * ```ts
@@ -21,7 +43,15 @@ import { parseGoDuration, parseRfc3339, retryAfterHeaderMs } from './retry-after
  * if (state.tokens?.remaining === 0) coolUntil(state.tokens.resetAt);
  * ```
  */
-export function readRateLimitState(provider: ProviderKind, headers: Headers, now: number): RateLimitState {
+export function readRateLimitState(
+  provider: ProviderKind,
+  headers: Headers,
+  now: number,
+  options: ReadRateLimitOptions = {},
+): RateLimitState {
+  const wallNow = options.wallNow ?? now;
+  const max = options.maxResetInMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+  const within = (ms: number) => Math.min(Math.max(0, ms), max);
   const state: {
     requests?: RateLimitWindow;
     tokens?: RateLimitWindow;
@@ -30,16 +60,19 @@ export function readRateLimitState(provider: ProviderKind, headers: Headers, now
     retryAfterMs?: number;
   } = {};
   if (provider === 'anthropic') {
-    assign(state, 'requests', anthropicWindow(headers, 'requests'));
-    assign(state, 'tokens', anthropicWindow(headers, 'tokens'));
-    assign(state, 'inputTokens', anthropicWindow(headers, 'input-tokens'));
-    assign(state, 'outputTokens', anthropicWindow(headers, 'output-tokens'));
+    // An instant on the wire is wall-clock: its distance from the wall now, placed on the run's clock.
+    const at = (instant: number) => now + within(instant - wallNow);
+    assign(state, 'requests', anthropicWindow(headers, 'requests', at));
+    assign(state, 'tokens', anthropicWindow(headers, 'tokens', at));
+    assign(state, 'inputTokens', anthropicWindow(headers, 'input-tokens', at));
+    assign(state, 'outputTokens', anthropicWindow(headers, 'output-tokens', at));
   } else {
-    assign(state, 'requests', openAiWindow(headers, 'requests', now));
-    assign(state, 'tokens', openAiWindow(headers, 'tokens', now));
+    const after = (ms: number) => now + within(ms);
+    assign(state, 'requests', openAiWindow(headers, 'requests', after));
+    assign(state, 'tokens', openAiWindow(headers, 'tokens', after));
   }
-  const retryAfterMs = retryAfterHeaderMs(headers, now);
-  if (retryAfterMs !== undefined) state.retryAfterMs = retryAfterMs;
+  const retryAfterMs = retryAfterHeaderMs(headers, wallNow);
+  if (retryAfterMs !== undefined) state.retryAfterMs = within(retryAfterMs);
   return Object.freeze(state);
 }
 
@@ -67,21 +100,30 @@ function window(limit: number | undefined, remaining: number | undefined, resetA
   return Object.freeze(w) as RateLimitWindow;
 }
 
-function anthropicWindow(headers: Headers, dim: string): RateLimitWindow | undefined {
+function anthropicWindow(
+  headers: Headers,
+  dim: string,
+  at: (instant: number) => number,
+): RateLimitWindow | undefined {
   const reset = headers.get(`anthropic-ratelimit-${dim}-reset`);
+  const instant = reset === null ? undefined : parseRfc3339(reset);
   return window(
     count(headers, `anthropic-ratelimit-${dim}-limit`),
     count(headers, `anthropic-ratelimit-${dim}-remaining`),
-    reset === null ? undefined : parseRfc3339(reset),
+    instant === undefined ? undefined : at(instant),
   );
 }
 
-function openAiWindow(headers: Headers, dim: string, now: number): RateLimitWindow | undefined {
+function openAiWindow(
+  headers: Headers,
+  dim: string,
+  after: (ms: number) => number,
+): RateLimitWindow | undefined {
   const reset = headers.get(`x-ratelimit-reset-${dim}`);
   const resetMs = reset === null ? undefined : parseGoDuration(reset);
   return window(
     count(headers, `x-ratelimit-limit-${dim}`),
     count(headers, `x-ratelimit-remaining-${dim}`),
-    resetMs === undefined ? undefined : now + resetMs,
+    resetMs === undefined ? undefined : after(resetMs),
   );
 }

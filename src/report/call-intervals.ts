@@ -21,22 +21,29 @@ export interface Interval {
  *
  * A call is in flight over `[start, end)`: one that ends exactly when another starts does not overlap
  * it (a token released and granted again in the same millisecond). A zero-length call (the clock did
- * not move while it ran) counts at its instant together with everything else in flight then, so a
- * coarse clock can over-report but never hide an overlap.
+ * not move while it ran: a refusal answered at once, or any call on a virtual clock that stands still
+ * during real work) is in flight for an instant, and ties at that instant are read in log order, the
+ * order of `intervals` (each call is logged when it ends): it overlaps the calls in flight across its
+ * instant and those that end there later in the log. Calls that start at that instant, and other
+ * zero-length calls there, are taken to come after it (a fallback right after a refused call).
  *
+ * @param intervals in log order (the order the calls ended).
  * @example
  * ```ts
  * maxOverlap([{ start: 0, end: 10 }, { start: 5, end: 15 }, { start: 10, end: 20 }]); // { max: 2, at: 5 }
  * ```
  */
 export function maxOverlap(intervals: readonly Interval[]): { max: number; at: number | null } {
-  // kind: 0 = end of a non-empty interval, 1 = start, 2 = end of an empty one (so it counts at its instant).
-  const edges: Array<[number, 0 | 1 | 2]> = [];
-  for (const { start, end } of intervals) {
-    if (!Number.isFinite(start) || !Number.isFinite(end)) continue;
-    const e = Math.max(start, end);
-    edges.push([start, 1], [e, e === start ? 2 : 0]);
-  }
+  const spans: Interval[] = [];
+  const instants: { at: number; index: number }[] = [];
+  intervals.forEach(({ start, end }, index) => {
+    if (!Number.isFinite(start) || !Number.isFinite(end)) return;
+    if (end > start) spans.push({ start, end });
+    else instants.push({ at: start, index });
+  });
+  // kind: 0 = end, 1 = start; ends first at a tie (the half-open rule).
+  const edges: Array<[number, 0 | 1]> = [];
+  for (const { start, end } of spans) edges.push([start, 1], [end, 0]);
   edges.sort((a, b) => a[0] - b[0] || a[1] - b[1]);
   let current = 0;
   let max = 0;
@@ -44,11 +51,22 @@ export function maxOverlap(intervals: readonly Interval[]): { max: number; at: n
   for (const [time, kind] of edges) {
     if (kind === 1) {
       current++;
-      if (current > max) {
+      if (current > max || (current === max && at !== null && time < at)) {
         max = current;
         at = time;
       }
     } else current--;
+  }
+  for (const instant of instants) {
+    let count = 1;
+    intervals.forEach((c, index) => {
+      if (c.end <= c.start || !(c.start < instant.at)) return;
+      if (c.end > instant.at || (c.end === instant.at && index > instant.index)) count++;
+    });
+    if (count > max || (count === max && at !== null && instant.at < at)) {
+      max = count;
+      at = instant.at;
+    }
   }
   return { max, at };
 }

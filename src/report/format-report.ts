@@ -178,10 +178,16 @@ export function formatRunReport(report: RunReport, options: FormatReportOptions 
     .map(([model, r]) => `${model} ${r.calls} (busiest hour ${r.peakHour})`)
     .join(', ');
   lines.push(
-    `calls ${c.upstream} upstream: ${c.ok} ok, ${c.faults} faults, ${c.rateLimited} × 429, ` +
-      `max ${c.maxInFlight} in flight` +
+    `calls ${c.upstream} upstream${c.probes > 0 ? ` (${c.probes} breaker probes)` : ''}: ${c.ok} ok, ${c.faults} faults, ` +
+      `${c.rateLimited} × 429 rate limit` +
+      (c.creditExhausted > 0 ? `, ${c.creditExhausted} credit exhausted` : '') +
+      `, max ${c.maxInFlight} in flight` +
       (models ? `; by model: ${models}` : ''),
   );
+  const endpoints = Object.entries(c.byEndpoint)
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([id, n]) => `${id} ${n}${c.probesByEndpoint[id] ? ` (${c.probesByEndpoint[id]} probes)` : ''}`);
+  if (endpoints.length > 0) lines.push(`  by endpoint: ${endpoints.join(', ')}`);
   const failing = report.checks.filter((k) => k.pass === false);
   lines.push(
     report.allPassed === null

@@ -119,21 +119,32 @@ export interface ModelRate {
 }
 
 /**
- * Upstream calls inside the checks' window (memoized results are not calls).
+ * Upstream calls inside the checks' window (memoized results are not calls; breaker probes are).
  *
  * @example
  * ```ts
- * `${report.calls.rateLimited} of ${report.calls.upstream} calls got 429`;
+ * `${report.calls.rateLimited} of ${report.calls.upstream} calls (${report.calls.probes} probes) got a 429 rate limit`;
  * ```
  */
 export interface CallSummary {
+  /** Every request that went upstream: the agents' attempts and the breakers' HALF-OPEN probes. */
   readonly upstream: number;
+  /** Of `upstream`, the breakers' HALF-OPEN probes (`call.attempt` with `probe: true`). */
+  readonly probes: number;
   readonly ok: number;
   readonly faults: number;
-  /** HTTP 429 (or a `rate_limited` fault): the "429s received" of seed 000. */
+  /**
+   * 429s that were rate limits (a `rate_limited` fault, or an unclassified 429): the "429s received"
+   * of seed 000. A credit or quota 429 is counted in `creditExhausted` instead.
+   */
   readonly rateLimited: number;
+  /** `credit_exhausted` faults (spend caps, `insufficient_quota`, a Gemini per-day quota), whatever their status. */
+  readonly creditExhausted: number;
   readonly byFaultKind: Readonly<Record<string, number>>;
+  /** Upstream calls per endpoint id, probes included. */
   readonly byEndpoint: Readonly<Record<string, number>>;
+  /** The probes among them, per endpoint id (endpoints without probes are absent). */
+  readonly probesByEndpoint: Readonly<Record<string, number>>;
   /** The most calls in flight at one instant (`startedAt`..`at` intervals). */
   readonly maxInFlight: number;
   /** The most calls started inside one clock second (what seed 000 counted from its log lines). */

@@ -87,6 +87,12 @@ export interface RunReportOptions {
   readonly policy?: string;
   /** Thresholds replacing the seed's, per check (merged over `run.config.report.thresholds`). Default {@link SEED_THRESHOLDS}. */
   readonly thresholds?: ReportThresholds;
+  /**
+   * The runtime's `concurrency.limit`: the in-flight check's threshold when no threshold names
+   * `maxInFlight` (a run told to keep 4 calls in flight passes at 4). Default:
+   * `run.config.report.concurrencyLimit` (what `runScenario` stores), else seed 000's 3.
+   */
+  readonly concurrencyLimit?: number;
 }
 
 interface TurnSample {
@@ -103,6 +109,8 @@ interface CallSample extends Interval {
   readonly ok: boolean;
   readonly status?: number;
   readonly faultKind?: string;
+  /** A breaker's HALF-OPEN probe: an upstream call no agent asked for. */
+  readonly probe: boolean;
 }
 
 const num = (v: unknown): number | undefined => (typeof v === 'number' && Number.isFinite(v) ? v : undefined);
@@ -118,6 +126,7 @@ function configDefaults(run: RunRecord): {
   peak?: RunReportOptions['peak'];
   tiers?: string[];
   thresholds: Record<string, number | null>;
+  concurrencyLimit?: number;
 } {
   const config = record(run.config);
   const report = record(config.report);
@@ -132,7 +141,9 @@ function configDefaults(run: RunRecord): {
     if (!(name in SEED_THRESHOLDS)) continue;
     if (value === null || num(value) !== undefined) thresholds[name] = value as number | null;
   }
+  const concurrencyLimit = num(report.concurrencyLimit);
   return {
+    ...(concurrencyLimit !== undefined && concurrencyLimit > 0 ? { concurrencyLimit } : {}),
     ...(str(config.policy) ? { policy: str(config.policy) } : {}),
     ...(str(report.timeZone) ? { timeZone: str(report.timeZone) } : {}),
     ...(from !== undefined && to !== undefined ? { peak: { from, to } } : {}),
@@ -238,17 +249,21 @@ function collect(events: readonly RuntimeEvent[]) {
         if (data.memoized === true) break;
         const latency = num(data.latencyMs);
         const start = num(data.startedAt) ?? (latency !== undefined ? at - latency : at);
+        // The log stores `at` rounded to the ms while `startedAt` and `latencyMs` keep their fractions:
+        // the call's own numbers give its end exactly (rounding must not shorten a call to nothing).
+        const end = num(data.startedAt) !== undefined && latency !== undefined ? start + latency : at;
         const status = num(data.status);
         const faultKind = str(data.faultKind);
         calls.push({
           start,
-          end: at,
+          end,
           model: str(data.model) ?? 'unknown',
           provider: str(data.provider) ?? 'unknown',
           endpoint: e.endpoint ?? 'unknown',
           ok: data.outcome === 'ok',
           ...(status !== undefined ? { status } : {}),
           ...(faultKind !== undefined ? { faultKind } : {}),
+          probe: data.probe === true,
         });
         break;
       }
@@ -276,24 +291,44 @@ function summarizeCalls(
 ): CallSummary {
   const byFaultKind: Record<string, number> = {};
   const byEndpoint: Record<string, number> = {};
+  const probesByEndpoint: Record<string, number> = {};
   let ok = 0;
   let rateLimited = 0;
+  let creditExhausted = 0;
+  let probes = 0;
   for (const c of calls) {
     byEndpoint[c.endpoint] = (byEndpoint[c.endpoint] ?? 0) + 1;
+    if (c.probe) {
+      probes++;
+      probesByEndpoint[c.endpoint] = (probesByEndpoint[c.endpoint] ?? 0) + 1;
+    }
     if (c.ok) ok++;
     else byFaultKind[c.faultKind ?? 'unknown'] = (byFaultKind[c.faultKind ?? 'unknown'] ?? 0) + 1;
-    if (c.status === 429 || c.faultKind === 'rate_limited') rateLimited++;
+    if (isRateLimit(c)) rateLimited++;
+    if (c.faultKind === 'credit_exhausted') creditExhausted++;
   }
   return {
     upstream: calls.length,
+    probes,
     ok,
     faults: calls.length - ok,
     rateLimited,
+    creditExhausted,
     byFaultKind,
     byEndpoint,
+    probesByEndpoint,
     maxInFlight: inFlight(all, peak).max,
     maxStartedInOneSecond: maxPerClockSecond(calls.map((c) => c.start)),
   };
+}
+
+/**
+ * A 429 that is a rate limit: classified `rate_limited`, or a bare 429 nobody classified. A credit or
+ * quota 429 (`credit_exhausted`, OpenAI `insufficient_quota`, a Gemini per-day quota) is not one: it
+ * does not pass by waiting, and counting it here would blame the pacing for an empty account.
+ */
+function isRateLimit(c: CallSample): boolean {
+  return c.faultKind === 'rate_limited' || (c.faultKind === undefined && !c.ok && c.status === 429);
 }
 
 /** Calls in flight at once, with every interval clipped to the window. */
@@ -302,6 +337,16 @@ function inFlight(calls: readonly Interval[], peak: { from: number; to: number }
     calls
       .filter((c) => c.start <= peak.to && c.end >= peak.from)
       .map((c) => ({ start: Math.max(c.start, peak.from), end: Math.min(c.end, peak.to) })),
+  );
+}
+
+/** Why the analysis check has nothing to judge, and how to point it at the right tiers. */
+function noAnalysisTurns(judged: readonly string[], present: readonly string[]): string {
+  const tiers = present.length > 0 ? present.join(', ') : 'none';
+  return (
+    `no LLM turns in tier${judged.length > 1 ? 's' : ''} ${judged.join(', ')} (this run's tiers: ${tiers}); ` +
+    "name the analysis tiers in the scenario's report.analysisTiers (e.g. analysisTiers: [" +
+    `${present[0] ?? 'analysis'}]) or pass --analysis-tiers to breakwater report`
   );
 }
 
@@ -356,9 +401,23 @@ export function buildRunReport(
 ): RunReport {
   const defaults = configDefaults(run);
   const given = Object.entries(options.thresholds ?? {}).filter(([, v]) => v !== undefined);
-  const limits = { ...SEED_THRESHOLDS, ...defaults.thresholds, ...Object.fromEntries(given) } as {
+  const concurrencyLimit = options.concurrencyLimit ?? defaults.concurrencyLimit;
+  const limits = {
+    ...SEED_THRESHOLDS,
+    // The run did what it was told when it kept its own limit: that is the default bar, not the seed's 3.
+    ...(concurrencyLimit !== undefined ? { maxInFlight: concurrencyLimit } : {}),
+    ...defaults.thresholds,
+    ...Object.fromEntries(given),
+  } as {
     readonly [K in keyof typeof SEED_THRESHOLDS]: number | null;
   };
+  const inFlightSource = given.some(([k]) => k === 'maxInFlight')
+    ? 'the report options'
+    : 'maxInFlight' in defaults.thresholds
+      ? "the scenario's report.thresholds"
+      : concurrencyLimit !== undefined
+        ? 'the configured concurrency.limit'
+        : "seed 000's limit (concurrency.limit unknown)";
   const analysisTiers = options.analysisTiers ?? defaults.tiers ?? ['analysis'];
   const collected = collect(events);
   const peakOption = options.peak ?? defaults.peak;
@@ -397,7 +456,11 @@ export function buildRunReport(
       unit: 'calls',
       op: '<=',
       threshold: limits.maxInFlight,
-      ...(flight.at !== null ? { detail: 'first reached', at: flight.at } : {}),
+      detail:
+        `threshold from ${inFlightSource}` +
+        (callSummary.probes > 0 ? `; ${callSummary.probes} of the calls were breaker probes` : '') +
+        (flight.at !== null ? '; first reached' : ''),
+      ...(flight.at !== null ? { at: flight.at } : {}),
     }),
     check({
       id: 'sonnet-calls-per-hour',
@@ -442,21 +505,28 @@ export function buildRunReport(
     }),
     check({
       id: 'analysis-success-rate',
-      name: `analysis agents' success rate (${analysisTiers.join(', ')})`,
+      name: `analysis agents' success rate (tier${analysisTiers.length > 1 ? 's' : ''} ${analysisTiers.join(', ')})`,
       value: ratio(analysisOk, analysis.length),
       unit: 'ratio',
       op: '>=',
       threshold: limits.analysisSuccessRate,
-      detail: `${analysisOk} of ${analysis.length} answered (normal or fallback)`,
+      detail:
+        analysis.length > 0
+          ? `${analysisOk} of ${analysis.length} LLM turns of tier${analysisTiers.length > 1 ? 's' : ''} ${analysisTiers.join(', ')} answered (normal or fallback)`
+          : noAnalysisTurns(analysisTiers, tiers),
     }),
     check({
       id: 'rate-limited',
-      name: '429s received',
+      name: '429 rate limits received',
       value: callSummary.rateLimited,
       unit: 'count',
       op: null,
       threshold: null,
-      detail: `of ${callSummary.upstream} upstream calls`,
+      detail:
+        `of ${callSummary.upstream} upstream calls` +
+        (callSummary.creditExhausted > 0
+          ? `; not counted: ${callSummary.creditExhausted} credit/quota exhaustion${callSummary.creditExhausted > 1 ? 's' : ''}`
+          : ''),
     }),
     check({
       id: 'avg-wait',

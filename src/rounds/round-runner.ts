@@ -1,4 +1,5 @@
 import { sleep, type Clock } from '../clock/clock.ts';
+import { holdClock } from '../clock/virtual-clock.ts';
 import type { RuntimeEventListener } from '../events/runtime-event.ts';
 import type { AgentMemory, Turn } from '../runtime/turn.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
@@ -55,10 +56,12 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
     if (plan.round <= run.currentRound) continue;
     o.signal?.throwIfAborted();
     o.emit({ type: 'round.started', at: o.clock.now(), data: { round: plan.round } });
+    // Store reads and writes are real work: a virtual clock stands still through them, so the next
+    // round's firings are not overtaken by a slow commit.
     const peers =
       seePrevious && o.spec.rounds && plan.round > 1
-        ? await previousAnswers(o.store, o.runId, plan.round - 1)
-        : new Map();
+        ? await held(o.clock, () => previousAnswers(o.store, o.runId, plan.round - 1))
+        : new Map<string, PeerAnswer[]>();
     let done = 0;
     const total = plan.turns.length;
     o.onProgress?.({ round: plan.round, rounds, done, total });
@@ -83,30 +86,49 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
       }),
     );
     o.signal?.throwIfAborted();
-    await o.executor.settle?.();
-    const turns: TurnInput[] = results.map(({ itemId, key, turn }) => toTurnInput(itemId, key, turn));
-    const snapshots: SnapshotInput[] = o.agents.map((agent) =>
-      agentSnapshotInput(
-        agent,
-        o.executor.memory(agent),
-        o.executor.persistedSnapshot(agent),
-        o.machineVersion,
-      ),
-    );
-    await o.store.commitRound(
-      {
-        runId: o.runId,
-        round: plan.round,
-        turns,
-        snapshots,
-        summary: { health: o.executor.health(), counts: countOutcomes(turns) },
-      },
-      o.signal ? { signal: o.signal } : {},
-    );
-    o.emit({ type: 'round.committed', at: o.clock.now(), data: { round: plan.round, turns: turns.length } });
-    await o.afterCommit?.(plan.round);
+    await held(o.clock, () => commitRound(o, plan, results));
   }
   return o.store.setRunStatus(o.runId, 'completed');
+}
+
+/** Runs `work` (store I/O) with `clock` held: a virtual clock does not move until it is done. */
+async function held<T>(clock: Clock, work: () => Promise<T>): Promise<T> {
+  const release = holdClock(clock);
+  try {
+    return await work();
+  } finally {
+    release();
+  }
+}
+
+/** Commits one finished round: its turns, every agent's memory and snapshot, the endpoints' health. */
+async function commitRound(
+  o: RunRoundsOptions,
+  plan: RoundPlan,
+  results: readonly { itemId: string; key: string; turn: Turn }[],
+): Promise<void> {
+  await o.executor.settle?.();
+  const turns: TurnInput[] = results.map(({ itemId, key, turn }) => toTurnInput(itemId, key, turn));
+  const snapshots: SnapshotInput[] = o.agents.map((agent) =>
+    agentSnapshotInput(
+      agent,
+      o.executor.memory(agent),
+      o.executor.persistedSnapshot(agent),
+      o.machineVersion,
+    ),
+  );
+  await o.store.commitRound(
+    {
+      runId: o.runId,
+      round: plan.round,
+      turns,
+      snapshots,
+      summary: { health: o.executor.health(), counts: countOutcomes(turns) },
+    },
+    o.signal ? { signal: o.signal } : {},
+  );
+  o.emit({ type: 'round.committed', at: o.clock.now(), data: { round: plan.round, turns: turns.length } });
+  await o.afterCommit?.(plan.round);
 }
 
 /**

@@ -3,9 +3,12 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { InspectionEvent } from 'xstate';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import { createScaledClock, type ScaledClock } from '../clock/scaled-clock.ts';
+import type { Clock } from '../clock/clock.ts';
+import { createScaledClock } from '../clock/scaled-clock.ts';
+import { createVirtualClock, type VirtualClock } from '../clock/virtual-clock.ts';
 import { type Emulator, type EmulatorStats, startEmulator } from '../emulator/index.ts';
 import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import { proxyFaultedEndpoints } from '../fault-proxy/endpoint-fault-proxies.ts';
 import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
 import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
@@ -15,7 +18,7 @@ import { toRealProviders } from '../scenarios/real-providers.ts';
 import { resolveInstant } from '../scenarios/zoned-time.ts';
 import { scenarioOrigin, scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
-import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
+import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { type BreakwaterDatabase, openDatabase } from '../store/open-database.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { RunRecord } from '../store/store-types.ts';
@@ -53,6 +56,14 @@ export interface RunScenarioOptions {
    * the real APIs, keys from the environment (see `toRealProviders`). A resumed run keeps the mode it started with.
    */
   readonly providers?: ProviderMode;
+  /**
+   * Run on a virtual clock (`createVirtualClock`): simulated time stands still while real work runs and
+   * jumps to the next timer when only timers are left, so the scenario runs as fast as the machine
+   * allows and its timeline does not depend on the machine's speed or load (tests, quick what-ifs).
+   * `timeScale` is then ignored. Not with `providers: 'real'` (real providers live in wall time).
+   * Default false.
+   */
+  readonly virtualTime?: boolean;
   /** Environment read for real-provider keys and base URLs. Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly logger?: Logger;
@@ -72,7 +83,8 @@ export interface ScenarioRunContext {
   readonly policy: RunPolicy;
   readonly executor: TurnExecutor;
   readonly store: RunStore;
-  readonly clock: ScaledClock;
+  /** The run's clock: time-scaled (default) or virtual (`virtualTime`). */
+  readonly clock: Clock;
   readonly agents: readonly AgentInfo[];
   readonly rounds: number;
   readonly emulator?: Emulator;
@@ -95,6 +107,8 @@ interface StoredRunConfig {
   readonly scenarioSource?: string;
   readonly timeScale: number;
   readonly origin: number;
+  /** Real providers: ms the scenario's timeline was moved by to start at the wall's now (kept for resume). */
+  readonly wallShiftMs?: number;
   /** The report's settings, times resolved to epoch ms (read by `buildRunReport`). */
   readonly report?: StoredReportConfig;
 }
@@ -104,25 +118,42 @@ interface StoredReportConfig {
   readonly timeZone?: string;
   readonly analysisTiers?: readonly string[];
   readonly thresholds?: Readonly<Record<string, number | null>>;
+  /** The runtime's `concurrency.limit`: the default threshold of the in-flight check. */
+  readonly concurrencyLimit?: number;
 }
 
-function reportConfig(spec: ScenarioSpec, origin: number): StoredReportConfig | undefined {
+function reportConfig(
+  spec: ScenarioSpec,
+  resolved: ScenarioSpec,
+  origin: number,
+  shiftMs: number,
+): StoredReportConfig {
   const r = spec.report;
-  if (!r) return undefined;
-  const zone = r.timezone ?? 'UTC';
+  const zone = r?.timezone ?? 'UTC';
+  const limit = (resolved.runtime as { concurrency?: { limit?: unknown } }).concurrency?.limit;
   return {
-    ...(r.peak
+    ...(r?.peak
       ? {
           peak: {
-            from: resolveInstant(r.peak.from, zone, origin),
-            to: resolveInstant(r.peak.to, zone, origin),
+            from: resolveInstant(r.peak.from, zone, origin) + shiftMs,
+            to: resolveInstant(r.peak.to, zone, origin) + shiftMs,
           },
         }
       : {}),
-    ...(r.timezone ? { timeZone: r.timezone } : {}),
-    ...(r.analysisTiers ? { analysisTiers: r.analysisTiers } : {}),
-    ...(r.thresholds ? { thresholds: r.thresholds } : {}),
+    ...(r?.timezone ? { timeZone: r.timezone } : {}),
+    ...(r?.analysisTiers ? { analysisTiers: r.analysisTiers } : {}),
+    ...(r?.thresholds ? { thresholds: r.thresholds } : {}),
+    ...(typeof limit === 'number' ? { concurrencyLimit: limit } : {}),
   };
+}
+
+/** The plans with every scheduled firing moved by `ms` (a real run's timeline starts at the wall's now). */
+function shiftPlans(plans: readonly RoundPlan[], ms: number): readonly RoundPlan[] {
+  if (ms === 0) return plans;
+  return plans.map((p) => ({
+    ...p,
+    turns: p.turns.map((t) => (t.at !== undefined ? { ...t, at: t.at + ms } : t)),
+  }));
 }
 
 /**
@@ -160,8 +191,13 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     const spec =
       providers === 'real' ? toRealProviders(options.scenario, options.env ?? process.env) : options.scenario;
     const timeScale = spec.timeScale ?? 1;
-    const specOrigin = scenarioOrigin(spec, realStart);
-    const plans = planRounds(spec, { origin: specOrigin });
+    // Real providers live on the wall clock: their reset instants, their quotas' days and their latencies
+    // are real. So a real run starts at the wall's now and the scenario's timeline (a past `start:`, a
+    // morning's crons) is moved onto it whole, keeping every firing's offset from the start.
+    const scenarioStart = scenarioOrigin(spec, realStart);
+    const wallShiftMs = providers === 'real' ? (stored?.wallShiftMs ?? realStart - scenarioStart) : 0;
+    const specOrigin = scenarioStart + wallShiftMs;
+    const plans = shiftPlans(planRounds(spec, { origin: scenarioStart }), wallShiftMs);
     const next = plans.find((p) => p.round > (existing?.currentRound ?? 0));
     // A resumed run continues its timeline: from the later of its last recorded event and (scheduled work) the
     // first firing of the next round, so event times never go back.
@@ -174,22 +210,35 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       lastAt ?? Number.NEGATIVE_INFINITY,
       Number.isFinite(firstAt) ? (firstAt as number) : Number.NEGATIVE_INFINITY,
     );
-    const origin = existing && Number.isFinite(resumeAt) ? resumeAt : specOrigin;
-    const clock = createScaledClock({ origin, scale: timeScale });
+    const origin =
+      providers === 'real' ? realStart : existing && Number.isFinite(resumeAt) ? resumeAt : specOrigin;
+    if (options.virtualTime && providers === 'real')
+      throw new Error('virtualTime needs simulated providers: real providers answer in wall time; drop one');
+    const clock: Clock = options.virtualTime
+      ? createVirtualClock({ origin })
+      : createScaledClock({ origin, scale: timeScale });
+    if (options.virtualTime) owned.push({ close: async () => (clock as VirtualClock).stop() });
 
     const baseURLs = await emulatorBaseURLs(spec, options, clock, (e) => {
       emulator = e;
       owned.unshift(e);
     });
+    const runtime = scenarioRuntimeConfig(spec, {
+      baseURL: (flavor) => {
+        const url = baseURLs[flavor];
+        if (!url) throw new Error(`the emulator does not serve flavor "${flavor}"`);
+        return url;
+      },
+    });
+    // Fault rules aimed at endpoints by id: a local proxy in front of each one acts them out.
+    const faulted = await proxyFaultedEndpoints(runtime.endpoints, spec.faults ?? [], {
+      clock,
+      ...(spec.emulator?.seed !== undefined ? { seed: spec.emulator.seed } : {}),
+    });
+    owned.unshift(...faulted.proxies);
     const resolved: ScenarioSpec = {
       ...spec,
-      runtime: scenarioRuntimeConfig(spec, {
-        baseURL: (flavor) => {
-          const url = baseURLs[flavor];
-          if (!url) throw new Error(`the emulator does not serve flavor "${flavor}"`);
-          return url;
-        },
-      }) as ScenarioSpec['runtime'],
+      runtime: { ...runtime, endpoints: faulted.endpoints } as ScenarioSpec['runtime'],
     };
     const definitions = scenarioAgents(resolved);
     const agents: AgentInfo[] = definitions.map((d) => ({
@@ -201,11 +250,12 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     // Restore before touching the run: a corrupt snapshot or a machine-version mismatch must change nothing.
     const memories = existing ? await restoreMemories(store, runId) : undefined;
     if (!existing) {
-      const report = reportConfig(spec, specOrigin);
+      const report = reportConfig(spec, resolved, scenarioStart, wallShiftMs);
       const config: StoredRunConfig = {
         policy,
         providers,
-        ...(report ? { report } : {}),
+        ...(wallShiftMs !== 0 ? { wallShiftMs } : {}),
+        report,
         ...(options.scenarioSource ? { scenarioSource: options.scenarioSource } : {}),
         timeScale,
         origin,
@@ -228,7 +278,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
             config: resolved.runtime as RuntimeConfigInput,
             agents: definitions,
             clock,
-            memo: storeCallMemo(store, runId),
+            memo: storeCallMemo(store, runId, clock),
             ...(memories ? { memories } : {}),
             ...(options.logger ? { logger: options.logger } : {}),
             ...(options.inspect ? { inspect: options.inspect } : {}),
@@ -310,7 +360,7 @@ function defaultRunId(scenario: string): string {
 async function emulatorBaseURLs(
   spec: ScenarioSpec,
   options: RunScenarioOptions,
-  clock: ScaledClock,
+  clock: Clock,
   started: (e: Emulator) => void,
 ): Promise<Record<string, string>> {
   const templates = Object.values(

@@ -1,5 +1,5 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { isAbsolute, join, relative, resolve } from 'node:path';
+import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from '../errors/config-error.ts';
@@ -83,7 +83,8 @@ export function resolveScenario(nameOrPath: string): string {
 /** How a file is named in messages: relative to the working directory when it is inside it. */
 function label(file: string): string {
   const rel = relative(process.cwd(), file);
-  return rel && !rel.startsWith('..') && !isAbsolute(rel) ? rel : file;
+  // `..` as a path segment, not as a prefix: a folder named `..cache` inside the cwd is inside it.
+  return rel && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel) ? rel : file;
 }
 
 function deepFreeze<T>(value: T): T {

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { emulatorProfileSchema } from '../emulator/emulator-profile.ts';
 import { EMULATOR_FLAVORS, type EmulatorFlavor } from '../emulator/emulator-types.ts';
 import { endpointConfigSchema } from '../engines/endpoint-config.ts';
+import { endpointFaultRuleSchema } from '../fault-proxy/endpoint-fault-rule.ts';
 import { byokConfigSchema, byokTemplateSchema, runtimeConfigSchema } from '../runtime/runtime-config.ts';
 import { SCENARIO_TOOL_NAMES, scenarioTool } from './scenario-tools.ts';
 import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from './zoned-time.ts';
@@ -168,6 +169,7 @@ const baseScenarioSchema = z.strictObject({
   schedule: scheduleSchema.optional(),
   emulator: emulatorProfileSchema.optional(),
   report: reportSchema.optional(),
+  faults: z.array(endpointFaultRuleSchema).optional(),
 });
 
 const issue = (ctx: Ctx, path: (string | number)[], message: string) =>
@@ -271,6 +273,19 @@ function checkEmulator(s: Spec, ctx: Ctx): void {
         ctx,
         ['emulator', 'faults', i, 'match', 'key'],
         `names no key of the emulator profile (aliases: ${list(keys.map((k) => k.alias))}); the rule would never fire`,
+      );
+  });
+}
+
+/** Top-level `faults:` name endpoints that exist. */
+function checkEndpointFaults(s: Spec, ctx: Ctx): void {
+  const ids = s.runtime.endpoints.map((e) => e.id);
+  s.faults?.forEach((f, i) => {
+    if (!ids.includes(f.endpoint))
+      issue(
+        ctx,
+        ['faults', i, 'endpoint'],
+        `names endpoint "${f.endpoint}", which is not defined under runtime.endpoints (defined: ${list(ids)})`,
       );
   });
 }
@@ -415,6 +430,7 @@ export const scenarioSchema = baseScenarioSchema.superRefine((s, ctx) => {
     );
   checkAgents(s, ctx);
   checkEmulator(s, ctx);
+  checkEndpointFaults(s, ctx);
   checkRounds(s, ctx);
   checkSchedule(s, ctx);
 });

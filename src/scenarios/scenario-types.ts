@@ -1,3 +1,4 @@
+import type { EndpointFaultRule } from '../fault-proxy/endpoint-fault-rule.ts';
 import type { EmulatorFlavor, EmulatorProfile } from '../emulator/index.ts';
 import type { EndpointConfig } from '../engines/endpoint-config.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
@@ -33,6 +34,13 @@ export interface ScenarioSpec {
   readonly emulator?: EmulatorProfile;
   /** How the run's report judges it. Default: seed 000's checks over the whole run. */
   readonly report?: ReportSpec;
+  /**
+   * Fault rules aimed at endpoints by id, emulator-served or real: a local fault proxy in front of each
+   * named endpoint's base URL acts them out and forwards every other call (kept with `--providers real`,
+   * so a real endpoint's failure and recovery can be rehearsed). Windows count run-clock ms from the
+   * start. Default: none.
+   */
+  readonly faults?: readonly EndpointFaultRule[];
 }
 
 /**

@@ -1,10 +1,10 @@
 import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
-import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
 import pg from 'pg';
 import { migrateToLatest } from './migrate-to-latest.ts';
+import { createPGlite } from './pglite-template.ts';
 import type { StoreSchema } from './store-schema.ts';
 
 /**
@@ -120,13 +120,14 @@ async function connect(
       location: withoutPassword(target.url),
     };
   }
+  // A fresh cluster starts from the cached initdb template (see pglite-template.ts): seconds saved per open.
   if (target.dataDir === IN_MEMORY) {
-    const pglite = await PGlite.create();
+    const pglite = await createPGlite(undefined);
     return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: IN_MEMORY };
   }
   const dir = resolve(process.cwd(), target.dataDir);
   await mkdir(dir, { recursive: true });
-  const pglite = await PGlite.create(dir);
+  const pglite = await createPGlite(dir);
   return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: dir };
 }
 

@@ -126,6 +126,7 @@ describe('inject', () => {
       baseURL: emulator.baseURL('openai'),
       headersTimeoutMs: 60_000,
       idleTimeoutMs: 30_000,
+      maxRetryAfterMs: 900_000,
     });
     expect(JSON.stringify(vault.endpointConfig(receipt.endpointId))).not.toContain(KEYS.a);
   });

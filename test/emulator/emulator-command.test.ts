@@ -14,13 +14,22 @@ describe('runEmulatorCommand', () => {
     const lines: string[] = [];
     const ac = new AbortController();
     let emu: Emulator | undefined;
+    let ready: () => void = () => {};
+    const started = new Promise<void>((resolve) => {
+      ready = resolve;
+    });
     const done = runEmulatorCommand({
       profile,
       signal: ac.signal,
       print: (l) => lines.push(l),
-      onReady: (e) => (emu = e),
+      onReady: (e) => {
+        emu = e;
+        ready();
+      },
     });
-    while (!emu) await new Promise((r) => setTimeout(r, 1));
+    // Ready, or the command failed before it: either ends the wait (no polling).
+    await Promise.race([started, done]);
+    expect(emu).toBeDefined();
     expect(lines).toHaveLength(7);
     expect(lines[0]).toMatch(/^control\s+http:\/\/127\.0\.0\.1:\d+$/);
     expect(lines[2]).toMatch(/^openai\s+http:\/\/127\.0\.0\.1:\d+\/v1$/);

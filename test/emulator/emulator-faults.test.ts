@@ -9,6 +9,7 @@ import {
   type FaultRule,
   startEmulator,
 } from '../../src/emulator/index.ts';
+import { stillPendingAfter, waitFor } from '../support/wait-for.ts';
 import { anthropicClient, geminiClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 
 const clock = createManualClock(Date.parse('2026-08-17T00:00:00Z'));
@@ -62,12 +63,8 @@ async function raw(flavor: EmulatorFlavor) {
 const fault = (kind: FaultRule['kind'], flavor: EmulatorFlavor, extra: Partial<FaultRule> = {}) =>
   emu.addFault({ kind, match: { flavor }, ...extra });
 
-/** Polls (I/O propagation only, never a cooldown) until `check` holds. */
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !check(); i++) await new Promise((r) => setImmediate(r));
-  for (let i = 0; i < 100 && !check(); i++) await new Promise((r) => setTimeout(r, 5));
-  expect(check()).toBe(true);
-}
+/** Waits for I/O propagation only (a socket closing), never a cooldown, bounded far above any load. */
+const until = (check: () => boolean) => waitFor(check, 'the emulator to record the call');
 
 describe('HTTP error faults: exact status, body and headers per provider', () => {
   it('rate_limit: 429 with retry-after (real seconds) + retry-after-ms; Gemini puts it in RetryInfo only', async () => {
@@ -320,18 +317,26 @@ describe('connection faults', () => {
     const reader = res.body!.getReader();
     const first = await reader.read();
     expect(new TextDecoder().decode(first.value)).toMatch(/^\{"id":"chatcmpl-/);
-    setTimeout(() => ac.abort(), 100);
-    await expect(reader.read()).rejects.toThrow();
+    // Nothing more comes (however long we look; a slower machine only looks longer), until our abort.
+    const rest = reader.read();
+    expect(await stillPendingAfter(rest, 300)).toBe(true);
+    ac.abort();
+    await expect(rest).rejects.toThrow();
 
-    // Through the SDK: its own timeout (cleared at headers) does not fire; only our abort ends it.
+    // Through the SDK: its own timeout is cleared when the headers arrive, so it never cuts the
+    // stalled body: outlast it, and only our abort ends the read.
     const sdkAbort = new AbortController();
-    setTimeout(() => sdkAbort.abort(), 200);
-    const e = await rejectionOf(
-      openaiClient(emu, 'openai', 'sk-openai-test-key-0001', 50).chat.completions.create(
+    const response = await openaiClient(emu, 'openai', 'sk-openai-test-key-0001', 1_000)
+      .chat.completions.create(
         { model: 'm', messages: [{ role: 'user', content: 'x' }] },
         { signal: sdkAbort.signal },
-      ),
-    );
+      )
+      .asResponse();
+    expect(response.status).toBe(200);
+    const body = response.text();
+    expect(await stillPendingAfter(body, 1_500)).toBe(true);
+    sdkAbort.abort();
+    const e = await rejectionOf(body);
     expect(e).not.toBeInstanceOf(OpenAI.APIConnectionTimeoutError);
     expect((e as Error).name).toBe('AbortError');
     await until(() => emu.stats().byStatus.stall === 2);

@@ -2,6 +2,7 @@ import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { EMULATOR_FLAVORS, startEmulator } from '../../src/emulator/index.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { anthropicClient, rejectionOf } from './sdk-clients.ts';
 
 /** A base port whose next six neighbours are free right now. */
@@ -51,7 +52,7 @@ describe('lifecycle', () => {
       headers: { 'content-type': 'application/json', authorization: 'Bearer sk-x' },
       body: JSON.stringify({ model: 'm', messages: [{ role: 'user', content: 'x' }] }),
     }).then((r) => r.text());
-    while (emu.stats().maxInFlight < 2) await new Promise((r) => setTimeout(r, 1));
+    await waitFor(() => emu.stats().held === 2, 'both requests to be held (hang and stall)');
     await emu.close();
     expect(await hung).toBeDefined();
     await expect(stalled).rejects.toThrow();

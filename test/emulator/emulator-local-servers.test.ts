@@ -2,6 +2,7 @@ import type OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { openaiClient, rejectionOf } from './sdk-clients.ts';
 
 let emu: Emulator | undefined;
@@ -10,11 +11,8 @@ afterEach(async () => {
   emu = undefined;
 });
 
-const ioTurn = () => new Promise((r) => setTimeout(r, 1));
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !check(); i++) await ioTurn();
-  expect(check()).toBe(true);
-}
+/** Waits for real I/O only (requests arriving, sockets closing), bounded far above any load. */
+const until = (check: () => boolean) => waitFor(check, 'the emulator to see the requests');
 
 describe('local servers under load', () => {
   it('vLLM queues beyond max_num_seqs instead of rejecting: latency grows, nothing fails', async () => {
@@ -29,6 +27,8 @@ describe('local servers under load', () => {
         client.chat.completions.create({ model: 'm', messages: [{ role: 'user', content: `${i}` }] }),
       ),
     );
+    // All three must be in before simulated time moves, or a late one would start its wait later.
+    await until(() => emu?.stats().inFlight === 3);
     for (let i = 0; i < 3; i++) {
       await until(() => clock.pending() === 1);
       clock.advance(1_000);

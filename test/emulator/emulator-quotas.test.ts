@@ -27,7 +27,8 @@ const ask = (client: Anthropic) =>
 describe('quotas: per key+model sliding windows of emulated time', () => {
   it('anthropic: rpm 3 → calls 1–3 pass with counting-down headers, the 4th gets 429 with the right retry-after', async () => {
     const clock = createManualClock(ORIGIN);
-    emu = await startEmulator({ profile: profile(), clock });
+    // Reset instants are stamped in wall time; here the wall clock is the manual one, so they are exact.
+    emu = await startEmulator({ profile: profile(), clock, wallNow: () => clock.now() });
     const client = anthropicClient(emu, KEY);
     const remaining: string[] = [];
     for (let i = 0; i < 3; i++) {

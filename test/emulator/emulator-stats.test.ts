@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { anthropicClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 
 let emu: Emulator | undefined;
@@ -13,11 +14,7 @@ afterEach(async () => {
 });
 
 /** Lets queued I/O run (never a cooldown wait: time itself only moves through the manual clock). */
-const ioTurn = () => new Promise((r) => setTimeout(r, 1));
-async function until(check: () => boolean): Promise<void> {
-  for (let i = 0; i < 500 && !check(); i++) await ioTurn();
-  expect(check()).toBe(true);
-}
+const until = (check: () => boolean) => waitFor(check, 'the requests to reach the emulator');
 
 const SECRET = 'sk-primary-secret-0001';
 const ask = (client: Anthropic, model = 'claude-sonnet-4-6', headers?: Record<string, string>) =>

@@ -4,6 +4,7 @@ import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { stillPendingAfter } from '../support/wait-for.ts';
 import {
   anthropicClient,
   EXPECTED_ARGS,
@@ -177,7 +178,7 @@ describe('stream_error: 200, a few events, then the provider in-stream error', (
   it('stall_after_headers on a stream: the first events arrive, then nothing until our abort', async () => {
     emu.addFault({ kind: 'stall_after_headers', match: { flavor: 'anthropic' } });
     const ac = new AbortController();
-    const stream = await anthropicClient(emu, 'sk-ant-test-key-0001', 50).messages.create(
+    const stream = await anthropicClient(emu, 'sk-ant-test-key-0001').messages.create(
       {
         model: 'claude-sonnet-4-6',
         max_tokens: 50,
@@ -187,13 +188,21 @@ describe('stream_error: 200, a few events, then the provider in-stream error', (
       { signal: ac.signal },
     );
     const seen: string[] = [];
-    setTimeout(() => ac.abort(), 200);
-    await rejectionOf(
-      (async () => {
-        for await (const ev of stream) seen.push(ev.type);
-        throw new Error('ended');
-      })(),
-    ).catch(() => undefined);
+    let firstEvent: () => void = () => {};
+    const arrived = new Promise<void>((resolve) => {
+      firstEvent = resolve;
+    });
+    const reading = (async () => {
+      for await (const ev of stream) {
+        seen.push(ev.type);
+        firstEvent();
+      }
+    })();
+    await arrived;
+    // After the first events nothing more comes, however long we look (a slow machine looks longer).
+    expect(await stillPendingAfter(reading, 300)).toBe(true);
+    ac.abort();
+    await reading.catch(() => undefined);
     expect(seen[0]).toBe('message_start');
     expect(seen).not.toContain('message_stop');
   });

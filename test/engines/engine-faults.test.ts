@@ -4,6 +4,7 @@ import type { EndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { EngineRequest } from '../../src/engines/engine-types.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { type EngineFaultError, isEngineFaultError } from '../../src/faults/fault.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { KEY, TARGETS } from './emulator-targets.ts';
 
 // Faults through the real SDKs over real HTTP against the emulator: every rejection is an
@@ -96,7 +97,9 @@ describe.each(TARGETS)('faults on $name', (target) => {
     const engine = createEngine(config());
     const caller = new AbortController();
     const pending = engine.call(request(`${target.name}/abort`, caller.signal));
-    setTimeout(() => caller.abort(), 50);
+    // Abort once the emulator holds the request: before any header, whatever the machine's speed.
+    await waitFor(() => emulator.stats().held === 1, 'the emulator to hold the request');
+    caller.abort();
     const err = await failure(pending);
     expect(err.fault.kind).toBe('cancelled');
   });
@@ -106,7 +109,10 @@ describe.each(TARGETS)('faults on $name', (target) => {
     const engine = createEngine(config());
     const caller = new AbortController();
     const pending = engine.call(request(`${target.name}/abort-body`, caller.signal));
-    setTimeout(() => caller.abort(), 50);
+    // The stall is in place once the emulator holds it (headers and first bytes written); the default
+    // 30 s idle timer is far away, so only our abort can end the call.
+    await waitFor(() => emulator.stats().held === 1, 'the emulator to stall the body');
+    caller.abort();
     const err = await failure(pending);
     expect(err.fault.kind).toBe('cancelled');
   });
@@ -117,6 +123,15 @@ describe.each(TARGETS)('faults on $name', (target) => {
     const err = await failure(engine.call(request(key, AbortSignal.abort())));
     expect(err.fault.kind).toBe('cancelled');
     expect(callsWith(key)).toHaveLength(0);
+  });
+
+  it("a proxy's HTML 502 page → server_error whose message says '502 Bad Gateway' once", async () => {
+    emulator.addFault({ kind: 'html_502', match: { flavor: target.flavor }, count: 1 });
+    const engine = createEngine(config());
+    const err = await failure(engine.call(request(`${target.name}/html502`)));
+    expect(err.fault.kind).toBe('server_error');
+    expect(err.fault.status).toBe(502);
+    expect(err.fault.message).toBe('502 Bad Gateway');
   });
 
   it('a reset connection → network', async () => {

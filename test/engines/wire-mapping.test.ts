@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createManualClock } from '../../src/clock/clock.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { EngineRequest } from '../../src/engines/engine-types.ts';
 import { type RawFixtureServer, startRawFixture } from './raw-fixture-server.ts';
@@ -83,13 +84,13 @@ describe('wire mapping through the real SDKs', () => {
         },
       },
     }));
-    const engine = createEngine({
-      id: 'a',
-      provider: 'anthropic',
-      model: 'claude-sonnet-4-6',
-      apiKey: KEY,
-      baseURL: fx.url,
-    });
+    // The run's clock is a scenario's (months before the wall clock); the reset instant is wall-clock,
+    // 30 s after the (injected) wall now, so it lands 30 s after the run's now.
+    const runStart = Date.parse('2026-03-02T09:00:00+09:00');
+    const engine = createEngine(
+      { id: 'a', provider: 'anthropic', model: 'claude-sonnet-4-6', apiKey: KEY, baseURL: fx.url },
+      { clock: createManualClock(runStart), wallNow: () => Date.parse('2030-08-21T12:40:29Z') },
+    );
     const result = await engine.call(conversation);
     const seen = fx.seen.at(-1)!;
     expect(seen.url).toBe('/v1/messages');
@@ -141,7 +142,7 @@ describe('wire mapping through the real SDKs', () => {
     expect(result.rateLimit.requests).toMatchObject({
       limit: 1000,
       remaining: 999,
-      resetAt: Date.parse('2030-08-21T12:40:59Z'),
+      resetAt: runStart + 30_000,
     });
     expect(result.rateLimit.inputTokens).toMatchObject({ limit: 80000, remaining: 80000 });
     expect(Object.isFrozen(result)).toBe(true);

@@ -43,11 +43,15 @@ const geminiCompat: WireCase[] = [
   {
     name: 'gc429-array-per-day',
     reply: json(429, C.geminiArrayPerDay),
+    // 12:00 noon PDT (wall clock): the compat endpoint's per-day quota also resets at midnight Pacific, 12 h later.
+    ctx: { now: Date.parse('2026-08-17T19:00:00Z') },
     expect: {
       kind: 'credit_exhausted',
       status: 429,
       code: 'RESOURCE_EXHAUSTED',
-      message: /exceeded your current quota/,
+      disableForMs: 12 * 3_600_000,
+      message:
+        /^per-day quota \S+PerDay\S* exhausted; key disabled until .*\(in 12 h 0 min\): .*exceeded your current quota/,
     },
   },
   {

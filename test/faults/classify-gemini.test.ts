@@ -17,11 +17,15 @@ const cases: WireCase[] = [
   {
     name: 'g429-per-day-quota',
     reply: json(429, G.perDay),
+    // 22:30 PST on 1 March (wall clock): Gemini's day turns over at 00:00 America/Los_Angeles, 1 h 30 min later.
+    ctx: { now: Date.parse('2026-03-02T06:30:00Z') },
     expect: {
       kind: 'credit_exhausted',
       status: 429,
       code: 'RESOURCE_EXHAUSTED',
-      message: /^You exceeded your current quota, please check your plan and billing details\./,
+      disableForMs: 90 * 60_000,
+      message:
+        /^per-day quota GenerateRequestsPerDayPerProjectPerModel-FreeTier exhausted; key disabled until Gemini's daily reset at 00:00 America\/Los_Angeles \(in 1 h 30 min\): You exceeded your current quota/,
     },
   },
   {

@@ -19,6 +19,8 @@ export interface Expected {
   readonly kind: FaultKind;
   readonly status?: number;
   readonly retryAfterMs?: number;
+  readonly retryAfterCappedFromMs?: number;
+  readonly disableForMs?: number;
   readonly requestId?: string;
   readonly code?: string;
   /** The scrubbed, one-line message must match. */
@@ -89,6 +91,8 @@ export function assertFault(fault: Fault, want: Expected, secrets: readonly stri
   expect(fault.kind).toBe(want.kind);
   expect(fault.status).toBe(want.status);
   expect(fault.retryAfterMs).toBe(want.retryAfterMs);
+  expect(fault.retryAfterCappedFromMs).toBe(want.retryAfterCappedFromMs);
+  expect(fault.disableForMs).toBe(want.disableForMs);
   expect(fault.requestId).toBe(want.requestId);
   expect(fault.code).toBe(want.code);
   expect(fault.message).toMatch(want.message);

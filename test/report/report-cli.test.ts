@@ -111,7 +111,7 @@ describe('breakwater report', () => {
     expect(lines[1]).toMatch(/^window 2026-08-17 07:00:\d\d → 2026-08-17 07:\d\d:\d\d Asia\/Seoul/);
     expect(run.stdout).toMatch(/^max LLM calls in flight in any second\s+[0-3]\s+≤ 3\s+PASS/m);
     expect(run.stdout).toMatch(/^failure rate \(failed ÷ LLM turns\)\s+0\.0 %\s+≤ 2\.0 %\s+PASS/m);
-    expect(run.stdout).toMatch(/^429s received\s+2\s+—\s+info\s+of \d+ upstream calls$/m);
+    expect(run.stdout).toMatch(/^429 rate limits received\s+2\s+—\s+info\s+of \d+ upstream calls$/m);
     expect(lines.at(-1)).toBe('result PASS — every check passed');
   });
 

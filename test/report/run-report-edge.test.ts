@@ -177,11 +177,13 @@ describe('buildRunReport on hand-made edge cases', () => {
     expect(report.callsPerModelPerHour['gpt-4o-mini']).toMatchObject({ calls: 1, peakHour: 1 });
   });
 
-  it('counts 429s by status or rate_limited kind, skips memoized results, and counts the cooling-down line', () => {
+  it('counts 429 rate limits (rate_limited, or an unclassified 429), not credit 429s; skips memoized results; counts the cooling-down line', () => {
     const events: RuntimeEvent[] = [
       call(T0, T0 + 100, { outcome: 'fault', status: 429, faultKind: 'rate_limited', retryAfterMs: 1_000 }),
       call(T0 + 200, T0 + 300, { outcome: 'fault', status: 429, faultKind: 'credit_exhausted' }),
       call(T0 + 400, T0 + 500, { outcome: 'fault', status: 503, faultKind: 'overloaded' }),
+      // A 429 from a policy that records no kind (the status-quo worker's log) is still a rate limit.
+      call(T0 + 550, T0 + 580, { outcome: 'fault', status: 429 }),
       call(T0 + 600, T0 + 600, { memoized: true }),
       {
         type: 'policy.log',
@@ -192,11 +194,16 @@ describe('buildRunReport on hand-made edge cases', () => {
       { type: 'policy.log', at: T0 + 800, agent: 'Kai', data: { message: 'something else' } },
     ];
     const report = buildRunReport(run(), events);
-    expect(report.calls).toMatchObject({ upstream: 3, ok: 0, faults: 3, rateLimited: 2 });
-    expect(report.calls.byFaultKind).toEqual({ rate_limited: 1, credit_exhausted: 1, overloaded: 1 });
+    expect(report.calls).toMatchObject({ upstream: 4, ok: 0, faults: 4, rateLimited: 2, creditExhausted: 1 });
+    expect(report.calls.byFaultKind).toEqual({
+      rate_limited: 1,
+      credit_exhausted: 1,
+      overloaded: 1,
+      unknown: 1,
+    });
     expect(byId(report, 'rate-limited')).toMatchObject({
       value: 2,
-      detail: 'of 3 upstream calls',
+      detail: 'of 4 upstream calls; not counted: 1 credit/quota exhaustion',
       pass: null,
     });
     expect(byId(report, 'cooling-down-messages')).toMatchObject({ value: 1, threshold: 0, pass: false });
@@ -341,6 +348,30 @@ describe('counting helpers', () => {
     ).toEqual({ max: 2, at: 5 });
   });
 
+  it('maxOverlap reads ties at one instant in log order: a refusal answered at once, then a fallback, is not two calls at once', () => {
+    // agent8-storm on a virtual clock, at one instant T: Juno's call ends (logged first), Andrew's credit
+    // 429 and Miso's 504 come back at once, Andrew falls back; Kai and Yuna are in flight across T.
+    const T = 1_000;
+    const atT = [
+      { start: T - 1_275, end: T }, // Juno, logged before the refusals: over when they happened
+      { start: T, end: T }, // Andrew's credit 429
+      { start: T, end: T }, // Miso's 504
+      { start: T - 306, end: T + 234 }, // Kai
+      { start: T, end: T + 1_472 }, // Andrew's fallback, after his 429
+      { start: T - 108, end: T + 1_714 }, // Yuna
+    ];
+    // Juno, Kai and Yuna were already 3 at T − 108; the refusals at T add nothing.
+    expect(maxOverlap(atT)).toEqual({ max: 3, at: T - 108 });
+    // A call that ends at T but is logged after the refusal was still in flight when it came back.
+    expect(
+      maxOverlap([
+        { start: T, end: T },
+        { start: T - 10, end: T },
+        { start: T - 5, end: T + 5 },
+      ]),
+    ).toEqual({ max: 3, at: T });
+  });
+
   it('maxInSlidingWindow and percentile', () => {
     expect(maxInSlidingWindow([0, 10, 3_600_000], 3_600_000)).toEqual({ count: 2, from: 0 });
     expect(maxInSlidingWindow([], 1_000)).toEqual({ count: 0, from: null });
@@ -365,7 +396,7 @@ describe('formatRunReport', () => {
     expect(row('sonnet calls per hour')).toMatch(/\b4\/h\s+≤ 20\/h\s+PASS\b/);
     expect(row('failure rate (failed')).toMatch(/50\.0 %\s+≤ 2\.0 %\s+FAIL/);
     expect(row('placeholder answers')).toMatch(/\b0\s+= 0\s+PASS\b/);
-    expect(row('429s received')).toMatch(/\b0\s+—\s+info\b/);
+    expect(row('429 rate limits received')).toMatch(/\b0\s+—\s+info\b/);
     expect(lines.find((l) => l.startsWith('  failure rate, tier ops'))).toMatch(/100\.0 %/);
     expect(lines).toContain(
       'turns 2: 1 answered, 0 fallback, 0 degraded (labelled), 1 failed, 0 no_agent; placeholders 0',

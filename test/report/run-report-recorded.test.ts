@@ -193,11 +193,14 @@ describe('credit exhaustion of the primary key (real HTTP)', () => {
     await emulator?.close();
   });
 
-  it('counts the credit faults and the 429s the emulator answered with', () => {
+  it('counts the credit 429s as credit exhaustion, not as rate limits', () => {
+    // The primary key has no quota and no fault rule: every 429 it got is its credit running out.
     const refused = agentCalls(recorded).filter((c) => c.key === 'primary' && c.status === 429).length;
     expect(refused).toBeGreaterThan(0);
     expect(report.calls.byFaultKind.credit_exhausted).toBe(refused);
-    expect(byId(report, 'rate-limited').value).toBe(recorded.stats.byStatus['429']);
+    expect(report.calls.creditExhausted).toBe(refused);
+    expect(byId(report, 'rate-limited').value).toBe((recorded.stats.byStatus['429'] ?? 0) - refused);
+    expect(byId(report, 'rate-limited').detail).toContain(`not counted: ${refused} credit/quota exhaustion`);
     expect(report.calls.upstream).toBe(agentCalls(recorded).length);
   });
 

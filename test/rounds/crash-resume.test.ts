@@ -135,7 +135,9 @@ describe('crash and resume', () => {
         const args = started
           ? ['resume', runId, ...common]
           : ['run', join(dir, 'scenario.yaml'), '--run-id', runId, ...common];
-        const killAfter = kills < KILLS ? 1_700 + Math.floor(random() * 2_300) : undefined;
+        // The CLI starts in about a second (bin/breakwater.js runs a cached bundle): kill points spread
+        // over the start, the first rounds and the commits in between.
+        const killAfter = kills < KILLS ? 900 + Math.floor(random() * 1_600) : undefined;
         const outcome = await runOrKill(cli(args), killAfter);
         started = started || (await store.getRun(runId)) !== undefined;
         if (outcome.killed) kills++;
@@ -189,9 +191,10 @@ describe('crash and resume on the embedded default (PGlite)', () => {
       const args = started
         ? ['resume', runId, ...common]
         : ['run', join(dir, 'scenario.yaml'), '--run-id', runId, ...common];
-      // PGlite's first start in a fresh folder takes seconds (initdb): the first kill comes later.
+      // PGlite's first start in a fresh folder takes a while (initdb, or unpacking the cached template):
+      // the first kill comes later.
       const killAfter =
-        kills < 3 ? (attempt === 0 ? 5_000 : 2_800) + Math.floor(random() * 2_000) : undefined;
+        kills < 3 ? (attempt === 0 ? 3_500 : 2_000) + Math.floor(random() * 1_500) : undefined;
       const child = spawn(process.execPath, ['bin/breakwater.js', ...args], {
         cwd: join(import.meta.dirname, '..', '..'),
         env: { ...process.env, DATABASE_URL: '', BREAKWATER_LOG_LEVEL: 'silent' },

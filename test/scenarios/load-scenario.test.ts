@@ -1,6 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join, relative, sep } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ConfigError, isConfigError } from '../../src/errors/config-error.ts';
 import {
@@ -71,6 +71,15 @@ function lineOf(text: string, marker: string): number {
   const i = text.split('\n').findIndex((l) => l.includes(marker));
   if (i < 0) throw new Error(`marker not found: ${marker}`);
   return i + 1;
+}
+
+/**
+ * How an error names a file: relative to the cwd when it lies inside it, else absolute. Inside means
+ * under the cwd as a folder: a checkout at `<dir>/bw` does not contain `<dir>/bw-scenarios-1/x.yaml`.
+ */
+function shownAs(file: string): string {
+  const rel = relative(process.cwd(), file);
+  return rel !== '' && rel !== '..' && !rel.startsWith(`..${sep}`) && !isAbsolute(rel) ? rel : file;
 }
 
 function refusal(text: string, ext = 'yaml'): { error: ConfigError; file: string } {
@@ -318,7 +327,7 @@ describe('a bad scenario is refused with file:line, the field and what to do', (
     it(c.name, () => {
       const { error, file } = refusal(c.text);
       const line = lineOf(c.text, c.marker);
-      expect(error.source).toBe(file.startsWith(process.cwd()) ? file.slice(process.cwd().length + 1) : file);
+      expect(error.source).toBe(shownAs(file));
       expect(error.line).toBe(line);
       expect(error.path).toBe(c.path);
       expect(error.message).toMatch(c.message);
@@ -327,6 +336,32 @@ describe('a bad scenario is refused with file:line, the field and what to do', (
       );
     });
   }
+
+  it('a file beside the cwd whose path merely starts with it is named by its absolute path', () => {
+    // The checkout at <dir>/bw, the scenario at <dir>/bw-scenarios-…/x.yaml: a string prefix, not a parent.
+    const checkout = mkdtempSync(join(tmpdir(), 'bw-'));
+    const beside = mkdtempSync(`${checkout}-scenarios-`);
+    const file = join(beside, 'x.yaml');
+    writeFileSync(file, BASE.replace('key: primary }', 'key: primry }'));
+    const cwd = process.cwd();
+    try {
+      process.chdir(checkout);
+      let error: ConfigError | undefined;
+      try {
+        loadScenario(file);
+      } catch (e) {
+        if (isConfigError(e)) error = e;
+      }
+      expect(error?.source).toBe(file);
+      expect(shownAs(file)).toBe(file);
+      // And one inside the cwd is named relative to it.
+      expect(shownAs(join(checkout, 'sub', 'y.yaml'))).toBe(join('sub', 'y.yaml'));
+    } finally {
+      process.chdir(cwd);
+      rmSync(beside, { recursive: true, force: true });
+      rmSync(checkout, { recursive: true, force: true });
+    }
+  });
 
   it('broken YAML syntax names the line', () => {
     const text = BASE.replace('  count: 2', '  count: [2');

@@ -3,7 +3,7 @@ import { checkOf, replaySeed } from '../support/seed-replay.ts';
 
 describe('seed 000: morning peak under breakwater', () => {
   it('every seed-000 check passes', async () => {
-    const report = await replaySeed('morning-peak', 'breakwater', 2);
+    const report = await replaySeed('morning-peak', 'breakwater');
     for (const id of [
       'max-in-flight',
       'sonnet-calls-per-hour',

@@ -19,8 +19,11 @@ import type { AddressInfo, Socket } from 'node:net';
  * ```
  */
 
-/** One canned reply. */
-export type FixtureReply =
+/** One canned reply, or a function giving it when the request arrives (a reset instant "7 s from now"). */
+export type FixtureReply = CannedReply | ((request: FixtureRequest) => CannedReply);
+
+/** A reply as it is sent. */
+export type CannedReply =
   /** A complete response. An object/array body is sent as JSON (content-type defaults to application/json); a string is sent verbatim. */
   | { readonly status: number; readonly headers?: Readonly<Record<string, string>>; readonly body?: unknown }
   /** HTTP 200 `text/event-stream`, each chunk written as-is (include the `\n\n`), then the response ends. */
@@ -89,7 +92,8 @@ export async function startWireFixtureServer(
     waiters.delete(route);
     for (const resolve of pending) resolve(record);
 
-    const reply = table.get(route);
+    const entry = table.get(route);
+    const reply = typeof entry === 'function' ? entry(record) : entry;
     if (!reply) {
       res.writeHead(599, { 'content-type': 'text/plain' }).end(`wire fixture: no route "${route}"`);
       return;

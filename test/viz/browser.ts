@@ -2,15 +2,41 @@ import { existsSync } from 'node:fs';
 import { mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { type Browser, type Page, chromium } from 'playwright-core';
+import { describe, it } from 'vitest';
 
-/** Debian's Chromium, installed by .ci/browser. */
-export const CHROMIUM = '/usr/bin/chromium';
+/** Debian's Chromium, installed by .ci/browser. Env `BREAKWATER_CHROMIUM` points elsewhere. */
+export const CHROMIUM = process.env.BREAKWATER_CHROMIUM || '/usr/bin/chromium';
+
+/** Whether this run is CI (`CI=true`, or any non-empty value but `false`/`0`). */
+const IN_CI = Boolean(process.env.CI) && !/^(?:false|0)$/i.test(process.env.CI ?? '');
+
+/** Why the browser tests cannot run here, or `undefined` when Chromium is installed. */
+export const BROWSER_MISSING: string | undefined = existsSync(CHROMIUM)
+  ? undefined
+  : `Chromium not found at ${CHROMIUM}: the visualizer's browser tests cannot run. Install it with ` +
+    "`bash .ci/browser` (Debian's chromium package) to run them.";
 
 /**
- * Browser tests run when Chromium is there, and always under CI (where a missing browser must fail,
- * not skip): they are skipped only on a developer machine without /usr/bin/chromium.
+ * `describe` for a browser test. With Chromium it runs. Without it: under CI it fails with the reason
+ * (a browser test must never pass unseen there); elsewhere it is skipped, says why on stderr, and
+ * carries the reason in its name so the closing summary lists it.
  */
-export const BROWSER_TESTS = existsSync(CHROMIUM) || Boolean(process.env.CI);
+export function describeBrowser(name: string, body: () => void): void {
+  if (!BROWSER_MISSING) {
+    describe(name, body);
+    return;
+  }
+  if (IN_CI) {
+    describe(name, () => {
+      it('needs Chromium (CI=true: a skipped browser test is a failure)', () => {
+        throw new Error(BROWSER_MISSING);
+      });
+    });
+    return;
+  }
+  process.stderr.write(`\n[browser tests] ${name}: SKIPPED. ${BROWSER_MISSING} Under CI=true this fails.\n`);
+  describe.skip(`${name} [skipped: ${BROWSER_MISSING}]`, body);
+}
 
 /** Where screenshots go (test-output/ at the repository root). */
 export const OUTPUT_DIR = fileURLToPath(new URL('../../test-output/', import.meta.url));

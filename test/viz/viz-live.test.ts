@@ -1,10 +1,17 @@
 import type { Browser } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createLiveSource, type LiveSource } from '../../src/viz/live-source.ts';
 import { startVizServer, type VizServer } from '../../src/viz/viz-server.ts';
-import { BROWSER_TESTS, launchChromium, screenshotPath, textOf, waitForText, watchPage } from './browser.ts';
+import {
+  describeBrowser,
+  launchChromium,
+  screenshotPath,
+  textOf,
+  waitForText,
+  watchPage,
+} from './browser.ts';
 import { breakerScenario, SONNET_KEY } from './viz-scenario.ts';
 
 let emulator: Emulator;
@@ -13,7 +20,7 @@ let browser: Browser | undefined;
 let live: LiveSource | undefined;
 let viz: VizServer | undefined;
 
-describe.skipIf(!BROWSER_TESTS)('live visualizer in Chromium (supervisor + emulator over real HTTP)', () => {
+describeBrowser('live visualizer in Chromium (supervisor + emulator over real HTTP)', () => {
   beforeAll(async () => {
     clock = createManualClock(Date.parse('2026-08-17T07:32:00+09:00'));
     emulator = await startEmulator({ profile: { seed: 21 }, clock });

@@ -1,5 +1,5 @@
 import type { Browser, Page } from 'playwright-core';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
@@ -8,7 +8,14 @@ import type { Turn } from '../../src/runtime/turn.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { startVizServer, type VizServer } from '../../src/viz/viz-server.ts';
-import { BROWSER_TESTS, launchChromium, screenshotPath, textOf, waitForText, watchPage } from './browser.ts';
+import {
+  describeBrowser,
+  launchChromium,
+  screenshotPath,
+  textOf,
+  waitForText,
+  watchPage,
+} from './browser.ts';
 import { breakerScenario, SONNET_KEY } from './viz-scenario.ts';
 
 const RUN_ID = 'viz-replay-1';
@@ -61,7 +68,7 @@ async function scrubTo(page: Page, t: number): Promise<void> {
   await page.waitForSelector(`[data-testid="scrubber"][data-at="${t}"]`);
 }
 
-describe.skipIf(!BROWSER_TESTS)('replay page in Chromium (event log in PGlite)', () => {
+describeBrowser('replay page in Chromium (event log in PGlite)', () => {
   beforeAll(async () => {
     clock = createManualClock(Date.parse('2026-08-17T07:32:00+09:00'));
     emulator = await startEmulator({ profile: { seed: 31 }, clock });

@@ -1,0 +1,192 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import { type ProviderMode, runScenario } from '../../src/rounds/run-scenario.ts';
+import { parseScenario } from '../../src/scenarios/load-scenario.ts';
+import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
+import {
+  type FormProvider,
+  okReply,
+  RESET_HEADER_FORMS,
+  type ResetHeaderForm,
+  rateLimitReply,
+} from '../support/reset-header-forms.ts';
+import { startWireFixtureServer, type WireFixtureServer } from '../support/wire-fixture-server.ts';
+
+/*
+ * Issue 18, "Done when" 1: a scenario whose `start:` is in the past (agent8-storm's 2026-03-02) points
+ * its endpoints at a raw "real" server that answers the first call with a 429 carrying a reset in each
+ * header form, stamped on the real wall clock as the request arrives. The cooldown the runtime applies
+ * equals the header's (± 1 s) — not 274 days — and an absurd header gives the capped 15 min. The agent
+ * falls back to a second endpoint, so every run completes at once.
+ */
+
+const START = '2026-03-02T09:00:00+09:00';
+const WAIT_MS = 7_000;
+const TOLERANCE_MS = 1_000;
+const KEYS: Record<FormProvider, string> = {
+  anthropic: 'sk-ant-wallclock-test-0000000001',
+  openai: 'sk-wallclock-test-00000000000001',
+};
+const MODEL: Record<FormProvider, string> = { anthropic: 'claude-sonnet-4-6', openai: 'gpt-4o' };
+
+let server: WireFixtureServer;
+let database: BreakwaterDatabase;
+
+beforeAll(async () => {
+  server = await startWireFixtureServer({
+    'ok-anthropic': okReply('anthropic'),
+    'ok-openai': okReply('openai'),
+  });
+  database = await openDatabase({ dataDir: ':memory:' });
+});
+afterAll(async () => {
+  await database.close();
+  await server.close();
+});
+
+/** One agent, one item; `limited` answers 429, `backup` answers. */
+function scenario(name: string, provider: FormProvider, limitedRoute: string): string {
+  const endpoint = (id: string, route: string) =>
+    `    - { id: ${id}, provider: ${provider}, model: ${MODEL[provider]}, apiKey: ${KEYS[provider]}, baseURL: "${server.url(route)}" }`;
+  return `
+name: ${name}
+start: ${START}
+timeScale: 1
+runtime:
+  endpoints:
+${endpoint('limited', limitedRoute)}
+${endpoint('backup', `ok-${provider}`)}
+  chains: { main: [limited, backup] }
+  concurrency: { limit: 1 }
+agents:
+  - { name: Kai, chain: main, role: "You are Kai." }
+rounds:
+  count: 1
+  items: [{ id: I1, title: Status of the payment API }]
+`;
+}
+
+interface Observed {
+  readonly startedAt: number;
+  readonly fault: Extract<RuntimeEvent, { type: 'call.attempt' }>;
+  /** The cooldown the endpoint's health recorded, from the fault's instant (run clock). */
+  readonly cooldownMs: number | undefined;
+  readonly status: string;
+}
+
+async function run(text: string, options: { providers?: ProviderMode; env?: Record<string, string> } = {}) {
+  const events: RuntimeEvent[] = [];
+  const spec = parseScenario(text, 'inline');
+  const runId = `${spec.name}-${Date.now()}`;
+  const result = await runScenario({
+    scenario: spec,
+    database,
+    runId,
+    onEvent: (e) => events.push(e),
+    ...(options.providers ? { providers: options.providers } : {}),
+    ...(options.env ? { env: options.env } : {}),
+  });
+  const fault = events.find(
+    (e): e is Observed['fault'] => e.type === 'call.attempt' && e.data.outcome === 'fault',
+  );
+  if (!fault) throw new Error(`no faulted call in ${events.map((e) => e.type).join(', ')}`);
+  const rounds = await createRunStore(database).listRounds(runId);
+  // The endpoints' health is committed with the round (breakwater's executor: `{ endpoints, tokens }`).
+  const summary = rounds[0]?.summary as { health?: { endpoints?: { id: string; cooldownUntil: number }[] } };
+  const limited = summary?.health?.endpoints?.find((h) => h.id === fault.endpoint);
+  return {
+    startedAt: events.find((e) => e.type === 'run.started')?.at ?? Number.NaN,
+    fault,
+    cooldownMs: limited ? limited.cooldownUntil - fault.at : undefined,
+    status: result.run.status,
+  } satisfies Observed;
+}
+
+function expectAbout(ms: number | undefined, want: number): void {
+  expect(ms).toBeGreaterThanOrEqual(want - TOLERANCE_MS);
+  expect(ms).toBeLessThanOrEqual(want + TOLERANCE_MS);
+}
+
+describe('a scenario starting in the past, against a server sending each reset-header form', () => {
+  for (const form of RESET_HEADER_FORMS) {
+    it(`${form.name}: the endpoint cools down for the header's 7 s (± 1 s), on the scenario's clock`, async () => {
+      const route = `scenario-${form.name}`;
+      server.route(route, () => rateLimitReply(form, Date.now(), WAIT_MS));
+      const seen = await run(scenario(`wall-${form.name}`, form.provider, route));
+      expect(seen.status).toBe('completed');
+      // The run's clock is the scenario's (its first event at the past start), months behind the wall clock.
+      expect(seen.startedAt - Date.parse(START)).toBeGreaterThanOrEqual(0);
+      expect(seen.startedAt - Date.parse(START)).toBeLessThan(60_000);
+      expect(seen.fault.endpoint).toBe('limited');
+      expect(seen.fault.data.faultKind).toBe('rate_limited');
+      expectAbout(seen.fault.data.retryAfterMs, WAIT_MS);
+      expectAbout(seen.cooldownMs, WAIT_MS);
+    });
+  }
+
+  it('an absurd reset (a year ahead) cools the endpoint for the 15 min cap, not a year', async () => {
+    const form = RESET_HEADER_FORMS.find((f) => f.name === 'anthropic-ratelimit-reset') as ResetHeaderForm;
+    server.route('scenario-absurd', () => rateLimitReply(form, Date.now(), 365 * 86_400_000));
+    const seen = await run(scenario('wall-absurd', 'anthropic', 'scenario-absurd'));
+    expect(seen.status).toBe('completed');
+    expect(seen.fault.data.retryAfterMs).toBe(15 * 60_000);
+    expectAbout(seen.cooldownMs, 15 * 60_000);
+  });
+});
+
+describe('--providers real', () => {
+  it('runs on wall time from now, and reads the reset instants right', async () => {
+    const form = RESET_HEADER_FORMS.find((f) => f.name === 'anthropic-ratelimit-reset') as ResetHeaderForm;
+    server.route('real-limited', () => rateLimitReply(form, Date.now(), WAIT_MS));
+    // The same scenario with emulator endpoints; --providers real points them at the "real" server.
+    const text = `
+name: wall-real
+start: ${START}
+timeScale: 20
+runtime:
+  endpoints:
+    - { id: limited, provider: anthropic, model: ${MODEL.anthropic}, emulator: anthropic, apiKey: emu-a }
+    - { id: backup, provider: openai, model: ${MODEL.openai}, emulator: openai, apiKey: emu-b }
+  chains: { main: [limited, backup] }
+  concurrency: { limit: 1 }
+agents:
+  - { name: Kai, chain: main, role: "You are Kai." }
+rounds:
+  count: 1
+  items: [{ id: I1, title: Status of the payment API }]
+emulator:
+  acceptAnyKey: true
+`;
+    const saved = { a: process.env.ANTHROPIC_API_KEY, o: process.env.OPENAI_API_KEY };
+    // The engines read their keys from the environment, as with real providers.
+    process.env.ANTHROPIC_API_KEY = KEYS.anthropic;
+    process.env.OPENAI_API_KEY = KEYS.openai;
+    try {
+      const before = Date.now();
+      const seen = await run(text, {
+        providers: 'real',
+        env: {
+          ANTHROPIC_API_KEY: KEYS.anthropic,
+          OPENAI_API_KEY: KEYS.openai,
+          ANTHROPIC_BASE_URL: server.url('real-limited'),
+          OPENAI_BASE_URL: server.url('ok-openai'),
+        },
+      });
+      expect(seen.status).toBe('completed');
+      // Wall time from now, not the scenario's 2026-03-02 (and not 20× faster).
+      expect(seen.startedAt).toBeGreaterThanOrEqual(before);
+      expect(seen.startedAt).toBeLessThanOrEqual(Date.now());
+      expect(seen.fault.data.faultKind).toBe('rate_limited');
+      expectAbout(seen.fault.data.retryAfterMs, WAIT_MS);
+      expectAbout(seen.cooldownMs, WAIT_MS);
+    } finally {
+      for (const [name, value] of [
+        ['ANTHROPIC_API_KEY', saved.a],
+        ['OPENAI_API_KEY', saved.o],
+      ] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+  });
+});

@@ -1,0 +1,57 @@
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it, vi } from 'vitest';
+import { openDatabase } from '../../src/store/open-database.ts';
+import { PGLITE_TEMPLATE_ENV, pgliteTemplatePath } from '../../src/store/pglite-template.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+
+/*
+ * The initdb template: a fresh PGlite cluster (in memory or a new folder) starts from a cached dump of
+ * an empty cluster instead of running initdb. These use their own template file, never the shared one.
+ */
+
+const dir = mkdtempSync(join(tmpdir(), 'bw-pglite-template-'));
+const template = join(dir, 'template.tar');
+afterAll(() => {
+  vi.unstubAllEnvs();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+async function roundTrip(dataDir: string, runId: string): Promise<string[]> {
+  const database = await openDatabase({ dataDir });
+  try {
+    const store = createRunStore(database);
+    await store.createRun({ runId, scenario: 's', config: {}, totalRounds: 1, machineVersion: 'agent@test' });
+    return (await store.listRuns()).map((r) => r.runId);
+  } finally {
+    await database.close();
+  }
+}
+
+describe('PGlite initdb template', () => {
+  it('the default path is per PGlite version in the temp folder; the env variable moves it or turns it off', () => {
+    expect(pgliteTemplatePath({})).toMatch(/breakwater-pglite-\d+\.\d+\.\d+(-\d+)?\.tar$/);
+    expect(pgliteTemplatePath({ [PGLITE_TEMPLATE_ENV]: '/x/t.tar' })).toBe('/x/t.tar');
+    expect(pgliteTemplatePath({ [PGLITE_TEMPLATE_ENV]: 'off' })).toBeUndefined();
+  });
+
+  it('a damaged template is dropped, initdb runs once and leaves a good one; the next clusters (memory, new folder) start from it and migrate', async () => {
+    vi.stubEnv(PGLITE_TEMPLATE_ENV, template);
+    writeFileSync(template, 'not a tarball');
+    // The open still succeeds: the cache can only make an open faster.
+    expect(await roundTrip(':memory:', 'first')).toEqual(['first']);
+    expect(readFileSync(template).subarray(257, 262).toString()).toBe('ustar');
+    expect(statSync(template).size).toBeGreaterThan(1_000_000);
+    const written = statSync(template).mtimeMs;
+
+    // In memory, from the template: an empty store (nothing of the first run), migrated, usable.
+    expect(await roundTrip(':memory:', 'second')).toEqual(['second']);
+    // A new folder, from the template; then opened again it keeps its data (the template is for fresh ones only).
+    const folder = join(dir, 'store');
+    expect(await roundTrip(folder, 'in-folder')).toEqual(['in-folder']);
+    expect((await roundTrip(folder, 'again')).sort()).toEqual(['again', 'in-folder']);
+    expect(statSync(template).mtimeMs).toBe(written);
+    expect(existsSync(`${template}.partial`)).toBe(false);
+  });
+});
