@@ -38,6 +38,8 @@ export type RuntimeEvent =
         faultKind?: FaultKind;
         status?: number;
         retryAfterMs?: number;
+        /** The Retry-After the provider gave, when the endpoint's `maxRetryAfterMs` cut it. */
+        retryAfterCappedFromMs?: number;
         memoized?: boolean;
         /** A HALF-OPEN health probe: an upstream call no agent asked for (no `agent`). */
         probe?: boolean;

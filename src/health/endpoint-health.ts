@@ -296,7 +296,10 @@ export class EndpointHealthTracker {
       case 'credit_exhausted':
       case 'auth': {
         // The key is gone until a human acts (or the provider's quota window resets): never retried like a 429.
-        const until = now + (disableForMs(fault) ?? this.#settings.creditCooldownMs);
+        const { disableForMs } = fault;
+        const forMs =
+          disableForMs !== undefined && disableForMs > 0 ? disableForMs : this.#settings.creditCooldownMs;
+        const until = now + forMs;
         this.#disabledUntil = Math.max(this.#disabledUntil, until);
         this.#disabledReason = fault.kind === 'auth' ? 'key refused (auth)' : 'credit exhausted';
         this.#send({ type: 'FORCE_OPEN', at: now, untilMs: this.#disabledUntil });
@@ -356,10 +359,4 @@ export class EndpointHealthTracker {
     const at = this.#breaker.context.openUntil ?? 0;
     this.#send({ type: 'TICK', at });
   }
-}
-
-/** A fault may say how long the key is out (a per-day quota until the provider's daily reset). */
-function disableForMs(fault: Fault): number | undefined {
-  const ms = (fault as { readonly disableForMs?: unknown }).disableForMs;
-  return typeof ms === 'number' && Number.isFinite(ms) && ms > 0 ? ms : undefined;
 }

@@ -289,7 +289,9 @@ export function createAgentActors(deps: AgentActorDeps) {
             fault: fault.kind,
             status: fault.status,
             retryAfterMs: fault.retryAfterMs,
-            ...cappedFrom(fault),
+            ...(fault.retryAfterCappedFromMs !== undefined
+              ? { retryAfterCappedFromMs: fault.retryAfterCappedFromMs }
+              : {}),
             latencyMs: at - started,
           },
           'call',
@@ -382,10 +384,4 @@ function faultOf(e: unknown, endpointId: string, lease: AbortSignal, provider: F
     return { kind: 'timeout', provider, code: 'lease_expired', message: lease.reason.message, endpointId };
   }
   return isEngineFaultError(e) ? e.fault : internalFault(e, endpointId);
-}
-
-/** A Retry-After longer than the endpoint's cap was cut to it (the fault keeps the value it was cut from). */
-function cappedFrom(fault: Fault): { retryAfterCappedFromMs?: number } {
-  const from = (fault as { readonly retryAfterCappedFromMs?: unknown }).retryAfterCappedFromMs;
-  return typeof from === 'number' ? { retryAfterCappedFromMs: from } : {};
 }

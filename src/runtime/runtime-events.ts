@@ -29,6 +29,10 @@ export function callEvent(c: CallRecordEvent): RuntimeEvent {
             faultKind: c.fault.kind,
             ...(c.fault.status !== undefined ? { status: c.fault.status } : {}),
             ...(c.fault.retryAfterMs !== undefined ? { retryAfterMs: c.fault.retryAfterMs } : {}),
+            // The provider asked for longer; the endpoint's maxRetryAfterMs cut it (shown, not hidden).
+            ...(c.fault.retryAfterCappedFromMs !== undefined
+              ? { retryAfterCappedFromMs: c.fault.retryAfterCappedFromMs }
+              : {}),
           }
         : { status: 200 }),
     },

@@ -1,13 +1,17 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 let emulator: Emulator;
 let supervisor: Supervisor | undefined;
+// Simulated time: cooldown deadlines are compared with this clock, never with the machine's.
+let clock: ManualClock;
 
 beforeAll(async () => {
-  emulator = await startEmulator({ profile: { seed: 3 } });
+  clock = createManualClock(Date.parse('2026-08-17T07:00:00+09:00'));
+  emulator = await startEmulator({ profile: { seed: 3, latency: { minMs: 0, maxMs: 0 } }, clock });
 });
 afterEach(async () => {
   await supervisor?.stop();
@@ -22,14 +26,17 @@ afterAll(async () => {
 describe('fallback on a 429 primary', () => {
   it('six agents on one chain whose primary answers 429: none fails, each finishes on the fallback', async () => {
     emulator.addFault({ kind: 'rate_limit', match: { flavor: 'anthropic' }, retryAfterMs: 30_000 });
-    supervisor = createSupervisor({
-      endpoints: [
-        emulatorEndpoint(emulator, 'primary', 'anthropic', 'claude-sonnet-4-6'),
-        emulatorEndpoint(emulator, 'backup', 'openai', 'gpt-4o-mini'),
-      ],
-      chains: { premium: ['primary', 'backup'] },
-      concurrency: { limit: 3 },
-    });
+    supervisor = createSupervisor(
+      {
+        endpoints: [
+          emulatorEndpoint(emulator, 'primary', 'anthropic', 'claude-sonnet-4-6'),
+          emulatorEndpoint(emulator, 'backup', 'openai', 'gpt-4o-mini'),
+        ],
+        chains: { premium: ['primary', 'backup'] },
+        concurrency: { limit: 3 },
+      },
+      { clock },
+    );
     const names = [
       'codex',
       'orchestrator',
@@ -52,7 +59,7 @@ describe('fallback on a 429 primary', () => {
     expect(primaryCalls).toBeLessThanOrEqual(3);
     expect(turns.filter((t) => t.faults.length === 0)).toHaveLength(6 - primaryCalls);
     const primary = supervisor.health().find((h) => h.id === 'primary')!;
-    expect(primary.cooldownUntil).toBeGreaterThan(Date.now() + 20_000);
+    expect(primary.cooldownUntil).toBe(clock.now() + 30_000);
   });
 });
 
@@ -63,26 +70,29 @@ describe('cooldown is per endpoint (provider + key + model), never per model nam
       match: { flavor: 'anthropic', key: 'sk-test-key-a-000000000000' },
       retryAfterMs: 60_000,
     });
-    supervisor = createSupervisor({
-      endpoints: [
-        emulatorEndpoint(
-          emulator,
-          'sonnet-key-a',
-          'anthropic',
-          'claude-sonnet-4-6',
-          'sk-test-key-a-000000000000',
-        ),
-        emulatorEndpoint(
-          emulator,
-          'sonnet-key-b',
-          'anthropic',
-          'claude-sonnet-4-6',
-          'sk-test-key-b-000000000000',
-        ),
-      ],
-      chains: { a: ['sonnet-key-a'], b: ['sonnet-key-b'] },
-      agentDefaults: { maxWaitMs: 0 },
-    });
+    supervisor = createSupervisor(
+      {
+        endpoints: [
+          emulatorEndpoint(
+            emulator,
+            'sonnet-key-a',
+            'anthropic',
+            'claude-sonnet-4-6',
+            'sk-test-key-a-000000000000',
+          ),
+          emulatorEndpoint(
+            emulator,
+            'sonnet-key-b',
+            'anthropic',
+            'claude-sonnet-4-6',
+            'sk-test-key-b-000000000000',
+          ),
+        ],
+        chains: { a: ['sonnet-key-a'], b: ['sonnet-key-b'] },
+        agentDefaults: { maxWaitMs: 0 },
+      },
+      { clock },
+    );
     const onA = supervisor.spawnAgent({ name: 'on-a', chain: 'a' });
     const onB = supervisor.spawnAgent({ name: 'on-b', chain: 'b' });
     const first = await onA.ask('hello');
@@ -93,17 +103,20 @@ describe('cooldown is per endpoint (provider + key + model), never per model nam
     expect(b.endpointId).toBe('sonnet-key-b');
     expect(b.faults).toEqual([]);
     const health = Object.fromEntries(supervisor.health().map((h) => [h.id, h]));
-    expect(health['sonnet-key-a']!.cooldownUntil).toBeGreaterThan(Date.now());
+    expect(health['sonnet-key-a']!.cooldownUntil).toBe(clock.now() + 60_000);
     expect(health['sonnet-key-b']!.cooldownUntil).toBe(0);
   });
 });
 
 describe('faults no engine swap can fix', () => {
   it('a bad request ends that turn with a clear error and leaves the other agents untouched', async () => {
-    supervisor = createSupervisor({
-      endpoints: [emulatorEndpoint(emulator, 'primary', 'openai', 'gpt-4o-mini')],
-      chains: { main: ['primary'] },
-    });
+    supervisor = createSupervisor(
+      {
+        endpoints: [emulatorEndpoint(emulator, 'primary', 'openai', 'gpt-4o-mini')],
+        chains: { main: ['primary'] },
+      },
+      { clock },
+    );
     // max_tokens far above what the emulator accepts → 400 invalid_request_error.
     const broken = supervisor.spawnAgent({ name: 'broken', chain: 'main', maxTokens: 10_000_000 });
     const fine = supervisor.spawnAgent({ name: 'fine', chain: 'main' });
