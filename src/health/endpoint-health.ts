@@ -283,11 +283,9 @@ export class EndpointHealthTracker {
     if (reservedTokens > used) this.#tpm.refund(reservedTokens - used, now);
     // Other calls granted on this endpoint are in flight and not yet counted in `remaining`.
     const others = this.#inFlight;
-    const adjust = (w: RateLimitWindow | undefined): RateLimitWindow | undefined =>
-      w && w.remaining !== undefined ? { ...w, remaining: Math.max(0, w.remaining - others) } : w;
-    const req = adjust(r.rateLimit.requests);
+    const req = lessInFlight(r.rateLimit.requests, others);
     if (req) this.#rpm.observe(req, now);
-    const tok = adjust(r.rateLimit.tokens ?? r.rateLimit.inputTokens);
+    const tok = lessInFlight(r.rateLimit.tokens ?? r.rateLimit.inputTokens, others);
     if (tok) this.#tpm.observe(tok, now);
   }
 
@@ -359,4 +357,9 @@ export class EndpointHealthTracker {
     const at = this.#breaker.context.openUntil ?? 0;
     this.#send({ type: 'TICK', at });
   }
+}
+
+/** A rate-limit window with the calls still in flight taken off `remaining` (the provider has not counted them). */
+function lessInFlight(w: RateLimitWindow | undefined, inFlight: number): RateLimitWindow | undefined {
+  return w && w.remaining !== undefined ? { ...w, remaining: Math.max(0, w.remaining - inFlight) } : w;
 }

@@ -92,6 +92,9 @@ export class LeaseBook {
   readonly #leases = new Map<string, Lease>();
   #seq = 0;
 
+  /** One function for every lease's deadline (no closure per grant). */
+  readonly #onDeadline = (leaseId: string): void => this.#overrun(leaseId);
+
   constructor(options: LeaseBookOptions) {
     this.#o = options;
   }
@@ -103,7 +106,7 @@ export class LeaseBook {
   open(fields: LeaseFields, now: number): Grant {
     const leaseId = `${fields.probe ? 'probe' : 'lease'}-${++this.#seq}`;
     const lease = new Lease(fields, leaseId, now, now + this.#o.leaseMs);
-    lease.deadline = this.#o.timers.schedule(lease.leaseUntil, () => this.#overrun(leaseId));
+    lease.deadline = this.#o.timers.schedule(lease.leaseUntil, this.#onDeadline, leaseId);
     this.#leases.set(leaseId, lease);
     return lease;
   }

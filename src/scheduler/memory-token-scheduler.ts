@@ -138,13 +138,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
         next: undefined,
       };
     });
-    const ticket: TokenTicket = {
-      decision,
-      // Most withdrawals come after the decision (a no-op): no Error (and its stack) is made for those.
-      withdraw: (reason) => {
-        if (w.state !== 'done') this.#withdraw(w, reason ?? new Error('the token request was withdrawn'));
-      },
-    };
+    const ticket = new Ticket(this, w, decision);
     if (this.#closed) {
       w.state = 'done';
       w.reject(new SchedulerClosedError());
@@ -398,6 +392,12 @@ export class MemoryTokenScheduler implements TokenScheduler {
     w.resolve(d);
   }
 
+  /** A ticket's withdrawal. @internal */
+  withdrawWaiter(w: Waiter, reason: unknown): void {
+    // Most withdrawals come after the decision (a no-op): no Error (and its stack) is made for those.
+    if (w.state !== 'done') this.#withdraw(w, reason ?? new Error('the token request was withdrawn'));
+  }
+
   #withdraw(w: Waiter, reason: unknown): void {
     if (w.state === 'done') return;
     this.#finish(w);
@@ -439,4 +439,19 @@ function isRoomWait(cause: string): boolean {
 function keepsPlace(sel: Selection, now: number, request: TokenRequest): boolean {
   if (sel.kind === 'ready') return true;
   return sel.kind === 'wait' && isRoomWait(sel.cause) && sel.until - now <= request.maxWaitMs;
+}
+
+/** A request's handle for its caller (a class: one is made per request, on the hot path). */
+class Ticket implements TokenTicket {
+  readonly decision: Promise<TokenDecision>;
+  readonly #scheduler: MemoryTokenScheduler;
+  readonly #waiter: Waiter;
+  constructor(scheduler: MemoryTokenScheduler, waiter: Waiter, decision: Promise<TokenDecision>) {
+    this.#scheduler = scheduler;
+    this.#waiter = waiter;
+    this.decision = decision;
+  }
+  withdraw(reason?: unknown): void {
+    this.#scheduler.withdrawWaiter(this.#waiter, reason);
+  }
 }

@@ -7,9 +7,33 @@ export interface TimerEntry {
   cancel(): void;
 }
 
-interface Entry extends TimerEntry {
+/** A class, not an object with a closure: one is made per grant, on the hot path. */
+class Entry implements TimerEntry {
+  readonly at: number;
   readonly seq: number;
-  fn: (() => void) | undefined;
+  fn: ((arg: unknown) => void) | undefined;
+  readonly arg: unknown;
+  readonly #heap: TimerHeap;
+
+  constructor(
+    heap: TimerHeap,
+    at: number,
+    seq: number,
+    fn: ((arg: unknown) => void) | undefined,
+    arg: unknown,
+  ) {
+    this.#heap = heap;
+    this.at = at;
+    this.seq = seq;
+    this.fn = fn;
+    this.arg = arg;
+  }
+
+  cancel(): void {
+    if (this.fn === undefined) return;
+    this.fn = undefined;
+    this.#heap.cancelled();
+  }
 }
 
 /** Cancelled entries are swept out once they are this many and more than the live ones. */
@@ -32,7 +56,7 @@ const COMPACT_MIN = 64;
  */
 export class TimerHeap {
   readonly #clock: Clock;
-  readonly #heap = new MinHeap<Entry>((a, b) => a.at < b.at || (a.at === b.at && a.seq < b.seq));
+  readonly #heap = new MinHeap<Entry>(earlier);
   #seq = 0;
   #cancelled = 0;
   #armedAt = Number.POSITIVE_INFINITY;
@@ -48,26 +72,31 @@ export class TimerHeap {
     return this.#heap.size - this.#cancelled;
   }
 
-  /** Calls `fn` once the clock reaches `at` (on the next firing when `at` is already past). */
-  schedule(at: number, fn: () => void): TimerEntry {
-    const entry: Entry = {
+  /**
+   * Calls `fn(arg)` once the clock reaches `at` (on the next firing when `at` is already past). Passing `arg`
+   * lets a caller use one function for many deadlines instead of a closure each.
+   */
+  schedule<A>(at: number, fn: (arg: A) => void, arg?: A): TimerEntry {
+    const entry = new Entry(
+      this,
       at,
-      seq: ++this.#seq,
-      fn: this.#closed ? undefined : fn,
-      cancel: () => {
-        if (entry.fn === undefined) return;
-        entry.fn = undefined;
-        this.#cancelled++;
-        if (this.#cancelled >= COMPACT_MIN && this.#cancelled * 2 >= this.#heap.size) {
-          this.#heap.retain((e) => e.fn !== undefined);
-          this.#cancelled = 0;
-        }
-      },
-    };
+      ++this.#seq,
+      this.#closed ? undefined : (fn as (arg: unknown) => void),
+      arg,
+    );
     if (this.#closed) return entry;
     this.#heap.push(entry);
     if (at < this.#armedAt) this.#arm();
     return entry;
+  }
+
+  /** An entry was cancelled: sweep them out once they pile up. @internal */
+  cancelled(): void {
+    this.#cancelled++;
+    if (this.#cancelled >= COMPACT_MIN && this.#cancelled * 2 >= this.#heap.size) {
+      this.#heap.retain(isLive);
+      this.#cancelled = 0;
+    }
   }
 
   /** Drops every deadline and the clock timer. Later `schedule` calls do nothing. */
@@ -84,20 +113,19 @@ export class TimerHeap {
     this.#armedAt = Number.POSITIVE_INFINITY;
     const now = this.#clock.now();
     // Collect first: a callback may schedule a deadline that is already due; it fires on the next round.
-    const due: Array<() => void> = [];
+    const due: Entry[] = [];
     for (let top = this.#heap.peek(); top !== undefined && top.at <= now; top = this.#heap.peek()) {
       this.#heap.pop();
       if (top.fn === undefined) this.#cancelled--;
-      else {
-        due.push(top.fn);
-        top.fn = undefined;
-      }
+      else due.push(top);
     }
     // One throwing callback must not swallow the others' deadlines; the first error surfaces after re-arming.
     let failure: { error: unknown } | undefined;
-    for (const fn of due) {
+    for (const e of due) {
+      const fn = e.fn;
+      e.fn = undefined;
       try {
-        fn();
+        fn?.(e.arg);
       } catch (error) {
         failure ??= { error };
       }
@@ -127,4 +155,12 @@ export class TimerHeap {
     this.#handle = undefined;
     this.#armedAt = Number.POSITIVE_INFINITY;
   }
+}
+
+function earlier(a: Entry, b: Entry): boolean {
+  return a.at < b.at || (a.at === b.at && a.seq < b.seq);
+}
+
+function isLive(e: Entry): boolean {
+  return e.fn !== undefined;
 }
