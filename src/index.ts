@@ -76,7 +76,7 @@ export {
   type ByokConsoleOptions,
 } from './byok/index.ts';
 export { createLogger, type LoggerOptions } from './logging/logger.ts';
-export { maskSecret, registerSecret, scrubSecrets } from './redact/secret-scrubber.ts';
+export { maskSecret, redactUrl, scrubSecrets, scrubValue } from './redact/secret-scrubber.ts';
 export {
   createLiveSource,
   startVizServer,

@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { Clock } from '../clock/clock.ts';
-import { effectiveBaseURL, type ParsedEndpointConfig, resolveApiKey } from './endpoint-config.ts';
+import type { CallCredential } from './call-credential.ts';
+import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from './endpoint-config.ts';
 import {
   type EngineContext,
   idempotencyHeaders,
@@ -157,9 +158,10 @@ export function createAnthropicEngine(
   endpoint: EndpointDescriptor,
   clock: Clock,
   wallNow: () => number = Date.now,
+  credential: CallCredential | undefined = endpointCredential(config),
 ): Engine {
   const client = new Anthropic({
-    apiKey: resolveApiKey(config) ?? null,
+    apiKey: credential?.marker ?? null,
     baseURL: effectiveBaseURL(config) ?? null,
     maxRetries: 0,
     // Our own deadlines govern; the SDK's timer must never fire first (and an explicit timeout
@@ -168,7 +170,7 @@ export function createAnthropicEngine(
     fetch: timedFetch,
     openTelemetry: false,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
   return Object.freeze({
     endpoint,
     call: (request: EngineRequest) =>

@@ -7,7 +7,8 @@ import {
   type Part,
 } from '@google/genai';
 import type { Clock } from '../clock/clock.ts';
-import { effectiveBaseURL, type ParsedEndpointConfig, resolveApiKey } from './endpoint-config.ts';
+import type { CallCredential } from './call-credential.ts';
+import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from './endpoint-config.ts';
 import {
   type EngineContext,
   idempotencyHeaders,
@@ -154,15 +155,16 @@ export function createGeminiEngine(
   endpoint: EndpointDescriptor,
   clock: Clock,
   wallNow: () => number = Date.now,
+  credential: CallCredential | undefined = endpointCredential(config),
 ): Engine {
   const baseUrl = effectiveBaseURL(config);
   const client = new GoogleGenAI({
     // Explicit, so GOOGLE_GENAI_USE_VERTEXAI in the environment cannot switch the backend.
     vertexai: false,
-    apiKey: resolveApiKey(config) ?? '',
+    apiKey: credential?.marker ?? '',
     httpOptions: { ...(baseUrl ? { baseUrl } : {}), fetch: timedFetch },
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
   return Object.freeze({
     endpoint,
     call: (request: EngineRequest) =>

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_BYOK_IDLE_TTL_MS } from '../byok/key-vault.ts';
-import { endpointConfigSchema, type ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import { baseUrlSchema, endpointConfigSchema, type ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { configErrorFromZod } from '../errors/zod-issue.ts';
 
@@ -105,7 +105,7 @@ export const byokTemplateSchema = z
     /** Model name sent upstream. Required. */
     model: z.string().min(1),
     /** Base URL as the SDK takes it. Default: the provider's public API. */
-    baseURL: z.url({ protocol: /^https?$/ }).optional(),
+    baseURL: baseUrlSchema.optional(),
     /** Deadline for the response headers of one call, ms. Default 60 000. */
     headersTimeoutMs: positiveInt.optional(),
     /** Body idle deadline once headers arrived, ms. Default 30 000. */
