@@ -47,3 +47,18 @@ export function createScaledClock(options: ScaledClockOptions = {}): ScaledClock
     toRealMs: (simulatedMs: number) => simulatedMs / scale,
   });
 }
+
+/**
+ * True for a clock made by {@link createScaledClock}: simulated time, not the wall clock (whatever its
+ * scale: a resumed run's clock at scale 1 still starts from a simulated instant).
+ *
+ * @example
+ * ```ts
+ * isScaledClock(createScaledClock({ scale: 60 })); // true
+ * isScaledClock(systemClock);                      // false
+ * ```
+ */
+export function isScaledClock(clock: Clock): clock is ScaledClock {
+  const c = clock as Partial<ScaledClock>;
+  return typeof c.scale === 'number' && typeof c.toRealMs === 'function';
+}

@@ -52,7 +52,12 @@ export interface CallCredentialOptions {
   readonly aad?: string;
 }
 
+/** Seals configured keys: one ephemeral AES key per process, made on first use. */
 let sharedSealer: KeySealer | undefined;
+function processSealer(): KeySealer {
+  if (!sharedSealer) sharedSealer = new KeySealer();
+  return sharedSealer;
+}
 
 /** Live credentials by marker. Weak, so an engine nobody holds takes its credential with it. */
 const byMarker = new Map<string, WeakRef<CallCredential>>();
@@ -88,7 +93,7 @@ export function createCallCredential(
   key: string | Uint8Array,
   options: CallCredentialOptions = {},
 ): CallCredential {
-  const sealer = options.sealer ?? (sharedSealer ??= new KeySealer());
+  const sealer = options.sealer ?? processSealer();
   const marker = `${MARKER_PREFIX}${randomBytes(16).toString('hex')}`;
   const aad = options.aad ?? marker;
   const sealed: SealedKey = sealer.seal(key, aad);

@@ -1,6 +1,10 @@
 import { z } from 'zod';
 import { DEFAULT_BYOK_IDLE_TTL_MS } from '../byok/key-vault.ts';
-import { baseUrlSchema, endpointConfigSchema, type ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import {
+  baseUrlSchema,
+  endpointConfigSchema,
+  type ParsedEndpointConfig,
+} from '../engines/endpoint-config.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { configErrorFromZod } from '../errors/zod-issue.ts';
 

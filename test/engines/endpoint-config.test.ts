@@ -130,8 +130,16 @@ describe('describeEndpoint', () => {
   });
 
   it.each([
-    ['a key pasted into apiKeyEnv (not a variable name)', 'sk-proj-abcdefghijklmnopqrstuv0123', /is not an environment variable name/],
-    ['a Groq-style key that is a valid variable name', 'gsk_8JdKq2LmNp4RsTuVwXyZ0123456789abcdef', /named by apiKeyEnv \(name not shown/],
+    [
+      'a key pasted into apiKeyEnv (not a variable name)',
+      'sk-proj-abcdefghijklmnopqrstuv0123',
+      /is not an environment variable name/,
+    ],
+    [
+      'a Groq-style key that is a valid variable name',
+      'gsk_8JdKq2LmNp4RsTuVwXyZ0123456789abcdef',
+      /named by apiKeyEnv \(name not shown/,
+    ],
   ])('%s is never printed back', (_what, pasted, expected) => {
     const err = (() => {
       try {

@@ -90,7 +90,7 @@ describe.each(BACKENDS)('the store never rewrites or refuses data by its words, 
     expect(ollama?.data.memory).toEqual({ Checkout: words });
     const counts = await rowsContaining(runId, 'Checkout');
     for (const table of TABLES) expect(counts[table], table).toBeGreaterThan(0);
-    expect((await rowsContaining(runId, '…'))).toEqual(Object.fromEntries(TABLES.map((t) => [t, 0])));
+    expect(await rowsContaining(runId, '…')).toEqual(Object.fromEntries(TABLES.map((t) => [t, 0])));
   });
 
   it('text shaped like a provider key is kept as given too (a model may discuss one): nothing is rewritten', async () => {
