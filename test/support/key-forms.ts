@@ -48,13 +48,19 @@ export function keyForms(key: string): KeyForm[] {
   add('utf16le', Buffer.from(key, 'utf16le'));
   const units = codeUnits(key);
   const int32 = Buffer.alloc(units.length * 4);
-  units.forEach((c, i) => int32.writeInt32LE(c, i * 4));
+  units.forEach((c, i) => {
+    int32.writeInt32LE(c, i * 4);
+  });
   add('utf32le / Int32Array', int32);
   const smis = Buffer.alloc(units.length * 8);
-  units.forEach((c, i) => smis.writeInt32LE(c, i * 8 + 4));
+  units.forEach((c, i) => {
+    smis.writeInt32LE(c, i * 8 + 4);
+  });
   add('array of char codes (Smis)', smis);
   const doubles = Buffer.alloc(units.length * 8);
-  units.forEach((c, i) => doubles.writeDoubleLE(c, i * 8));
+  units.forEach((c, i) => {
+    doubles.writeDoubleLE(c, i * 8);
+  });
   add('array of char codes (doubles)', doubles);
   for (const hex of [utf8.toString('hex'), utf8.toString('hex').toUpperCase()]) {
     add(`hex (${hex === hex.toUpperCase() ? 'upper' : 'lower'})`, Buffer.from(hex, 'latin1'));
