@@ -1,4 +1,4 @@
-import type { Clock } from './clock.ts';
+import { type Clock, hostDelay } from './clock.ts';
 
 /** Options of {@link createScaledClock}. */
 export interface ScaledClockOptions {
@@ -39,7 +39,7 @@ export function createScaledClock(options: ScaledClockOptions = {}): ScaledClock
     scale,
     now: () => origin + (realNow() - realStart) * scale,
     setTimeout(fn: () => void, ms: number) {
-      const t = setTimeout(fn, Math.max(0, ms) / scale);
+      const t = setTimeout(fn, hostDelay(Math.max(0, ms) / scale));
       t.unref?.();
       return t;
     },

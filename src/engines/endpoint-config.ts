@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { boundedNumber, durationMs, LIMITS } from '../config/bounds.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
@@ -90,7 +91,8 @@ export type ParsedEndpointConfig = EndpointConfig & {
   readonly maxRetryAfterMs: number;
 };
 
-const positiveInt = z.number().int().positive();
+/** A positive whole count, at most `max`. */
+const count = (max: number, what: string) => boundedNumber({ int: true, gt: 0, max, what });
 
 /**
  * A base URL: http(s), without a user or password (the platform fetch refuses those, and they would end up
@@ -169,14 +171,14 @@ export const endpointConfigSchema = z
       )
       .optional(),
     baseURL: baseUrlSchema.optional(),
-    headersTimeoutMs: positiveInt.default(DEFAULT_HEADERS_TIMEOUT_MS),
-    idleTimeoutMs: positiveInt.default(DEFAULT_IDLE_TIMEOUT_MS),
-    maxRetryAfterMs: positiveInt.default(DEFAULT_MAX_RETRY_AFTER_MS),
+    headersTimeoutMs: durationMs().default(DEFAULT_HEADERS_TIMEOUT_MS),
+    idleTimeoutMs: durationMs().default(DEFAULT_IDLE_TIMEOUT_MS),
+    maxRetryAfterMs: durationMs().default(DEFAULT_MAX_RETRY_AFTER_MS),
     limits: z
       .strictObject({
-        rpm: positiveInt.optional(),
-        tpm: positiveInt.optional(),
-        maxConcurrency: positiveInt.optional(),
+        rpm: count(LIMITS.perMinute, 'requests per minute').optional(),
+        tpm: count(LIMITS.perMinute, 'tokens per minute').optional(),
+        maxConcurrency: count(LIMITS.concurrency, 'calls').optional(),
       })
       .optional(),
   })
