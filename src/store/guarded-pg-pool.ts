@@ -165,10 +165,8 @@ export function createGuardedPool(options: GuardedPoolOptions): GuardedPool {
   const pool: PostgresPool = {
     async connect(): Promise<PostgresPoolClient> {
       if (lost && clock.now() < lost.until) {
-        throw new DatabaseUnavailableError({
-          location,
-          problem: `${lost.problem} (not tried again yet)`,
-        });
+        // The cause already waited out its timeout: the rest of the run's work fails at once with it.
+        throw new DatabaseUnavailableError({ location, problem: lost.problem });
       }
       let client: PgClient;
       try {

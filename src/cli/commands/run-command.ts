@@ -217,7 +217,11 @@ function databaseLost(
   const what = `the database stopped answering (${lost.location}: ${lost.problem})`;
   if (!started) return new CliError(`${what}; no run was started`, { exitCode: 3 });
   const kept =
-    committed > 0 ? `rounds 1–${committed} of ${started.rounds} are committed` : 'no round is committed yet';
+    committed > 1
+      ? `rounds 1–${committed} of ${started.rounds} are committed`
+      : committed === 1
+        ? `round 1 of ${started.rounds} is committed`
+        : 'no round is committed yet';
   return new CliError(
     `${what}; run ${started.runId} stopped: ${kept}, round ${committed + 1} was not committed; continue it with \`breakwater resume ${started.runId}\` once the database answers again`,
     { exitCode: 3 },
