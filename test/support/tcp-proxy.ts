@@ -23,7 +23,10 @@ export interface TcpProxy {
 }
 
 /** Bytes no PostgreSQL server sends: an unknown message type with an absurd length, then noise. */
-const GARBAGE = Buffer.from(`Z\u00ff\u00ff\u00ff\u00ffHTTP/1.1 200 OK\r\n\r\n<html>not postgres</html>`, 'latin1');
+const GARBAGE = Buffer.from(
+  `Z\u00ff\u00ff\u00ff\u00ffHTTP/1.1 200 OK\r\n\r\n<html>not postgres</html>`,
+  'latin1',
+);
 
 /**
  * Starts a proxy to `target` (host and port) in `forward` mode.
