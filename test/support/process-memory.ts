@@ -13,6 +13,19 @@ export interface MemoryHit {
   readonly address: string;
   /** The mapping it is in: `[heap]`, `[anon]`, a file path. */
   readonly mapping: string;
+  /** 48 bytes before and after, as Latin-1 with non-printables as `.`: what surrounds the copy. */
+  readonly context: string;
+}
+
+/** Options of {@link scanProcessMemory}. */
+export interface ScanOptions {
+  /** Report at most this many hits per form. Default 5. */
+  readonly maxHitsPerForm?: number;
+  /**
+   * Read only writable mappings (heap, stacks, anonymous memory, a file's private copies): data a process
+   * makes at run time can only be there, and read-only code and files are most of the image. Default true.
+   */
+  readonly writableOnly?: boolean;
 }
 
 /** What a scan saw. */
@@ -37,7 +50,13 @@ const CHUNK = 32 * 1024 * 1024;
  * process.kill(child.pid, 'SIGCONT');
  * ```
  */
-export function scanProcessMemory(pid: number, forms: readonly KeyForm[], maxHitsPerForm = 5): MemoryScan {
+export function scanProcessMemory(
+  pid: number,
+  forms: readonly KeyForm[],
+  options: ScanOptions = {},
+): MemoryScan {
+  const maxHitsPerForm = options.maxHitsPerForm ?? 5;
+  const writableOnly = options.writableOnly ?? true;
   const maps = readFileSync(`/proc/${pid}/maps`, 'utf8').split('\n');
   const fd = openSync(`/proc/${pid}/mem`, 'r');
   const overlap = Math.max(...forms.map((f) => f.bytes.length)) - 1;
@@ -49,9 +68,10 @@ export function scanProcessMemory(pid: number, forms: readonly KeyForm[], maxHit
   let mappings = 0;
   try {
     for (const line of maps) {
-      const m = /^([0-9a-f]+)-([0-9a-f]+) (r)\S* \S+ \S+ \S+\s*(.*)$/.exec(line);
+      const m = /^([0-9a-f]+)-([0-9a-f]+) (r)(\S)\S* \S+ \S+ \S+\s*(.*)$/.exec(line);
       if (!m) continue;
-      const mapping = m[4]?.trim() || '[anon]';
+      if (writableOnly && m[4] !== 'w') continue;
+      const mapping = m[5]?.trim() || '[anon]';
       if (mapping === '[vvar]' || mapping === '[vsyscall]' || mapping.startsWith('/dev/')) continue;
       const start = BigInt(`0x${m[1]}`);
       const end = BigInt(`0x${m[2]}`);
@@ -76,7 +96,11 @@ export function scanProcessMemory(pid: number, forms: readonly KeyForm[], maxHit
             const n = perForm.get(form.name) ?? 0;
             if (n >= maxHitsPerForm) break;
             perForm.set(form.name, n + 1);
-            hits.push({ form: form.name, address, mapping });
+            const around = view.subarray(Math.max(0, i - 48), i + form.bytes.length + 48);
+            const context = Array.from(around, (b) =>
+              b >= 0x20 && b < 0x7f ? String.fromCharCode(b) : '.',
+            ).join('');
+            hits.push({ form: form.name, address, mapping, context });
           }
         }
         // Keep the tail, so a pattern across two reads is still found (a short one found twice is
