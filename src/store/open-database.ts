@@ -149,7 +149,7 @@ async function connect(
           : `file system error${errno !== undefined ? ` ${String(errno)}` : ''}`;
     throw new DatabaseUnavailableError({
       location: `PGlite data directory ${target.dataDir}`,
-      problem: `cannot be used (${why}); give a folder this user can write to, e.g. --data-dir .breakwater`,
+      problem: `${why}; it must be a folder this user can write to`,
       cause: e,
     });
   }
