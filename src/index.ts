@@ -71,6 +71,8 @@ export {
   isByokRejectedError,
   isByokVaultClosedError,
   parseByokCommand,
+  parseByokLine,
+  openCommandInput,
   startByokConsole,
   type ByokConsole,
   type ByokConsoleOptions,
@@ -136,4 +138,6 @@ export {
   migrateToLatest,
   type BreakwaterDatabase,
   type RunStore,
+  DatabaseUnavailableError,
+  isDatabaseUnavailableError,
 } from './store/index.ts';

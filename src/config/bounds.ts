@@ -7,9 +7,23 @@ import { z } from 'zod';
  * past a bound is refused with a message that names the bound.
  */
 
-/** The longest delay a Node timer can hold, in ms (about 24.8 days). */
+/**
+ * The longest delay a Node timer can hold, in ms (about 24.8 days).
+ *
+ * @example
+ * ```ts
+ * durationMs(MAX_TIMER_MS); // a duration no timer overflows on
+ * ```
+ */
 export const MAX_TIMER_MS = 2_147_483_647;
-/** One day, in ms: the bound on windows, cooldowns, waits and leases. */
+/**
+ * One day, in ms: the bound on windows, cooldowns, waits and leases.
+ *
+ * @example
+ * ```ts
+ * durationMs(7 * DAY_MS); // at most a week
+ * ```
+ */
 export const DAY_MS = 86_400_000;
 
 /**
@@ -99,12 +113,26 @@ export function boundedArray<T extends z.ZodType>(item: T, max: number, what: st
   });
 }
 
-/** A positive integer number of ms, at most `max` (default: one day). */
+/**
+ * A positive integer number of ms, at most `max` (default: one day).
+ *
+ * @example
+ * ```ts
+ * const leaseMs = durationMs().default(120_000);
+ * ```
+ */
 export function durationMs(max = DAY_MS) {
   return boundedNumber({ int: true, gt: 0, max, what: 'ms' });
 }
 
-/** A non-negative integer number of ms, at most `max` (default: one day). */
+/**
+ * A non-negative integer number of ms, at most `max` (default: one day).
+ *
+ * @example
+ * ```ts
+ * const maxWaitMs = nonNegativeMs().default(10_000);
+ * ```
+ */
 export function nonNegativeMs(max = DAY_MS) {
   return boundedNumber({ int: true, min: 0, max, what: 'ms' });
 }

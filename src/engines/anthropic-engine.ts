@@ -145,7 +145,9 @@ export function fromAnthropicMessage(message: Anthropic.Message): ProviderOutcom
 
 /**
  * An {@link Engine} over the Anthropic Messages API (`@anthropic-ai/sdk`). One client per engine,
- * SDK retries off (breakwater owns retries), deadlines from {@link timedFetch}.
+ * SDK retries off (breakwater owns retries), deadlines from {@link timedFetch}. The client holds the
+ * credential's marker, never the key: `credentialFetch` puts the key on the wire (default credential:
+ * the config's key, sealed).
  *
  * @example
  * ```ts

@@ -9,9 +9,23 @@ import { KeySealer, keyBuffer, type SealedKey } from '../byok/sealed-key.ts';
  * on the socket, from a buffer that is wiped once the write completed.
  */
 
-/** Every marker starts with this; the HTTP layer looks for it in request heads. */
+/**
+ * Every marker starts with this; the HTTP layer looks for it in request heads.
+ *
+ * @example
+ * ```ts
+ * credential.marker.startsWith(MARKER_PREFIX); // true
+ * ```
+ */
 export const MARKER_PREFIX = 'bwk-';
-/** A marker as it appears in a request head. */
+/**
+ * A marker as it appears in a request head.
+ *
+ * @example
+ * ```ts
+ * for (const m of head.matchAll(MARKER_PATTERN)) credentialFor(m[0]);
+ * ```
+ */
 export const MARKER_PATTERN = /bwk-[0-9a-f]{32}/g;
 
 /**
@@ -41,7 +55,14 @@ export interface CallCredential {
   dispose(): void;
 }
 
-/** Options of {@link createCallCredential}. */
+/**
+ * Options of {@link createCallCredential}.
+ *
+ * @example
+ * ```ts
+ * createCallCredential(keyBytes, { sealer: new KeySealer(), aad: 'byok:s1:openai:1a2b3c4d' });
+ * ```
+ */
 export interface CallCredentialOptions {
   /**
    * The sealer to seal with (the BYOK vault passes its own, so closing the vault destroys it). Default:
@@ -164,7 +185,15 @@ export function redactKeyIn(credential: CallCredential | undefined, bytes: Buffe
   });
 }
 
-/** Bytes of a key as an off-heap buffer the caller wipes (for callers that start from a string). */
+/**
+ * Bytes of a key as an off-heap buffer the caller wipes (for callers that start from a string).
+ *
+ * @example
+ * ```ts
+ * const bytes = keyBytesOf(process.env.OPENAI_API_KEY!);
+ * try { await vault.inject('s1', 'openai', bytes); } finally { bytes.fill(0); }
+ * ```
+ */
 export function keyBytesOf(key: string): Buffer {
   const buf = keyBuffer(Buffer.byteLength(key, 'utf8'));
   buf.write(key, 'utf8');

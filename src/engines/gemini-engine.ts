@@ -142,7 +142,9 @@ export function fromGeminiResponse(
 
 /**
  * An {@link Engine} over Gemini's native generateContent (`@google/genai`). One client per engine,
- * no `retryOptions` (the SDK then never retries), deadlines from {@link timedFetch}.
+ * no `retryOptions` (the SDK then never retries), deadlines from {@link timedFetch}. The client holds
+ * the credential's marker, never the key: `credentialFetch` puts the key on the wire (default
+ * credential: the config's key, sealed).
  *
  * @example
  * ```ts

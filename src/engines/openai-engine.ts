@@ -140,7 +140,8 @@ export function fromChatCompletion(completion: ChatCompletion, fallbackModel: st
 /**
  * An {@link Engine} over OpenAI Chat Completions (`openai`), also for every OpenAI-compatible
  * server (vLLM, Ollama, Gemini's compat path) through `baseURL`. One client per engine, SDK
- * retries off, deadlines from {@link timedFetch}.
+ * retries off, deadlines from {@link timedFetch}. The client holds the credential's marker, never the
+ * key: `credentialFetch` puts the key on the wire (default credential: the config's key, sealed).
  *
  * @example
  * ```ts

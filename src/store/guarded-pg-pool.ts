@@ -12,7 +12,14 @@ import { DatabaseUnavailableError } from './database-unavailable-error.ts';
  * timeout, and closing gives up on a server that does not answer.
  */
 
-/** Options of {@link createGuardedPool}. Every wait is in ms. */
+/**
+ * Options of {@link createGuardedPool}. Every wait is in ms.
+ *
+ * @example
+ * ```ts
+ * const options: GuardedPoolOptions = { url: process.env.DATABASE_URL!, queryTimeoutMs: 5_000 };
+ * ```
+ */
 export interface GuardedPoolOptions {
   /** The PostgreSQL connection string. Required. */
   readonly url: string;
@@ -34,7 +41,14 @@ export interface GuardedPoolOptions {
   readonly clock?: Clock;
 }
 
-/** What {@link createGuardedPool} returns. */
+/**
+ * What {@link createGuardedPool} returns.
+ *
+ * @example
+ * ```ts
+ * const { pool, location, close } = createGuardedPool({ url });
+ * ```
+ */
 export interface GuardedPool {
   /** For kysely's `PostgresDialect({ pool })`. */
   readonly pool: PostgresPool;
@@ -69,7 +83,15 @@ interface DriverError {
   message?: unknown;
 }
 
-/** True when `e` says the connection or the server failed (not the statement). */
+/**
+ * True when `e` says the connection or the server failed (not the statement).
+ *
+ * @example
+ * ```ts
+ * isConnectionFailure(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' })); // true
+ * isConnectionFailure(Object.assign(new Error('syntax error'), { code: '42601' }));                // false
+ * ```
+ */
 export function isConnectionFailure(e: unknown): boolean {
   if (typeof e !== 'object' || e === null) return false;
   const { code, message } = e as DriverError;
