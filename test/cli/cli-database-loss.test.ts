@@ -109,44 +109,50 @@ async function startRun(
   return { child, done: finished(child) };
 }
 
-describe.each(['freeze', 'garbage'] as const)('PostgreSQL %s mid-run', (mode) => {
-  it('the CLI stops within 30 s with one line (status, resume hint), exit non-zero; resume completes', async () => {
-    const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
-    proxies.push(proxy);
-    const runId = `dbloss-${mode}-${process.pid}-${Date.now()}`;
-    const { child, done } = await startRun(runId, proxy);
-    await untilRoundOne(runId, child);
-    proxy.setMode(mode);
-    const switchedAt = performance.now();
-    const run = await Promise.race([
-      done,
-      new Promise<never>((_, reject) =>
-        setTimeout(() => reject(new Error('still running 45 s after the switch')), 45_000),
-      ),
-    ]);
-    const tookMs = performance.now() - switchedAt;
-    expect(tookMs).toBeLessThan(30_000);
-    expect(run.code).toBe(3);
-    const lines = run.stderr.trimEnd().split('\n');
-    expect(lines, run.stderr).toHaveLength(1);
-    expect(lines[0]).toMatch(
-      new RegExp(
-        `^breakwater run: the database stopped answering \\(PostgreSQL at postgres://postgres@127\\.0\\.0\\.1:${proxy.port}/test: .+\\); run ${runId} stopped: round 1 of 4 is committed, round 2 was not committed; continue it with \`breakwater resume ${runId}\` once the database answers again$`,
-      ),
-    );
-    expect(run.stdout + run.stderr).not.toContain(PASSWORD);
-    expect(await currentRound(runId)).toBe(1);
+describe.each(['freeze', 'garbage', 'freeze, then every connection reset'] as const)(
+  'PostgreSQL: %s, mid-run',
+  (mode) => {
+    it('the CLI stops within 30 s with one line (status, resume hint), exit non-zero; resume completes', async () => {
+      const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+      proxies.push(proxy);
+      const runId = `dbloss-${mode.split(',')[0]}-${process.pid}-${Date.now()}`;
+      const { child, done } = await startRun(runId, proxy);
+      await untilRoundOne(runId, child);
+      proxy.setMode(mode === 'garbage' ? 'garbage' : 'freeze');
+      const switchedAt = performance.now();
+      // The later reset used to kill the process with a raw "Unhandled 'error' event".
+      if (mode !== 'freeze' && mode !== 'garbage') setTimeout(() => proxy.resetAll(), 2_000);
+      const run = await Promise.race([
+        done,
+        new Promise<never>((_, reject) =>
+          setTimeout(() => reject(new Error('still running 45 s after the switch')), 45_000),
+        ),
+      ]);
+      const tookMs = performance.now() - switchedAt;
+      expect(tookMs).toBeLessThan(30_000);
+      expect(run.code).toBe(3);
+      const lines = run.stderr.trimEnd().split('\n');
+      expect(lines, run.stderr).toHaveLength(1);
+      expect(run.stderr).not.toMatch(/Unhandled|at .+\.js:\d+/);
+      expect(lines[0]).toMatch(
+        new RegExp(
+          `^breakwater run: the database stopped answering \\(PostgreSQL at postgres://postgres@127\\.0\\.0\\.1:${proxy.port}/test: .+\\); run ${runId} stopped: round 1 of 4 is committed, round 2 was not committed; continue it with \`breakwater resume ${runId}\` once the database answers again$`,
+        ),
+      );
+      expect(run.stdout + run.stderr).not.toContain(PASSWORD);
+      expect(await currentRound(runId)).toBe(1);
 
-    // The hung sessions go away with the proxy; the run resumes on the server directly.
-    await proxy.close();
-    const resumed = await runCli(['resume', runId, '--no-stdin', '--no-live', '--database-url', SERVER]);
-    expect(resumed.code, resumed.stderr).toBe(0);
-    const row = await direct.query('select status, current_round from runs where run_id = $1', [runId]);
-    expect(row.rows[0]).toEqual({ status: 'completed', current_round: 4 });
-    const turns = await direct.query('select count(*)::int as n from turns where run_id = $1', [runId]);
-    expect(turns.rows[0].n).toBe(4 * 2 * 3);
-  }, 240_000);
-});
+      // The hung sessions go away with the proxy; the run resumes on the server directly.
+      await proxy.close();
+      const resumed = await runCli(['resume', runId, '--no-stdin', '--no-live', '--database-url', SERVER]);
+      expect(resumed.code, resumed.stderr).toBe(0);
+      const row = await direct.query('select status, current_round from runs where run_id = $1', [runId]);
+      expect(row.rows[0]).toEqual({ status: 'completed', current_round: 4 });
+      const turns = await direct.query('select count(*)::int as n from turns where run_id = $1', [runId]);
+      expect(turns.rows[0].n).toBe(4 * 2 * 3);
+    }, 240_000);
+  },
+);
 
 describe('SIGTERM while the database hangs', () => {
   it('ends the process within 10 s, saying so in one line', async () => {
