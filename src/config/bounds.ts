@@ -58,10 +58,10 @@ export const LIMITS = Object.freeze({
   endpoints: 1_000,
   /** Output tokens of one call. */
   maxTokens: 1_000_000,
-  /** Requests or tokens per minute an endpoint or an emulator key may declare. */
-  perMinute: 1_000_000_000,
+  /** Requests or tokens per minute an endpoint or an emulator key may declare (a safe integer). */
+  perMinute: 1_000_000_000_000_000,
   /** Attempts of one engine call. */
-  attempts: 100,
+  attempts: 10_000,
 });
 
 /** A number written for humans: `20,000`, `0.01`. */
