@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,6 +8,7 @@ import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { cleanEnv, REPO_ROOT } from '../cli/run-cli.ts';
 import { keyForms } from '../support/key-forms.ts';
 import { type MemoryScan, scanProcessMemory } from '../support/process-memory.ts';
+import { findKeyInSnapshot, type HeapHit, leakReport } from './heap-retainers.ts';
 
 // Issue 19, "done when": the raw-memory leak test on the real CLI. `breakwater run` runs as a child
 // process; a canary key is typed as `/byok openai KEY` on its real stdin pipe; then the child's whole
@@ -17,7 +18,7 @@ import { type MemoryScan, scanProcessMemory } from '../support/process-memory.ts
 //   B. live, after agents used it for real calls, between two uses (a call in flight during the sample
 //      makes the sample void: it is taken again);
 //   C. after it expired (its idle TTL, wall time, 15 s), while the run goes on.
-// Each must find no copy. The emulator runs here, in the parent, so the child's memory holds the key
+// Each must find no copy; after expiry a V8 heap snapshot of the CLI is searched too. The emulator runs here, in the parent, so the child's memory holds the key
 // only where breakwater put it. The detectors themselves are tested in leak-detectors.test.ts.
 
 const dir = mkdtempSync(join(tmpdir(), 'bw-memleak-'));
@@ -29,6 +30,8 @@ let child: ChildProcess | undefined;
 let stdout = '';
 let stderr = '';
 const scans: Record<string, MemoryScan> = {};
+let expiredHeap: HeapHit[] | undefined;
+const snapshots = join(dir, 'snapshots');
 const scanMs: number[] = [];
 const observed: { byokCalls: number; sampleRetries: number; ranAfterExpiry: boolean } = {
   byokCalls: 0,
@@ -89,6 +92,7 @@ beforeAll(async () => {
       ],
     },
   });
+  mkdirSync(snapshots);
   const scenario = join(dir, 'byok-memory.yaml');
   writeFileSync(
     scenario,
@@ -131,7 +135,12 @@ emulator:
       '--data-dir',
       join(dir, 'data'),
     ],
-    { cwd: REPO_ROOT, env: cleanEnv(), stdio: ['pipe', 'pipe', 'pipe'] },
+    {
+      cwd: REPO_ROOT,
+      // SIGUSR2 makes the CLI write a heap snapshot (after a full GC) into the snapshot folder.
+      env: cleanEnv({ NODE_OPTIONS: `--heapsnapshot-signal=SIGUSR2 --diagnostic-dir=${snapshots}` }),
+      stdio: ['pipe', 'pipe', 'pipe'],
+    },
   );
   child.stdout!.setEncoding('utf8').on('data', (s: string) => {
     stdout += s;
@@ -164,6 +173,24 @@ emulator:
   );
   await sample('C: after expiry', false);
   observed.ranAfterExpiry = child.exitCode === null;
+  // And the heap as V8 sees it, after expiry: whole key, halves, arrays of characters.
+  process.kill(child.pid!, 'SIGUSR2');
+  let file: string | undefined;
+  let lastSize = -1;
+  for (let waited = 0; waited < 120_000; waited += 500) {
+    await new Promise((r) => setTimeout(r, 500));
+    const name = readdirSync(snapshots).find((f) => f.endsWith('.heapsnapshot'));
+    if (!name) continue;
+    const size = statSync(join(snapshots, name)).size;
+    // Written synchronously by the child: done once the size stopped moving and the JSON closes.
+    if (size > 0 && size === lastSize) {
+      file = join(snapshots, name);
+      break;
+    }
+    lastSize = size;
+  }
+  if (!file) throw new Error('the CLI wrote no heap snapshot within 120 s');
+  expiredHeap = findKeyInSnapshot(file, CANARY);
 }, 300_000);
 
 afterAll(async () => {
@@ -191,6 +218,11 @@ describe('the BYOK key in the raw memory of a real `breakwater run`', () => {
     );
     expect(stdout).not.toContain(CANARY);
     expect(stderr).not.toContain(CANARY);
+  });
+
+  it('C: after expiry, the heap snapshot holds no copy either (whole, halves, character arrays)', () => {
+    expect(expiredHeap).toBeDefined();
+    expect(expiredHeap, leakReport(expiredHeap ?? [])).toEqual([]);
   });
 
   it.each(['A: live, after its check', 'B: live, between uses', 'C: after expiry'])(
