@@ -71,12 +71,14 @@ export {
   isByokRejectedError,
   isByokVaultClosedError,
   parseByokCommand,
+  parseByokLine,
+  openCommandInput,
   startByokConsole,
   type ByokConsole,
   type ByokConsoleOptions,
 } from './byok/index.ts';
 export { createLogger, type LoggerOptions } from './logging/logger.ts';
-export { maskSecret, registerSecret, scrubSecrets } from './redact/secret-scrubber.ts';
+export { maskSecret, redactUrl, scrubSecrets, scrubValue } from './redact/secret-scrubber.ts';
 export {
   createLiveSource,
   startVizServer,
@@ -136,4 +138,6 @@ export {
   migrateToLatest,
   type BreakwaterDatabase,
   type RunStore,
+  DatabaseUnavailableError,
+  isDatabaseUnavailableError,
 } from './store/index.ts';

@@ -2,6 +2,7 @@
  * BYOK templates: how a user's key for a provider name becomes an engine endpoint.
  */
 import type { Clock } from '../clock/clock.ts';
+import type { CallCredential } from '../engines/call-credential.ts';
 import { createAnthropicEngine } from '../engines/anthropic-engine.ts';
 import { type ParsedEndpointConfig, parseEndpointConfig } from '../engines/endpoint-config.ts';
 import type { EndpointDescriptor, Engine } from '../engines/engine-types.ts';
@@ -103,26 +104,28 @@ export function parseByokTemplates(
 }
 
 /**
- * The provider engine of one call. Not `createEngine`: that registers the key with the scrubber for
- * good, and a BYOK key must be forgotten when it expires.
+ * The provider engine of a BYOK key: built once per key from a key-less config and the key's sealed
+ * credential (its SDK client holds only the credential's marker). Not `createEngine`: that reads the key
+ * from the config, and a BYOK key is never in a config.
  *
  * @example
  * ```ts
- * const engine = buildByokEngine({ id, ...template.endpoint, apiKey: key }, descriptor, clock);
+ * const engine = buildByokEngine({ id, ...template.endpoint }, descriptor, clock, credential);
  * ```
  */
 export function buildByokEngine(
   config: ParsedEndpointConfig,
   endpoint: EndpointDescriptor,
   clock: Clock,
+  credential: CallCredential,
 ): Engine {
   switch (config.provider) {
     case 'anthropic':
-      return createAnthropicEngine(config, endpoint, clock);
+      return createAnthropicEngine(config, endpoint, clock, Date.now, credential);
     case 'gemini':
-      return createGeminiEngine(config, endpoint, clock);
+      return createGeminiEngine(config, endpoint, clock, Date.now, credential);
     case 'openai':
     case 'openai-compatible':
-      return createOpenAIEngine(config, endpoint, clock);
+      return createOpenAIEngine(config, endpoint, clock, Date.now, credential);
   }
 }

@@ -11,7 +11,14 @@
  * if (cmd) console.log(await vault.inject(sessionId, cmd.provider, cmd.key));
  * ```
  */
-export { BYOK_USAGE, type ByokCommand, parseByokCommand } from './byok-command.ts';
+export {
+  BYOK_USAGE,
+  type ByokCommand,
+  type ByokLine,
+  parseByokCommand,
+  parseByokLine,
+} from './byok-command.ts';
+export { openCommandInput } from './command-input.ts';
 export {
   type ByokConsole,
   type ByokConsoleInput,

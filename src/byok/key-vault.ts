@@ -1,24 +1,19 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock/clock.ts';
+import { type CallCredential, createCallCredential, fingerprintOf } from '../engines/call-credential.ts';
 import {
   describeEndpoint,
   type EndpointConfig,
-  keyFingerprint,
   type ParsedEndpointConfig,
 } from '../engines/endpoint-config.ts';
 import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { EngineFaultError, type Fault, isEngineFaultError } from '../faults/fault.ts';
-import { maskSecret, registerSecret, scrubSecrets } from '../redact/secret-scrubber.ts';
+import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { ByokRejectedError, ByokVaultClosedError } from './byok-errors.ts';
-import { checkByokKey, checkSessionId, positiveMs } from './byok-input.ts';
-import {
-  buildByokEngine,
-  PROVIDER_NAME_PATTERN,
-  parseByokTemplates,
-  type ResolvedByokTemplate,
-} from './byok-template.ts';
+import { checkByokKey, checkSessionId, keyFormatOf, maskKeyBytes, positiveMs } from './byok-input.ts';
+import { buildByokEngine, parseByokTemplates, type ResolvedByokTemplate } from './byok-template.ts';
 import type {
   ByokExpiryReason,
   ByokListener,
@@ -26,7 +21,7 @@ import type {
   ByokTemplate,
   ProviderName,
 } from './byok-types.ts';
-import { KeySealer, type SealedKey } from './sealed-key.ts';
+import { KeySealer } from './sealed-key.ts';
 
 /**
  * Default idle TTL of an injected key: 2 hours without use.
@@ -54,8 +49,13 @@ const SOURCE = 'byok';
  * ```
  */
 export interface KeyVaultOptions {
-  /** Time source of the idle TTL and of every call's deadlines. Default: `systemClock`. */
+  /** Time source of every call's deadlines (the runtime's clock). Default: `systemClock`. */
   readonly clock?: Clock;
+  /**
+   * Time source of the idle TTL and of `expiresAt`. A user's "2 hours" is wall time, so a runtime on a
+   * simulated (scaled) clock passes the system clock here. Default: `clock`.
+   */
+  readonly ttlClock?: Clock;
   /** A key expires after this many ms without use (sliding). Default: 2 h ({@link DEFAULT_BYOK_IDLE_TTL_MS}). */
   readonly idleTtlMs?: number;
   /** How a key for each provider name becomes an endpoint. Names are case-insensitive. Required, at least one. */
@@ -95,15 +95,18 @@ export interface InjectOptions {
  */
 export interface KeyVault {
   /**
-   * Checks `key` with one tiny probe call through a real engine and, when it answers, keeps it
-   * (encrypted) for `sessionId`. A refused key rejects with `ByokRejectedError` and is discarded; an
-   * unknown provider name throws `ConfigError` listing the known ones. A second key for the same
-   * session and provider replaces the first once it passed its check.
+   * Checks `key` for its provider's format, then with one tiny probe call through a real engine and,
+   * when it answers, keeps it (encrypted) for `sessionId`. A key of the wrong format rejects with a
+   * `ConfigError` (nothing is sent); a refused key rejects with `ByokRejectedError` and is discarded; an
+   * unknown provider name rejects with a `ConfigError` listing the known ones (never echoing the name).
+   * A second key for the same session and provider replaces the first once it passed its check. Bytes
+   * are read during the call only and stay the caller's to wipe; prefer them to a string, which the
+   * vault cannot wipe.
    */
   inject(
     sessionId: string,
     providerName: ProviderName,
-    key: string,
+    key: string | Uint8Array,
     options?: InjectOptions,
   ): Promise<ByokReceipt>;
   /**
@@ -139,9 +142,11 @@ interface Entry {
   readonly descriptor: EndpointDescriptor;
   readonly masked: string;
   readonly ttlMs: number;
-  readonly sealed: SealedKey;
-  /** Forgets the key in the secret scrubber; dropped once called, so a wiped entry holds no plaintext. */
-  forget: (() => void) | undefined;
+  /** The sealed key; its marker is all the provider engine's SDK client holds. */
+  readonly credential: CallCredential;
+  /** The provider engine, built once; it sends through the credential. */
+  readonly provider: Engine;
+  /** What the pool gets: refuses once the key is gone, slides the TTL on use. */
   readonly engine: Engine;
   state: 'checking' | 'live' | 'gone';
   goneReason?: ByokExpiryReason;
@@ -175,15 +180,17 @@ function expiryText(reason: ByokExpiryReason | undefined, ttlMs: number): string
  * Creates the runtime BYOK key vault: when the platform's credit is gone, a user types
  * `/byok PROVIDER KEY` and that session's agents carry on with their own key.
  *
- * - A key is checked with one tiny probe call (max 1 output token) through a real engine before it
- *   is accepted; a refused key is discarded and reported as a `ByokRejectedError`.
- * - It is kept only as AES-256-GCM ciphertext + IV + tag under an ephemeral key made here; it is
- *   decrypted for one call at a time (that call's SDK client is built from it, then both are dropped),
- *   and never written to disk, a database, a snapshot, an event or a log line. While it lives it is
- *   registered with the secret scrubber, so any echo of it is masked.
+ * - A key is checked for its provider's format (`sk-…`, `sk-ant-…`, `AIza…`), then with one tiny probe
+ *   call (max 1 output token) through a real engine before it is accepted; a refused key is discarded
+ *   and reported as a `ByokRejectedError`.
+ * - It is kept only as AES-256-GCM ciphertext + IV + tag under an ephemeral key made here. The SDK
+ *   client holds a marker, not the key; each request's head gets the key's bytes on its way to the
+ *   socket, decrypted into a buffer that is zero-filled once written. No string of the key is made, and
+ *   it is never written to disk, a database, a snapshot, an event or a log line: those carry the
+ *   endpoint id, the key's fingerprint and its masked form.
  * - It is bound to one session: only `endpointsFor(thatSession)` lists it.
- * - It expires after `idleTtlMs` without use (sliding, on the injected clock), at session end, or on
- *   revoke; its buffers are then zero-filled and listeners get `onExpired`.
+ * - It expires after `idleTtlMs` without use (sliding, on `ttlClock`: wall time), at session end, or
+ *   on revoke; its buffers are then zero-filled and listeners get `onExpired`.
  *
  * @example
  * ```ts
@@ -202,6 +209,7 @@ function expiryText(reason: ByokExpiryReason | undefined, ttlMs: number): string
  */
 export function createKeyVault(options: KeyVaultOptions): KeyVault {
   const clock = options.clock ?? systemClock;
+  const ttlClock = options.ttlClock ?? clock;
   const idleTtlMs = positiveMs(options.idleTtlMs ?? DEFAULT_BYOK_IDLE_TTL_MS, 'idleTtlMs');
   const templates = parseByokTemplates(options.templates);
   const validate = options.validate ?? true;
@@ -214,22 +222,18 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
 
   const knownNames = () => [...templates.keys()].sort();
 
-  const unknownProvider = (providerName: unknown): ConfigError => {
-    const raw = typeof providerName === 'string' ? providerName.trim().toLowerCase() : '';
-    // Never echo something that could be a key typed in the wrong place.
-    const shown =
-      PROVIDER_NAME_PATTERN.test(raw) && scrubSecrets(raw) === raw ? `"${raw}"` : 'that provider name';
-    return new ConfigError({
+  // Never echo what was typed as the provider: it may be the key, typed first.
+  const unknownProvider = (): ConfigError =>
+    new ConfigError({
       source: SOURCE,
       path: 'provider',
-      message: `${shown} is not a BYOK provider; use one of ${knownNames().join(', ')}`,
+      message: `the provider name is not a BYOK provider (what was typed is not shown); use one of ${knownNames().join(', ')}`,
     });
-  };
 
   const templateOf = (providerName: unknown): ResolvedByokTemplate => {
     const name = typeof providerName === 'string' ? providerName.trim().toLowerCase() : '';
     const template = templates.get(name);
-    if (!template) throw unknownProvider(providerName);
+    if (!template) throw unknownProvider();
     return template;
   };
 
@@ -268,11 +272,9 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
     const wasLive = entry.state === 'live';
     entry.state = 'gone';
     entry.goneReason = reason;
-    if (entry.timer !== undefined) clock.clearTimeout(entry.timer);
+    if (entry.timer !== undefined) ttlClock.clearTimeout(entry.timer);
     entry.timer = undefined;
-    sealer.wipe(entry.sealed);
-    entry.forget?.();
-    entry.forget = undefined;
+    entry.credential.dispose();
     checking.delete(entry);
     if (live.get(entry.endpointId) === entry) live.delete(entry.endpointId);
     if (!wasLive) return;
@@ -287,39 +289,27 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
     const onTimer = () => {
       entry.timer = undefined;
       if (entry.state !== 'live') return;
-      const left = expiresAt(entry) - clock.now();
-      if (left > 0) entry.timer = clock.setTimeout(onTimer, left);
+      const left = expiresAt(entry) - ttlClock.now();
+      if (left > 0) entry.timer = ttlClock.setTimeout(onTimer, left);
       else end(entry, 'idle');
     };
-    entry.timer = clock.setTimeout(onTimer, Math.max(0, expiresAt(entry) - clock.now()));
+    entry.timer = ttlClock.setTimeout(onTimer, Math.max(0, expiresAt(entry) - ttlClock.now()));
   };
 
   /** Expires keys whose deadline passed even if their timer has not fired yet (a late host timer). */
   const sweep = (): void => {
-    const now = clock.now();
+    const now = ttlClock.now();
     for (const entry of [...live.values()]) if (now >= expiresAt(entry)) end(entry, 'idle');
   };
 
   const liveEntry = (endpointId: string): Entry | undefined => {
     const entry = live.get(endpointId);
     if (!entry) return undefined;
-    if (clock.now() >= expiresAt(entry)) {
+    if (ttlClock.now() >= expiresAt(entry)) {
       end(entry, 'idle');
       return undefined;
     }
     return entry;
-  };
-
-  /** One upstream call with the key decrypted for its duration only. */
-  const sendThrough = (entry: Entry, request: EngineRequest): Promise<EngineResult> => {
-    const engine = sealer.open(entry.sealed, entry.endpointId, (key) =>
-      buildByokEngine(
-        { id: entry.endpointId, ...entry.template.endpoint, apiKey: key },
-        entry.descriptor,
-        clock,
-      ),
-    );
-    return engine.call(request);
   };
 
   const expiredFault = (entry: Entry): EngineFaultError =>
@@ -332,14 +322,14 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
     });
 
   const callLive = async (entry: Entry, request: EngineRequest): Promise<EngineResult> => {
-    if (entry.state === 'live' && clock.now() >= expiresAt(entry)) end(entry, 'idle');
+    if (entry.state === 'live' && ttlClock.now() >= expiresAt(entry)) end(entry, 'idle');
     if (entry.state !== 'live') throw expiredFault(entry);
-    entry.lastUsedAt = clock.now();
+    entry.lastUsedAt = ttlClock.now();
     try {
-      return await sendThrough(entry, request);
+      return await entry.provider.call(request);
     } finally {
       // A long call counts as activity until it ends; a key that went away meanwhile stays gone.
-      if (entry.state === 'live') entry.lastUsedAt = Math.max(entry.lastUsedAt, clock.now());
+      if (entry.state === 'live') entry.lastUsedAt = Math.max(entry.lastUsedAt, ttlClock.now());
     }
   };
 
@@ -377,30 +367,37 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
       const sessionId = checkSessionId(sessionIdIn);
       const template = templateOf(providerName);
       const ttlMs = positiveMs(injectOptions.ttlMs ?? idleTtlMs, 'ttlMs');
-      const key = checkByokKey(keyIn, sessionId);
-      const endpointId = `byok:${sessionId}:${template.name}:${keyFingerprint(key)}`;
-      const sealed = sealer.seal(key, endpointId);
-      // Registered while the key lives, so an echo of it in any provider message or log is masked.
-      const forget = registerSecret(key);
-      const descriptor = describeEndpoint({
-        id: endpointId,
-        ...template.endpoint,
-        apiKey: key,
-      } as EndpointConfig);
-      const entry: Entry = {
-        sessionId,
-        template,
-        endpointId,
-        descriptor,
-        masked: maskSecret(key),
-        ttlMs,
-        sealed,
-        forget,
-        engine: Object.freeze({ endpoint: descriptor, call: (r: EngineRequest) => callLive(entry, r) }),
-        state: 'checking',
-        lastUsedAt: clock.now(),
-        timer: undefined,
-      };
+      const format = keyFormatOf(template.endpoint.provider, template.endpoint.flavor);
+      const { bytes, copied } = checkByokKey(keyIn, format);
+      let entry: Entry;
+      try {
+        const fingerprint = fingerprintOf(bytes);
+        const endpointId = `byok:${sessionId}:${template.name}:${fingerprint}`;
+        const credential = createCallCredential(bytes, { sealer, aad: endpointId });
+        const descriptor = Object.freeze({
+          ...describeEndpoint({ id: endpointId, ...template.endpoint } as EndpointConfig),
+          keyFingerprint: fingerprint,
+        });
+        const config = { id: endpointId, ...template.endpoint } as ParsedEndpointConfig;
+        entry = {
+          sessionId,
+          template,
+          endpointId,
+          descriptor,
+          masked: maskKeyBytes(bytes),
+          ttlMs,
+          credential,
+          provider: buildByokEngine(config, descriptor, clock, credential),
+          engine: Object.freeze({ endpoint: descriptor, call: (r: EngineRequest) => callLive(entry, r) }),
+          state: 'checking',
+          lastUsedAt: ttlClock.now(),
+          timer: undefined,
+        };
+      } finally {
+        // A string the vault copied is wiped here; bytes handed in stay the caller's to wipe.
+        if (copied) bytes.fill(0);
+      }
+      const { endpointId } = entry;
       checking.add(entry);
 
       const refuse = (fault: Fault): never => {
@@ -415,7 +412,7 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
 
       if (validate) {
         try {
-          await sendThrough(entry, {
+          await entry.provider.call({
             messages: [{ role: 'user', content: 'ping' }],
             maxTokens: 1,
             idempotencyKey: `byok-check:${endpointId}:${randomUUID()}`,
@@ -448,7 +445,7 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
       for (const other of ofSession(sessionId, template.name)) if (other !== entry) end(other, 'replaced');
       checking.delete(entry);
       entry.state = 'live';
-      entry.lastUsedAt = clock.now();
+      entry.lastUsedAt = ttlClock.now();
       live.set(endpointId, entry);
       arm(entry);
       const receipt = receiptOf(entry);

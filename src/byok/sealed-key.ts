@@ -1,14 +1,39 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
- * AES-256-GCM sealing of BYOK keys in memory. The sealer owns one ephemeral 32-byte key made when it
- * is created and never leaves the process; each sealed key has its own random 12-byte IV and is
- * bound to its endpoint id as additional authenticated data, so a ciphertext cannot be opened under
- * another endpoint's name.
+ * AES-256-GCM sealing of API keys in memory. The sealer owns one ephemeral 32-byte key made when it is
+ * created, which never leaves the process; each sealed key has its own random 12-byte IV and is bound to
+ * its endpoint id as additional authenticated data, so a ciphertext cannot be opened under another name.
+ *
+ * Opening never lets the plaintext pass through a buffer Node allocates (those are freed without being
+ * wiped): the GCM keystream is computed with AES-CTR over zeros, XORed with the ciphertext into a buffer of
+ * ours, and the tag is checked by sealing that buffer again. The plaintext therefore exists only in
+ * {@link keyBuffer}s, which are off the V8 heap (never moved by the GC) and zero-filled after use.
  */
 
-const ALGORITHM = 'aes-256-gcm';
+const GCM = 'aes-256-gcm';
+const CTR = 'aes-256-ctr';
 const IV_BYTES = 12;
+/**
+ * V8 keeps typed arrays of up to 64 bytes inside its heap, where a garbage collection may copy them and
+ * leave the old bytes behind. Anything larger lives in a fixed native allocation, so buffers that hold a
+ * key are made at least this large and used through a subarray.
+ */
+const OFF_HEAP_BYTES = 128;
+
+/**
+ * A zero-filled buffer of `length` bytes whose memory V8 never moves, for key material: fill it, use it,
+ * then `fill(0)` it.
+ *
+ * @example
+ * ```ts
+ * const key = keyBuffer(40);
+ * try { readKeyInto(key); use(key); } finally { key.fill(0); }
+ * ```
+ */
+export function keyBuffer(length: number): Buffer {
+  return Buffer.alloc(Math.max(length, OFF_HEAP_BYTES)).subarray(0, length);
+}
 
 /**
  * One sealed key: ciphertext, IV and GCM tag — nothing else. Buffers are owned by the sealer and
@@ -16,8 +41,8 @@ const IV_BYTES = 12;
  *
  * @example
  * ```ts
- * const sealed = sealer.seal('sk-user-key-0001', 'byok:s1:openai:1a2b3c4d');
- * sealed.ciphertext.length; // 16 (same length as the key)
+ * const sealed = sealer.seal(userKeyBytes, 'byok:s1:openai:1a2b3c4d');
+ * sealed.ciphertext.length; // same length as the key
  * ```
  */
 export interface SealedKey {
@@ -34,15 +59,21 @@ interface MutableSealedKey extends SealedKey {
 
 /** Copies into a buffer of its own (never a slice of Node's shared pool), so zero-filling it is exact. */
 function ownCopy(chunks: readonly Buffer[]): Buffer {
-  const size = chunks.reduce((n, c) => n + c.length, 0);
-  const out = Buffer.alloc(size);
+  const out = Buffer.alloc(chunks.reduce((n, c) => n + c.length, 0));
   let at = 0;
   for (const c of chunks) {
     c.copy(out, at);
     at += c.length;
-    c.fill(0);
   }
   return out;
+}
+
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return (
+    value !== null &&
+    (typeof value === 'object' || typeof value === 'function') &&
+    typeof (value as { then?: unknown }).then === 'function'
+  );
 }
 
 /**
@@ -51,51 +82,90 @@ function ownCopy(chunks: readonly Buffer[]): Buffer {
  * @example
  * ```ts
  * const sealer = new KeySealer();
- * const sealed = sealer.seal(userKey, endpointId);
- * const answer = await sealer.open(sealed, endpointId, (key) => callProvider(key));
+ * const sealed = sealer.seal(userKeyBytes, endpointId);
+ * sealer.open(sealed, endpointId, (key) => key.copy(requestHead, at)); // key wiped on return
  * sealer.wipe(sealed); // buffers zero-filled; open() now throws
  * ```
  */
 export class KeySealer {
-  readonly #key: Buffer = randomBytes(32);
+  readonly #key: Buffer;
   #destroyed = false;
 
-  /** Encrypts `plaintext` under a fresh IV, bound to `aad` (the endpoint id). */
-  seal(plaintext: string, aad: string): SealedKey {
+  /**
+   * @param key the 32-byte AES key to seal under (copied). Default: 32 random bytes made here, which is
+   *   what every runtime use wants; a given key is for interoperability tests.
+   */
+  constructor(key?: Uint8Array) {
+    if (key !== undefined && key.length !== 32) throw new RangeError('a KeySealer key is 32 bytes');
+    this.#key = Buffer.alloc(32);
+    if (key) Buffer.from(key.buffer, key.byteOffset, key.byteLength).copy(this.#key);
+    else randomBytes(32).copy(this.#key);
+  }
+
+  /**
+   * Encrypts `plaintext` under a fresh IV, bound to `aad` (the endpoint id). A string is copied into an
+   * off-heap buffer first (the string itself stays the caller's); bytes are read as they are, and stay
+   * the caller's to wipe.
+   */
+  seal(plaintext: string | Uint8Array, aad: string): SealedKey {
     this.#assertUsable();
-    const iv = randomBytes(IV_BYTES);
-    const cipher = createCipheriv(ALGORITHM, this.#key, iv);
-    cipher.setAAD(Buffer.from(aad, 'utf8'));
-    // Buffer.alloc, not Buffer.from: the plaintext bytes must not land in the shared 8 KB pool slab.
-    const plain = Buffer.alloc(Buffer.byteLength(plaintext, 'utf8'));
-    plain.write(plaintext, 'utf8');
+    const owned = typeof plaintext === 'string';
+    const plain = owned
+      ? keyBuffer(Buffer.byteLength(plaintext, 'utf8'))
+      : Buffer.from(plaintext.buffer, plaintext.byteOffset, plaintext.byteLength);
+    if (owned) plain.write(plaintext, 'utf8');
     try {
+      const iv = randomBytes(IV_BYTES);
+      const cipher = createCipheriv(GCM, this.#key, iv);
+      cipher.setAAD(Buffer.from(aad, 'utf8'));
+      // Node's outputs here hold ciphertext only: the plaintext is read in place.
       const ciphertext = ownCopy([cipher.update(plain), cipher.final()]);
       return { ciphertext, iv, tag: cipher.getAuthTag(), wiped: false } satisfies MutableSealedKey;
     } finally {
-      plain.fill(0);
+      if (owned) plain.fill(0);
     }
   }
 
   /**
-   * Decrypts `sealed` and hands the plaintext to `use` for the duration of that call only; the
-   * decrypted bytes are zero-filled as soon as the string is made. Whatever `use` returns (a promise
-   * too) is returned. Throws when the key was wiped or the data does not authenticate under `aad`.
+   * Decrypts `sealed` into an off-heap buffer, hands it to `use`, and zero-fills it as soon as `use`
+   * returns (when `use` returns a promise: once it settles). Whatever `use` returns is returned. Throws
+   * when the key was wiped or does not authenticate under `aad`. `use` must copy what it needs: the
+   * buffer is empty afterwards.
    */
-  open<T>(sealed: SealedKey, aad: string, use: (plaintext: string) => T): T {
+  open<T>(sealed: SealedKey, aad: string, use: (plaintext: Buffer) => T): T {
     this.#assertUsable();
     if (sealed.wiped) throw new Error('the sealed key was wiped');
-    const decipher = createDecipheriv(ALGORITHM, this.#key, sealed.iv);
-    decipher.setAAD(Buffer.from(aad, 'utf8'));
-    decipher.setAuthTag(sealed.tag);
-    const plain = ownCopy([decipher.update(sealed.ciphertext), decipher.final()]);
-    let text: string;
+    const length = sealed.ciphertext.length;
+    // GCM encrypts with AES-CTR from inc32(IV || 0^31 || 1) = IV || 0x00000002.
+    const counter = Buffer.alloc(16);
+    sealed.iv.copy(counter, 0);
+    counter.writeUInt32BE(2, 12);
+    const ctr = createCipheriv(CTR, this.#key, counter);
+    const stream = ownCopy([ctr.update(Buffer.alloc(length)), ctr.final()]);
+    const plain = keyBuffer(length);
+    for (let i = 0; i < length; i++) plain[i] = sealed.ciphertext[i]! ^ stream[i]!;
+    stream.fill(0);
+    let handedOver = false;
     try {
-      text = plain.toString('utf8');
+      // Authenticate by sealing the result again under the same IV and AAD: the tags must match.
+      const check = createCipheriv(GCM, this.#key, sealed.iv);
+      check.setAAD(Buffer.from(aad, 'utf8'));
+      check.update(plain);
+      check.final();
+      const tag = check.getAuthTag();
+      if (tag.length !== sealed.tag.length || !timingSafeEqual(tag, sealed.tag)) {
+        throw new Error('the sealed key does not authenticate under this endpoint id');
+      }
+      const result = use(plain);
+      if (isThenable(result)) {
+        handedOver = true;
+        const wipe = () => plain.fill(0);
+        return Promise.resolve(result).finally(wipe) as T;
+      }
+      return result;
     } finally {
-      plain.fill(0);
+      if (!handedOver) plain.fill(0);
     }
-    return use(text);
   }
 
   /** Zero-fills a sealed key's ciphertext, IV and tag. Idempotent. */

@@ -1,6 +1,6 @@
-import { registerSecret } from '../redact/secret-scrubber.ts';
+import { redactUrl } from '../redact/secret-scrubber.ts';
+import { findDatabaseUnavailable } from '../store/database-unavailable-error.ts';
 import { type BreakwaterDatabase, openDatabase } from '../store/open-database.ts';
-import { isMigrationError } from '../store/store-errors.ts';
 import { CliError } from './cli-error.ts';
 
 /** The store options every command that touches the store takes. */
@@ -18,32 +18,23 @@ export interface StoreCliOptions {
 /** True for a string that says something. */
 export const isSet = (v: string | undefined): v is string => v !== undefined && v.trim() !== '';
 
-/** pg/PostgreSQL error codes that mean "this server or database cannot be used as given". */
-const CONNECTION_CODES: ReadonlySet<string> = new Set([
-  'ECONNREFUSED',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  '3D000', // database does not exist
-  '28000', // role does not exist / not authorized
-  '28P01', // wrong password
-]);
-
-/** A database URL without its password, for messages. */
+/**
+ * A database URL fit for a message: no password (in the user part or as `?password=`), no key-like
+ * parameter.
+ *
+ * @example
+ * ```ts
+ * withoutPassword('postgres://app:pw@db/x?password=pw'); // 'postgres://app@db/x?password=***'
+ * ```
+ */
 export function withoutPassword(url: string): string {
-  try {
-    const u = new URL(url);
-    u.password = '';
-    return u.toString();
-  } catch {
-    return 'the given URL';
-  }
+  return redactUrl(url);
 }
 
 /**
  * The PostgreSQL URL a command will use (`--database-url`, else env `DATABASE_URL` unless `--data-dir` was
- * given), with its password registered with the secret scrubber; `undefined` means PGlite. Refuses both flags.
+ * given); `undefined` means PGlite. Refuses both flags. Messages only ever show it through
+ * {@link withoutPassword}.
  *
  * @example
  * ```ts
@@ -60,12 +51,6 @@ export function storeUrl(options: StoreCliOptions): string | undefined {
       ? undefined
       : env.DATABASE_URL;
   if (!isSet(url)) return undefined;
-  try {
-    const password = new URL(url).password;
-    if (password) registerSecret(decodeURIComponent(password));
-  } catch {
-    // Not a URL: pg reports that itself, and there is no password to hide.
-  }
   return url;
 }
 
@@ -87,16 +72,12 @@ export async function openCliDatabase(options: StoreCliOptions): Promise<Breakwa
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (e) {
-    const cause = isMigrationError(e)
-      ? (e.cause as { code?: unknown; message?: unknown } | undefined)
-      : undefined;
-    if (url && typeof cause?.code === 'string' && CONNECTION_CODES.has(cause.code)) {
-      const problem = typeof cause.message === 'string' ? cause.message : cause.code;
-      throw new CliError(
-        `cannot use PostgreSQL at ${withoutPassword(url)}: ${problem}; start the server or fix ` +
-          '--database-url / DATABASE_URL (without either, breakwater uses embedded PGlite)',
-        { cause: e },
-      );
+    const lost = findDatabaseUnavailable(e);
+    if (lost) {
+      const fix = url
+        ? 'start the server or fix --database-url / DATABASE_URL (without either, breakwater uses embedded PGlite)'
+        : 'fix --data-dir / BREAKWATER_DATA_DIR';
+      throw new CliError(`cannot use ${lost.location}: ${lost.problem}; ${fix}`, { cause: e });
     }
     throw e;
   }

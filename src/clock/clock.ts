@@ -19,11 +19,29 @@ export interface Clock {
   clearTimeout(handle: unknown): void;
 }
 
+/**
+ * The longest delay a host timer holds (2^31 − 1 ms, about 24.8 days). Node turns a longer one (or NaN)
+ * into 1 ms with a TimeoutOverflowWarning, so a huge delay would fire at once: it is clamped instead.
+ */
+const MAX_HOST_DELAY_MS = 2_147_483_647;
+
+/**
+ * A delay a host timer can hold: NaN and negatives become 0, anything past 2^31 − 1 ms is clamped.
+ *
+ * @example
+ * ```ts
+ * setTimeout(fn, hostDelay(1e300)); // about 24.8 days, not 1 ms with a warning
+ * ```
+ */
+export function hostDelay(ms: number): number {
+  return Number.isNaN(ms) ? 0 : Math.min(MAX_HOST_DELAY_MS, Math.max(0, ms));
+}
+
 /** The real clock: `Date.now()` and the host timers. Timers are `unref`'d so they never hold a process open. */
 export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),
   setTimeout: (fn: () => void, ms: number) => {
-    const t = setTimeout(fn, Math.max(0, ms));
+    const t = setTimeout(fn, hostDelay(ms));
     t.unref?.();
     return t;
   },

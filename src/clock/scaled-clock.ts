@@ -1,4 +1,4 @@
-import type { Clock } from './clock.ts';
+import { type Clock, hostDelay } from './clock.ts';
 
 /** Options of {@link createScaledClock}. */
 export interface ScaledClockOptions {
@@ -39,11 +39,26 @@ export function createScaledClock(options: ScaledClockOptions = {}): ScaledClock
     scale,
     now: () => origin + (realNow() - realStart) * scale,
     setTimeout(fn: () => void, ms: number) {
-      const t = setTimeout(fn, Math.max(0, ms) / scale);
+      const t = setTimeout(fn, hostDelay(Math.max(0, ms) / scale));
       t.unref?.();
       return t;
     },
     clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
     toRealMs: (simulatedMs: number) => simulatedMs / scale,
   });
+}
+
+/**
+ * True for a clock made by {@link createScaledClock}: simulated time, not the wall clock (whatever its
+ * scale: a resumed run's clock at scale 1 still starts from a simulated instant).
+ *
+ * @example
+ * ```ts
+ * isScaledClock(createScaledClock({ scale: 60 })); // true
+ * isScaledClock(systemClock);                      // false
+ * ```
+ */
+export function isScaledClock(clock: Clock): clock is ScaledClock {
+  const c = clock as Partial<ScaledClock>;
+  return typeof c.scale === 'number' && typeof c.toRealMs === 'function';
 }

@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import type pino from 'pino';
 import type { Clock } from '../clock/clock.ts';
-import { registerSecret } from '../redact/secret-scrubber.ts';
 import { anthropicWire } from './anthropic-wire.ts';
 import { CreditLedger } from './credit-ledger.ts';
 import { createEmulatedTime, type EmulatedTime } from './emulated-time.ts';
@@ -46,7 +45,6 @@ export class EmulatorCore {
   readonly queues: Partial<Record<EmulatorFlavor, LocalServerQueue>>;
   readonly #keysByPlain = new Map<string, EmulatorKey>();
   readonly #keysByAlias = new Map<string, EmulatorKey>();
-  readonly #forget: Array<() => void> = [];
   /** Aborts every pending wait when the emulator closes. */
   readonly closing = new AbortController();
 
@@ -70,7 +68,6 @@ export class EmulatorCore {
     for (const k of profile.keys) {
       this.#keysByPlain.set(k.key, k);
       this.#keysByAlias.set(k.alias, k);
-      this.#forget.push(registerSecret(k.key));
       if (k.credit !== undefined) this.credit.set(k.alias, k.credit);
     }
     for (const f of profile.faults) this.faults.add(f);
@@ -128,6 +125,5 @@ export class EmulatorCore {
 
   dispose(): void {
     this.closing.abort(new Error('emulator closed'));
-    for (const forget of this.#forget) forget();
   }
 }

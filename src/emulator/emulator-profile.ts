@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseDocument } from 'yaml';
+import { boundedArray, boundedNumber, DAY_MS, LIMITS } from '../config/bounds.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import {
   EMULATOR_FAULT_KINDS,
@@ -11,13 +12,18 @@ import {
   type QuotaLimits,
 } from './emulator-types.ts';
 
-const limit = z.number().int().positive().nullable().optional();
+const limit = boundedNumber({ int: true, gt: 0, max: LIMITS.perMinute, what: 'per minute' })
+  .nullable()
+  .optional();
 const quotaSchema = z.strictObject({ rpm: limit, tpm: limit, itpm: limit, otpm: limit });
 const probability = z
   .number()
   .refine((p) => p >= 0 && p <= 1, { message: 'must be between 0 and 1' })
   .optional();
-const nonNegative = z.number().nonnegative().optional();
+/** Simulated ms: at most 31 days (a fault window, a retry-after). */
+const nonNegative = boundedNumber({ min: 0, max: 31 * DAY_MS, what: 'ms (31 days)' }).optional();
+/** One call's emulated latency. */
+const latencyMs = boundedNumber({ min: 0, max: LIMITS.latencyMs, what: 'ms per call' }).optional();
 
 /** zod schema of a {@link FaultRule}. */
 export const faultRuleSchema = z
@@ -33,7 +39,7 @@ export const faultRuleSchema = z
       .optional(),
     probability,
     window: z.strictObject({ fromMs: nonNegative, toMs: nonNegative }).optional(),
-    count: z.number().int().positive().optional(),
+    count: boundedNumber({ int: true, gt: 0, max: 1_000_000_000, what: 'calls' }).optional(),
     retryAfterMs: nonNegative,
     message: z.string().optional(),
   })
@@ -51,7 +57,7 @@ export const faultRuleSchema = z
 const keySchema = z.strictObject({
   alias: z.string().min(1),
   key: z.string().min(1),
-  credit: z.number().nullable().optional(),
+  credit: boundedNumber({ min: 0, max: 1e15, what: 'tokens' }).nullable().optional(),
   quotas: z
     .strictObject({ default: quotaSchema.optional(), models: z.record(z.string(), quotaSchema).optional() })
     .optional(),
@@ -61,18 +67,26 @@ const keySchema = z.strictObject({
 export const emulatorProfileSchema = z
   .strictObject({
     seed: z.number().int().optional(),
-    timeScale: z.number().positive().optional(),
-    latency: z.strictObject({ minMs: nonNegative, maxMs: nonNegative }).optional(),
-    answerTokens: z.number().int().positive().optional(),
+    timeScale: boundedNumber({
+      gt: 0,
+      min: LIMITS.timeScaleMin,
+      max: LIMITS.timeScaleMax,
+      what: 'emulated ms per real ms',
+    }).optional(),
+    latency: z.strictObject({ minMs: latencyMs, maxMs: latencyMs }).optional(),
+    answerTokens: boundedNumber({ int: true, gt: 0, max: 100_000, what: 'tokens' }).optional(),
     acceptAnyKey: z.boolean().optional(),
-    keys: z.array(keySchema).optional(),
+    keys: boundedArray(keySchema, 10_000, 'keys').optional(),
     defaultQuotas: quotaSchema.optional(),
-    faults: z.array(faultRuleSchema).optional(),
+    faults: boundedArray(faultRuleSchema, 10_000, 'fault rules').optional(),
     servers: z
       .strictObject({
         vllm: z.strictObject({ maxNumSeqs: limit }).optional(),
         ollama: z
-          .strictObject({ numParallel: limit, maxQueue: z.number().int().nonnegative().optional() })
+          .strictObject({
+            numParallel: limit,
+            maxQueue: boundedNumber({ int: true, min: 0, max: 1_000_000, what: 'requests' }).optional(),
+          })
           .optional(),
       })
       .optional(),

@@ -1,6 +1,7 @@
 import Anthropic from '@anthropic-ai/sdk';
 import type { Clock } from '../clock/clock.ts';
-import { effectiveBaseURL, type ParsedEndpointConfig, resolveApiKey } from './endpoint-config.ts';
+import type { CallCredential } from './call-credential.ts';
+import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from './endpoint-config.ts';
 import {
   type EngineContext,
   idempotencyHeaders,
@@ -144,7 +145,9 @@ export function fromAnthropicMessage(message: Anthropic.Message): ProviderOutcom
 
 /**
  * An {@link Engine} over the Anthropic Messages API (`@anthropic-ai/sdk`). One client per engine,
- * SDK retries off (breakwater owns retries), deadlines from {@link timedFetch}.
+ * SDK retries off (breakwater owns retries), deadlines from {@link timedFetch}. The client holds the
+ * credential's marker, never the key: `credentialFetch` puts the key on the wire (default credential:
+ * the config's key, sealed).
  *
  * @example
  * ```ts
@@ -157,9 +160,10 @@ export function createAnthropicEngine(
   endpoint: EndpointDescriptor,
   clock: Clock,
   wallNow: () => number = Date.now,
+  credential: CallCredential | undefined = endpointCredential(config),
 ): Engine {
   const client = new Anthropic({
-    apiKey: resolveApiKey(config) ?? null,
+    apiKey: credential?.marker ?? null,
     baseURL: effectiveBaseURL(config) ?? null,
     maxRetries: 0,
     // Our own deadlines govern; the SDK's timer must never fire first (and an explicit timeout
@@ -168,7 +172,7 @@ export function createAnthropicEngine(
     fetch: timedFetch,
     openTelemetry: false,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
   return Object.freeze({
     endpoint,
     call: (request: EngineRequest) =>

@@ -1,12 +1,12 @@
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { ConfigError } from '../errors/config-error.ts';
-import { registerSecret } from '../redact/secret-scrubber.ts';
 import { createAnthropicEngine } from './anthropic-engine.ts';
 import {
   describeEndpoint,
+  describeEnvName,
   type EndpointConfig,
+  endpointCredential,
   parseEndpointConfig,
-  resolveApiKey,
 } from './endpoint-config.ts';
 import type { Engine } from './engine-types.ts';
 import { createGeminiEngine } from './gemini-engine.ts';
@@ -31,7 +31,8 @@ export interface CreateEngineOptions {
  * Creates the {@link Engine} of one endpoint: Anthropic (`@anthropic-ai/sdk`), OpenAI and every
  * OpenAI-compatible server (`openai`, via `baseURL`), or Gemini native (`@google/genai`). The config
  * is validated first (a bad one throws a `ConfigError` naming the field); the key is read once
- * (`apiKey` or the `apiKeyEnv` variable) and registered with the secret scrubber.
+ * (`apiKey` or the `apiKeyEnv` variable) and sealed: the SDK client holds only a marker, and the key's
+ * bytes are put into each request head on its way to the socket (see `credentialFetch`).
  *
  * Every call has a header deadline and a body idle deadline, sends its `idempotencyKey` as
  * `Idempotency-Key`, makes exactly one HTTP attempt, and rejects only with an `EngineFaultError`.
@@ -50,25 +51,24 @@ export interface CreateEngineOptions {
 export function createEngine(config: EndpointConfig, options: CreateEngineOptions = {}): Engine {
   const source = `endpoint "${String((config as { id?: unknown })?.id ?? '?')}"`;
   const parsed = parseEndpointConfig(config, source);
-  const key = resolveApiKey(parsed);
-  if (parsed.apiKeyEnv && !key) {
+  const credential = endpointCredential(parsed);
+  if (parsed.apiKeyEnv && !credential) {
     throw new ConfigError({
       source,
       path: 'apiKeyEnv',
-      message: `environment variable ${parsed.apiKeyEnv} is not set; export it or give apiKey`,
+      message: `${describeEnvName(parsed.apiKeyEnv)} is not set; export it or give apiKey`,
     });
   }
-  if (key) registerSecret(key);
   const endpoint = describeEndpoint(parsed);
   const clock = options.clock ?? systemClock;
   const wallNow = options.wallNow ?? Date.now;
   switch (parsed.provider) {
     case 'anthropic':
-      return createAnthropicEngine(parsed, endpoint, clock, wallNow);
+      return createAnthropicEngine(parsed, endpoint, clock, wallNow, credential);
     case 'gemini':
-      return createGeminiEngine(parsed, endpoint, clock, wallNow);
+      return createGeminiEngine(parsed, endpoint, clock, wallNow, credential);
     case 'openai':
     case 'openai-compatible':
-      return createOpenAIEngine(parsed, endpoint, clock, wallNow);
+      return createOpenAIEngine(parsed, endpoint, clock, wallNow, credential);
   }
 }

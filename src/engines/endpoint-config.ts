@@ -1,8 +1,9 @@
-import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { boundedNumber, durationMs, LIMITS } from '../config/bounds.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import { type CallCredential, createCallCredential, fingerprintOf } from './call-credential.ts';
 import type { CompatFlavor, EndpointDescriptor, ProviderKind } from './engine-types.ts';
 
 /** Default deadline for the response headers of one call, in ms. */
@@ -90,7 +91,56 @@ export type ParsedEndpointConfig = EndpointConfig & {
   readonly maxRetryAfterMs: number;
 };
 
-const positiveInt = z.number().int().positive();
+/** A positive whole count, at most `max`. */
+const count = (max: number, what: string) => boundedNumber({ int: true, gt: 0, max, what });
+
+/**
+ * A base URL: http(s), without a user or password (the platform fetch refuses those, and they would end up
+ * in messages). The URL is never echoed in the error.
+ *
+ * @example
+ * ```ts
+ * baseUrlSchema.parse('http://127.0.0.1:8000/v1');
+ * ```
+ */
+export const baseUrlSchema = z.url({ protocol: /^https?$/ }).refine(
+  (u) => {
+    try {
+      const url = new URL(u);
+      return url.username === '' && url.password === '';
+    } catch {
+      return false;
+    }
+  },
+  {
+    message:
+      'must not carry a user or password (the URL is not shown); put the key in apiKey or apiKeyEnv and give the URL without user:password@',
+  },
+);
+
+/** What an environment variable name may look like. */
+const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+/** A name worth echoing in a message: conventional, and nothing like a pasted key. */
+const PRINTABLE_ENV_NAME = /^[A-Z_][A-Z0-9_]{0,63}$/;
+
+/**
+ * How a message names the variable an `apiKeyEnv` points at: `environment variable OPENAI_API_KEY` for a
+ * conventional name, else without echoing it (a key pasted into `apiKeyEnv` must not be printed back).
+ *
+ * @example
+ * ```ts
+ * describeEnvName('OPENAI_API_KEY'); // 'environment variable OPENAI_API_KEY'
+ * describeEnvName('gsk_8Jd…');       // 'the environment variable named by apiKeyEnv (name not shown: …)'
+ * ```
+ */
+export function describeEnvName(name: string): string {
+  const digits = name.replace(/[^0-9]/g, '').length;
+  const printable =
+    PRINTABLE_ENV_NAME.test(name) && scrubSecrets(name) === name && !(name.length >= 24 && digits >= 6);
+  return printable
+    ? `environment variable ${name}`
+    : 'the environment variable named by apiKeyEnv (name not shown: it does not look like a variable name; did you paste the key there?)';
+}
 
 /**
  * The zod schema of {@link EndpointConfig}. Unknown fields are refused so a typo never silently
@@ -108,16 +158,27 @@ export const endpointConfigSchema = z
     flavor: z.enum(['generic', 'vllm', 'ollama', 'gemini-compat']).optional(),
     model: z.string().min(1),
     apiKey: z.string().min(1).optional(),
-    apiKeyEnv: z.string().min(1).optional(),
-    baseURL: z.url({ protocol: /^https?$/ }).optional(),
-    headersTimeoutMs: positiveInt.default(DEFAULT_HEADERS_TIMEOUT_MS),
-    idleTimeoutMs: positiveInt.default(DEFAULT_IDLE_TIMEOUT_MS),
-    maxRetryAfterMs: positiveInt.default(DEFAULT_MAX_RETRY_AFTER_MS),
+    apiKeyEnv: z
+      .string()
+      .min(1)
+      .max(
+        256,
+        "is too long for an environment variable name; give the variable's name (the value is not shown)",
+      )
+      .regex(
+        ENV_NAME,
+        'is not an environment variable name (letters, digits and _); if you pasted the key itself, give the name of the variable that holds it (the value is not shown)',
+      )
+      .optional(),
+    baseURL: baseUrlSchema.optional(),
+    headersTimeoutMs: durationMs().default(DEFAULT_HEADERS_TIMEOUT_MS),
+    idleTimeoutMs: durationMs().default(DEFAULT_IDLE_TIMEOUT_MS),
+    maxRetryAfterMs: durationMs().default(DEFAULT_MAX_RETRY_AFTER_MS),
     limits: z
       .strictObject({
-        rpm: positiveInt.optional(),
-        tpm: positiveInt.optional(),
-        maxConcurrency: positiveInt.optional(),
+        rpm: count(LIMITS.perMinute, 'requests per minute').optional(),
+        tpm: count(LIMITS.perMinute, 'tokens per minute').optional(),
+        maxConcurrency: count(LIMITS.concurrency, 'calls').optional(),
       })
       .optional(),
   })
@@ -220,9 +281,23 @@ export function resolveApiKey(
  * keyFingerprint(undefined); // 'none'
  * ```
  */
-export function keyFingerprint(key: string | undefined): string {
-  if (!key) return 'none';
-  return createHash('sha256').update(key).digest('hex').slice(0, 8);
+export function keyFingerprint(key: string | Uint8Array | undefined): string {
+  return fingerprintOf(key);
+}
+
+/**
+ * The endpoint's key (`apiKey`, else the `apiKeyEnv` variable) sealed into a {@link CallCredential}, or
+ * undefined for a keyless endpoint. Engines build their SDK client from the credential's marker, so no
+ * client holds the key.
+ *
+ * @example
+ * ```ts
+ * const credential = endpointCredential(parseEndpointConfig(config));
+ * ```
+ */
+export function endpointCredential(config: EndpointConfig): CallCredential | undefined {
+  const key = resolveApiKey(config);
+  return key ? createCallCredential(key) : undefined;
 }
 
 /** Drops credentials and query strings a URL may carry, so a descriptor never leaks them. */

@@ -3,6 +3,7 @@ import { classifyError } from '../faults/classify-error.ts';
 import { EngineFaultError } from '../faults/fault.ts';
 import { readRateLimitState } from '../ratelimit/rate-limit-headers.ts';
 import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
+import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
 import type {
   EndpointDescriptor,
@@ -25,7 +26,7 @@ export interface ProviderOutcome {
   readonly requestId?: string;
 }
 
-/** What every provider engine shares: its validated config, identity and clocks. */
+/** What every provider engine shares: its validated config, identity, clocks and sealed key. */
 export interface EngineContext {
   readonly config: ParsedEndpointConfig;
   readonly endpoint: EndpointDescriptor;
@@ -36,6 +37,8 @@ export interface EngineContext {
    * measured against. Default `Date.now`; a test injects its own.
    */
   readonly wallNow?: () => number;
+  /** The endpoint's key, sealed; the SDK client holds only its marker. Undefined for a keyless server. */
+  readonly credential?: CallCredential | undefined;
 }
 
 /** The header every call carries so the provider (and the emulator) can deduplicate retries. */
@@ -53,7 +56,14 @@ export async function runEngineCall(
   const { clock, config, endpoint } = ctx;
   const wallNow = ctx.wallNow ?? Date.now;
   const startedAt = clock.now();
-  const call = beginTimedCall(clock, config.headersTimeoutMs, config.idleTimeoutMs, request.signal, wallNow);
+  const call = beginTimedCall(
+    clock,
+    config.headersTimeoutMs,
+    config.idleTimeoutMs,
+    request.signal,
+    wallNow,
+    ctx.credential,
+  );
   const maxRetryAfterMs = config.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
   try {
     const outcome = await runTimedCall(call, send);

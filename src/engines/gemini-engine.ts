@@ -7,7 +7,8 @@ import {
   type Part,
 } from '@google/genai';
 import type { Clock } from '../clock/clock.ts';
-import { effectiveBaseURL, type ParsedEndpointConfig, resolveApiKey } from './endpoint-config.ts';
+import type { CallCredential } from './call-credential.ts';
+import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from './endpoint-config.ts';
 import {
   type EngineContext,
   idempotencyHeaders,
@@ -141,7 +142,9 @@ export function fromGeminiResponse(
 
 /**
  * An {@link Engine} over Gemini's native generateContent (`@google/genai`). One client per engine,
- * no `retryOptions` (the SDK then never retries), deadlines from {@link timedFetch}.
+ * no `retryOptions` (the SDK then never retries), deadlines from {@link timedFetch}. The client holds
+ * the credential's marker, never the key: `credentialFetch` puts the key on the wire (default
+ * credential: the config's key, sealed).
  *
  * @example
  * ```ts
@@ -154,15 +157,16 @@ export function createGeminiEngine(
   endpoint: EndpointDescriptor,
   clock: Clock,
   wallNow: () => number = Date.now,
+  credential: CallCredential | undefined = endpointCredential(config),
 ): Engine {
   const baseUrl = effectiveBaseURL(config);
   const client = new GoogleGenAI({
     // Explicit, so GOOGLE_GENAI_USE_VERTEXAI in the environment cannot switch the backend.
     vertexai: false,
-    apiKey: resolveApiKey(config) ?? '',
+    apiKey: credential?.marker ?? '',
     httpOptions: { ...(baseUrl ? { baseUrl } : {}), fetch: timedFetch },
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
   return Object.freeze({
     endpoint,
     call: (request: EngineRequest) =>

@@ -38,3 +38,10 @@ export {
 } from './endpoint-config.ts';
 export { type CreateEngineOptions, createEngine } from './create-engine.ts';
 export { IDEMPOTENCY_HEADER } from './engine-call.ts';
+export {
+  type CallCredential,
+  type CallCredentialOptions,
+  createCallCredential,
+  keyBytesOf,
+} from './call-credential.ts';
+export { credentialFetch } from './credential-fetch.ts';

@@ -6,7 +6,8 @@ import type {
   ChatCompletionMessageParam,
 } from 'openai/resources/chat/completions';
 import type { Clock } from '../clock/clock.ts';
-import { effectiveBaseURL, type ParsedEndpointConfig, resolveApiKey } from './endpoint-config.ts';
+import type { CallCredential } from './call-credential.ts';
+import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from './endpoint-config.ts';
 import {
   type EngineContext,
   idempotencyHeaders,
@@ -139,7 +140,8 @@ export function fromChatCompletion(completion: ChatCompletion, fallbackModel: st
 /**
  * An {@link Engine} over OpenAI Chat Completions (`openai`), also for every OpenAI-compatible
  * server (vLLM, Ollama, Gemini's compat path) through `baseURL`. One client per engine, SDK
- * retries off, deadlines from {@link timedFetch}.
+ * retries off, deadlines from {@link timedFetch}. The client holds the credential's marker, never the
+ * key: `credentialFetch` puts the key on the wire (default credential: the config's key, sealed).
  *
  * @example
  * ```ts
@@ -152,11 +154,12 @@ export function createOpenAIEngine(
   endpoint: EndpointDescriptor,
   clock: Clock,
   wallNow: () => number = Date.now,
+  credential: CallCredential | undefined = endpointCredential(config),
 ): Engine {
   const compatible = config.provider === 'openai-compatible';
   const client = new OpenAI({
     // Local servers need no key, but the SDK refuses to start without one.
-    apiKey: resolveApiKey(config) ?? 'no-key',
+    apiKey: credential?.marker ?? 'no-key',
     baseURL: effectiveBaseURL(config) ?? null,
     // Never let OPENAI_ORG_ID / OPENAI_PROJECT_ID from the environment leak into requests.
     organization: null,
@@ -165,7 +168,7 @@ export function createOpenAIEngine(
     timeout: sdkTimeoutMs(config),
     fetch: timedFetch,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
   return Object.freeze({
     endpoint,
     call: (request: EngineRequest) =>

@@ -1,6 +1,8 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
+import { type CallCredential, redactKeyIn } from './call-credential.ts';
+import { credentialFetch } from './credential-fetch.ts';
 
 /**
  * Per-call deadlines and response capture for every SDK, in one place.
@@ -21,6 +23,12 @@ export interface TimedCall {
   readonly idleTimeoutMs: number;
   /** The caller's signal; aborting it aborts the request and the body read. */
   readonly signal: AbortSignal | undefined;
+  /**
+   * The call's sealed key, when the endpoint has one: requests then go through `credentialFetch` (the key
+   * is put on the wire from a wiped buffer) and an error body has the key's bytes removed before it is
+   * read as text.
+   */
+  readonly credential: CallCredential | undefined;
   /** Set when one of our deadlines fired. */
   timedOut: TimedOutPhase | undefined;
   /** Wall-clock epoch ms (`Date.now`, or the injected one). What reset instants are read against. */
@@ -47,6 +55,7 @@ export function beginTimedCall(
   idleTimeoutMs: number,
   signal: AbortSignal | undefined,
   wallNow: () => number = Date.now,
+  credential?: CallCredential,
 ): TimedCall {
   return {
     clock,
@@ -54,6 +63,7 @@ export function beginTimedCall(
     idleTimeoutMs,
     signal,
     wallNow,
+    credential,
     timedOut: undefined,
     status: undefined,
     headers: undefined,
@@ -151,7 +161,8 @@ export const timedFetch: typeof fetch = async (input, init) => {
 
   let response: Response;
   try {
-    response = await fetch(input, { ...init, signal: controller.signal });
+    const send = call.credential ? credentialFetch : fetch;
+    response = await send(input, { ...init, signal: controller.signal });
   } catch (err) {
     release();
     if (call.timedOut) throw new DeadlineError(call.timedOut, call.headersTimeoutMs);
@@ -222,8 +233,10 @@ export const timedFetch: typeof fetch = async (input, init) => {
   const init2 = { status: response.status, statusText: response.statusText, headers: response.headers };
   if (response.ok) return new Response(body, init2);
   // Error bodies are small and the classifier needs them raw (Gemini-compat's array body is lost
-  // by the OpenAI SDK), so read them here under the idle deadline and hand the SDK a copy.
-  const text = await new Response(body).text();
+  // by the OpenAI SDK), so read them here under the idle deadline and hand the SDK a copy. A provider
+  // that echoes the key gets it cut out of the bytes, before any string of them exists.
+  const bytes = redactKeyIn(call.credential, Buffer.from(await new Response(body).arrayBuffer()));
+  const text = bytes.toString('utf8');
   call.bodyText = text;
   return new Response(text, init2);
 };

@@ -13,6 +13,7 @@ import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
 import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
 import type { AgentMemory } from '../runtime/turn.ts';
+import { redactUrl } from '../redact/secret-scrubber.ts';
 import { planRounds } from '../scenarios/round-planner.ts';
 import { toRealProviders } from '../scenarios/real-providers.ts';
 import { resolveInstant } from '../scenarios/zoned-time.ts';
@@ -374,7 +375,7 @@ async function emulatorBaseURLs(
     });
     if (!res.ok)
       throw new Error(
-        `the emulator at ${options.emulatorUrl} did not answer /_emulator/urls (${res.status})`,
+        `the emulator at ${redactUrl(options.emulatorUrl)} did not answer /_emulator/urls (${res.status})`,
       );
     return ((await res.json()) as { baseURLs: Record<string, string> }).baseURLs;
   }

@@ -1,27 +1,32 @@
 import { z } from 'zod';
 import { DEFAULT_BYOK_IDLE_TTL_MS } from '../byok/key-vault.ts';
-import { endpointConfigSchema, type ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import {
+  baseUrlSchema,
+  endpointConfigSchema,
+  type ParsedEndpointConfig,
+} from '../engines/endpoint-config.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { configErrorFromZod } from '../errors/zod-issue.ts';
+import { boundedArray, boundedNumber, DAY_MS, durationMs, LIMITS, nonNegativeMs } from '../config/bounds.ts';
 
-const positive = z.number().positive();
-const positiveInt = z.number().int().positive();
-const nonNegativeInt = z.number().int().min(0);
+/** A positive whole count, at most `max`. */
+const count = (max: number, what: string) => boundedNumber({ int: true, gt: 0, max, what });
+const nonNegativeCount = (max: number, what: string) => boundedNumber({ int: true, min: 0, max, what });
 
 const breakerSchema = z
   .strictObject({
     /** OPEN when failures ÷ calls in the window exceed this. Default 0.3 (seed 003). */
     failureRateThreshold: z.number().gt(0).lt(1).default(0.3),
     /** Sliding window of the failure rate, ms. Default 60 000. */
-    windowMs: positiveInt.default(60_000),
+    windowMs: durationMs().default(60_000),
     /** The rate rule needs at least this many calls in the window. Default 5. */
-    minCallsInWindow: positiveInt.default(5),
+    minCallsInWindow: count(1_000_000, 'calls').default(5),
     /** OPEN after this many consecutive 429 / network / timeout faults. Default 3 (seed 003). */
-    consecutiveToOpen: positiveInt.default(3),
+    consecutiveToOpen: count(1_000, 'faults').default(3),
     /** How long OPEN lasts before HALF-OPEN probes, ms (longer when Retry-After says so). Default 30 000. */
-    openMs: positiveInt.default(30_000),
+    openMs: durationMs().default(30_000),
     /** Consecutive good probes that close it again. Default 2. */
-    probesToClose: positiveInt.default(2),
+    probesToClose: count(100, 'probes').default(2),
   })
   .default({
     failureRateThreshold: 0.3,
@@ -37,13 +42,13 @@ const retrySchema = z
     /** Retries allowed as a fraction of first attempts over the window. Default 0.2. */
     budgetRatio: z.number().min(0).max(10).default(0.2),
     /** Window of the retry budget, ms. Default 60 000. */
-    budgetWindowMs: positiveInt.default(60_000),
+    budgetWindowMs: durationMs().default(60_000),
     /** Retries always allowed per window, however few calls there were. Default 3. */
-    minRetriesPerWindow: nonNegativeInt.default(3),
+    minRetriesPerWindow: nonNegativeCount(1_000_000, 'retries').default(3),
     /** First backoff step when the provider gave no Retry-After, ms. Default 500. */
-    baseBackoffMs: positiveInt.default(500),
+    baseBackoffMs: durationMs().default(500),
     /** Largest backoff step, ms. Default 30 000. */
-    maxBackoffMs: positiveInt.default(30_000),
+    maxBackoffMs: durationMs().default(30_000),
   })
   .default({
     budgetRatio: 0.2,
@@ -56,34 +61,34 @@ const retrySchema = z
 const concurrencySchema = z
   .strictObject({
     /** Global concurrency tokens: LLM calls in flight at once across all agents. Default 3 (seed 000). */
-    limit: positiveInt.default(3),
+    limit: count(LIMITS.concurrency, 'tokens').default(3),
     /** AIMD per endpoint: halve an endpoint's concurrency on 429/overload, grow it back on success. Default false. */
     adaptive: z.boolean().default(false),
     /**
      * A token whose holder has not released it after this long is taken back: its call is cancelled and the
      * endpoint records a `timeout`, ms. Default 120 000.
      */
-    leaseMs: positiveInt.default(120_000),
+    leaseMs: durationMs().default(120_000),
     /**
      * After cancelling an overrun call, how long its holder has to give the token back before it is taken
      * anyway (only a call that ignores cancellation ever waits this long), ms. Default 5 000.
      */
-    reclaimGraceMs: positiveInt.default(5_000),
+    reclaimGraceMs: durationMs().default(5_000),
   })
   .default({ limit: 3, adaptive: false, leaseMs: 120_000, reclaimGraceMs: 5_000 });
 
 const agentDefaultsSchema = z
   .strictObject({
     /** Longest an agent waits for a cooling endpoint before it answers degraded, ms. Default 10 000. */
-    maxWaitMs: nonNegativeInt.default(10_000),
+    maxWaitMs: nonNegativeMs().default(10_000),
     /** Upstream attempts per engine call before the turn answers degraded. Default 6. */
-    maxAttempts: positiveInt.default(6),
+    maxAttempts: count(LIMITS.attempts, 'attempts').default(6),
     /** Output token cap per call. Default 512. */
-    maxTokens: positiveInt.default(512),
+    maxTokens: count(LIMITS.maxTokens, 'tokens').default(512),
     /** Earlier turns kept verbatim in the prompt. Default 6. */
-    historyTurns: nonNegativeInt.default(6),
+    historyTurns: nonNegativeCount(1_000, 'turns').default(6),
     /** How often a degraded agent checks whether its chain is healthy again, ms. Default 5 000. */
-    probeIntervalMs: positiveInt.default(5_000),
+    probeIntervalMs: durationMs().default(5_000),
   })
   .default({ maxWaitMs: 10_000, maxAttempts: 6, maxTokens: 512, historyTurns: 6, probeIntervalMs: 5_000 });
 
@@ -105,11 +110,11 @@ export const byokTemplateSchema = z
     /** Model name sent upstream. Required. */
     model: z.string().min(1),
     /** Base URL as the SDK takes it. Default: the provider's public API. */
-    baseURL: z.url({ protocol: /^https?$/ }).optional(),
+    baseURL: baseUrlSchema.optional(),
     /** Deadline for the response headers of one call, ms. Default 60 000. */
-    headersTimeoutMs: positiveInt.optional(),
+    headersTimeoutMs: durationMs().optional(),
     /** Body idle deadline once headers arrived, ms. Default 30 000. */
-    idleTimeoutMs: positiveInt.optional(),
+    idleTimeoutMs: durationMs().optional(),
     /** Where the key's endpoint goes in an agent's chain: after the chain, before the degraded layer (the only value). */
     chainPosition: z.literal('before-degraded').optional(),
   })
@@ -144,7 +149,7 @@ export const byokConfigSchema = z
     /** One template per provider name the user may type (`openai`, `anthropic`, `gemini`, …). At least one. */
     templates: z.record(z.string(), byokTemplateSchema),
     /** An injected key expires after this many ms without use (sliding). Default 7 200 000 (2 h). */
-    idleTtlMs: positiveInt.default(DEFAULT_BYOK_IDLE_TTL_MS),
+    idleTtlMs: durationMs(7 * DAY_MS).default(DEFAULT_BYOK_IDLE_TTL_MS),
   })
   .superRefine((b, ctx) => {
     const names = Object.keys(b.templates);
@@ -179,19 +184,22 @@ export const byokConfigSchema = z
 export const runtimeConfigSchema = z
   .strictObject({
     /** Every engine endpoint (provider + key + model). At least one. */
-    endpoints: z.array(endpointConfigSchema).min(1),
+    endpoints: boundedArray(endpointConfigSchema, LIMITS.endpoints, 'endpoints').min(1),
     /** Named chains of endpoint ids, in order of preference (e.g. `premium`, `light`). */
-    chains: z.record(z.string().min(1), z.array(z.string().min(1)).min(1)),
+    chains: z.record(
+      z.string().min(1),
+      boundedArray(z.string().min(1), LIMITS.endpoints, 'endpoints').min(1),
+    ),
     /** Tiers in priority order, highest first. Tokens go to earlier tiers first, FIFO inside a tier. Default ['analysis', 'ops']. */
-    tiers: z.array(z.string().min(1)).min(1).default(['analysis', 'ops']),
+    tiers: boundedArray(z.string().min(1), 100, 'tiers').min(1).default(['analysis', 'ops']),
     concurrency: concurrencySchema,
     breaker: breakerSchema,
     retry: retrySchema,
     /** How long a key whose credit ran out (or that was refused as bad) stays disabled, ms. Default 3 600 000. */
-    creditCooldownMs: positiveInt.default(3_600_000),
+    creditCooldownMs: durationMs(7 * DAY_MS).default(3_600_000),
     agentDefaults: agentDefaultsSchema,
     /** Output tokens of a HALF-OPEN health probe. Default 1. */
-    probeMaxTokens: positive.default(1),
+    probeMaxTokens: boundedNumber({ gt: 0, max: 1_000, what: 'tokens' }).default(1),
     /**
      * Runtime BYOK: the provider templates a user's `/byok PROVIDER KEY` turns into session-bound
      * endpoints (after each agent's chain, before the degraded layer), and their idle TTL. Default: none

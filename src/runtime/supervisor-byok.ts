@@ -1,7 +1,8 @@
 import type { Logger } from 'pino';
 import type { ByokExpiryReason, ByokReceipt, ProviderName } from '../byok/byok-types.ts';
 import { createKeyVault, type InjectOptions, type KeyVault } from '../byok/key-vault.ts';
-import type { Clock } from '../clock/clock.ts';
+import { type Clock, systemClock } from '../clock/clock.ts';
+import { isScaledClock } from '../clock/scaled-clock.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import type { RuntimeEvent } from '../events/runtime-event.ts';
 import type { Fault, FaultKind } from '../faults/fault.ts';
@@ -52,9 +53,10 @@ export interface SupervisorByokListener {
 /**
  * Runtime BYOK on a running supervisor: a user's own key, injected mid-run, becomes an endpoint (its
  * own breaker, buckets and cooldown) that only that session's agents try, after their chain and before
- * the degraded layer. Keys are kept AES-256-GCM-encrypted in memory and expire after `byok.idleTtlMs`
- * without use (2 h by default), at `endSession`, on `revoke`, when the provider refuses them (auth,
- * credit), and when the supervisor stops.
+ * the degraded layer. Keys are checked for their provider's format, kept AES-256-GCM-encrypted in memory
+ * and expire after `byok.idleTtlMs` without use (2 h by default, wall time even when the runtime runs on
+ * a time-scaled clock), at `endSession`, on `revoke`, when the provider refuses them (auth, credit), and
+ * when the supervisor stops.
  *
  * Without `byok.templates` in the config, `inject` and `revoke` throw a ConfigError saying how to turn
  * it on; `list` and `endSession` return `[]`.
@@ -82,7 +84,7 @@ export interface SupervisorByok {
   inject(
     sessionId: string,
     provider: ProviderName,
-    key: string,
+    key: string | Uint8Array,
     options?: InjectOptions,
   ): Promise<ByokReceipt>;
   /** Removes a session's key for one provider, or all its keys; returns the receipts removed. */
@@ -120,6 +122,19 @@ export interface ByokWiringDeps {
   readonly onInjected: () => void;
 }
 
+/**
+ * The clock a BYOK idle TTL runs on: the system clock when the runtime's clock is a simulated (scaled)
+ * one, else the runtime's clock itself (the system clock, or a test's manual clock).
+ *
+ * @example
+ * ```ts
+ * wallClockOf(createScaledClock({ scale: 15 })) === systemClock; // true
+ * ```
+ */
+export function wallClockOf(clock: Clock): Clock {
+  return isScaledClock(clock) ? systemClock : clock;
+}
+
 function byokOff(what: string): ConfigError {
   return new ConfigError({
     source: 'supervisor.byok',
@@ -155,6 +170,8 @@ export function wireByok(deps: ByokWiringDeps): ByokWiring {
   const vault: KeyVault | undefined = config.byok
     ? createKeyVault({
         clock,
+        // A user's "2 hours without use" is wall time: a time-scaled scenario must not shorten it.
+        ttlClock: wallClockOf(clock),
         logger,
         idleTtlMs: config.byok.idleTtlMs,
         templates: config.byok.templates,

@@ -60,7 +60,16 @@ export function listScenarios(): string[] {
 export function resolveScenario(nameOrPath: string): string {
   const direct = resolve(nameOrPath);
   if (existsSync(direct)) {
-    if (statSync(direct).isFile()) return direct;
+    const stat = statSync(direct);
+    if (stat.isFile()) return direct;
+    if (!stat.isDirectory()) {
+      throw new ConfigError({
+        source: nameOrPath,
+        path: '',
+        message:
+          'is not a regular file or a folder (a device, a pipe or a socket); give a YAML or JSON scenario file',
+      });
+    }
     const inside = scenarioFileIn(direct);
     if (inside) return inside;
     throw new ConfigError({
@@ -79,6 +88,9 @@ export function resolveScenario(nameOrPath: string): string {
     message: `is neither a scenario file or folder nor a shipped scenario; give a path, or one of: ${listScenarios().join(', ') || 'none'}`,
   });
 }
+
+/** Largest scenario file read, in bytes: a scenario is configuration, not data. */
+const MAX_SCENARIO_BYTES = 10 * 1_048_576;
 
 /** How a file is named in messages: relative to the working directory when it is inside it. */
 function label(file: string): string {
@@ -161,6 +173,14 @@ export function parseScenario(text: string, source: string): ScenarioSpec {
  */
 export function loadScenario(pathOrDir: string): ScenarioSpec {
   const file = resolveScenario(pathOrDir);
+  const size = statSync(file).size;
+  if (size > MAX_SCENARIO_BYTES) {
+    throw new ConfigError({
+      source: label(file),
+      path: '',
+      message: `is ${(size / 1_048_576).toFixed(1)} MB; a scenario file is at most ${MAX_SCENARIO_BYTES / 1_048_576} MB`,
+    });
+  }
   let text: string;
   try {
     text = readFileSync(file, 'utf8');

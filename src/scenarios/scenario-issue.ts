@@ -135,7 +135,14 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown, schema: u
       };
     }
     case 'too_big':
-      return { path, message: `must be at most ${String(issue.maximum)}` };
+      // A bound from src/config/bounds.ts says itself, with its unit and the value given.
+      return {
+        path,
+        message:
+          issue.message && !/^Too big/i.test(issue.message)
+            ? issue.message
+            : `must be at most ${String(issue.maximum)}`,
+      };
     case 'invalid_format':
       return { path, message: `must be a valid ${issue.format === 'url' ? 'http(s) URL' : issue.format}` };
     default:

@@ -1,5 +1,6 @@
 import { Cron } from 'croner';
 import { z } from 'zod';
+import { boundedArray, boundedNumber, LIMITS, nonNegativeMs } from '../config/bounds.ts';
 import { emulatorProfileSchema } from '../emulator/emulator-profile.ts';
 import { EMULATOR_FLAVORS, type EmulatorFlavor } from '../emulator/emulator-types.ts';
 import { endpointConfigSchema } from '../engines/endpoint-config.ts';
@@ -9,7 +10,6 @@ import { SCENARIO_TOOL_NAMES, scenarioTool } from './scenario-tools.ts';
 import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from './zoned-time.ts';
 
 const name = z.string().min(1);
-const positiveInt = z.number().int().positive();
 
 /**
  * An endpoint of a scenario: an {@link endpointConfigSchema} plus `emulator: <flavor>`.
@@ -75,8 +75,8 @@ const agentSchema = z.strictObject({
   memory: z.record(z.string(), z.string()).optional(),
   tools: z.array(name).optional(),
   noAgent: z.boolean().optional(),
-  maxWaitMs: z.number().int().min(0).optional(),
-  maxTokens: positiveInt.optional(),
+  maxWaitMs: nonNegativeMs().optional(),
+  maxTokens: boundedNumber({ int: true, gt: 0, max: LIMITS.maxTokens, what: 'tokens' }).optional(),
 });
 
 const agendaItemSchema = z.strictObject({
@@ -87,10 +87,10 @@ const agendaItemSchema = z.strictObject({
 });
 
 const roundsSchema = z.strictObject({
-  count: positiveInt,
-  items: z.array(agendaItemSchema).min(1),
+  count: boundedNumber({ int: true, gt: 0, max: LIMITS.rounds, what: 'rounds' }),
+  items: boundedArray(agendaItemSchema, LIMITS.items, 'items').min(1),
   seePreviousRound: z.boolean().optional(),
-  agents: z.array(name).min(1).optional(),
+  agents: boundedArray(name, LIMITS.agents, 'agents').min(1).optional(),
 });
 
 const cronJobSchema = z.strictObject({
@@ -104,8 +104,8 @@ const scheduleSchema = z.strictObject({
   from: name,
   to: name,
   timezone: name,
-  sliceMinutes: z.number().positive().optional(),
-  jobs: z.array(cronJobSchema).min(1),
+  sliceMinutes: boundedNumber({ gt: 0, max: 1_440, what: 'minutes (one day)' }).optional(),
+  jobs: boundedArray(cronJobSchema, LIMITS.jobs, 'jobs').min(1),
 });
 
 /** The provider an endpoint must declare to be served by each emulator flavor. */
@@ -162,9 +162,14 @@ const baseScenarioSchema = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-" (it names the run)'),
   description: z.string().optional(),
   start: name.optional(),
-  timeScale: z.number().positive().optional(),
+  timeScale: boundedNumber({
+    gt: 0,
+    min: LIMITS.timeScaleMin,
+    max: LIMITS.timeScaleMax,
+    what: 'simulated ms per real ms',
+  }).optional(),
   runtime: scenarioRuntimeSchema,
-  agents: z.array(agentSchema).min(1),
+  agents: boundedArray(agentSchema, LIMITS.agents, 'agents').min(1),
   rounds: roundsSchema.optional(),
   schedule: scheduleSchema.optional(),
   emulator: emulatorProfileSchema.optional(),
@@ -400,6 +405,27 @@ function checkSchedule(s: Spec, ctx: Ctx): void {
   });
 }
 
+/** Every turn is planned before the first one runs: the plan must fit in memory, and a round in one commit. */
+function checkSize(s: Spec, ctx: Ctx): void {
+  const r = s.rounds;
+  if (r) {
+    const perRound = r.items.length * (r.agents?.length ?? s.agents.filter((a) => !a.noAgent).length);
+    if (perRound > LIMITS.turnsPerRound)
+      issue(
+        ctx,
+        ['rounds', 'items'],
+        `makes ${perRound.toLocaleString('en-US')} turns per round (items × agents); at most ${LIMITS.turnsPerRound.toLocaleString('en-US')} are allowed in one round`,
+      );
+    else if (perRound * r.count > LIMITS.turns)
+      issue(
+        ctx,
+        ['rounds', 'count'],
+        `makes ${(perRound * r.count).toLocaleString('en-US')} turns in all (count × items × agents); at most ${LIMITS.turns.toLocaleString('en-US')} are allowed in a run`,
+      );
+  }
+  // A schedule's firings are bounded where they are expanded (round-planner's MAX_FIRINGS).
+}
+
 /**
  * The zod schema of a {@link ScenarioSpec}. Unknown fields are refused at every level (a typo must
  * not fall back to a default). Once the shape is right, the cross-checks run: agents' chains and tiers
@@ -433,4 +459,5 @@ export const scenarioSchema = baseScenarioSchema.superRefine((s, ctx) => {
   checkEndpointFaults(s, ctx);
   checkRounds(s, ctx);
   checkSchedule(s, ctx);
+  checkSize(s, ctx);
 });

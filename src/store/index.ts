@@ -58,3 +58,8 @@ export type {
   TurnInput,
   TurnRecord,
 } from './store-types.ts';
+export {
+  DatabaseUnavailableError,
+  findDatabaseUnavailable,
+  isDatabaseUnavailableError,
+} from './database-unavailable-error.ts';

@@ -1,5 +1,6 @@
 import { type Kysely, Migrator } from 'kysely';
 import { breakwaterMigrationProvider } from './migration-provider.ts';
+import { findDatabaseUnavailable } from './database-unavailable-error.ts';
 import { MigrationError } from './store-errors.ts';
 
 /**
@@ -41,6 +42,7 @@ export interface MigrateOptions {
  *
  * @returns the names of the migrations this call applied (empty when already up to date)
  * @throws {MigrationError} naming the migration that failed
+ * @throws {DatabaseUnavailableError} when the server could not be used at all
  *
  * @example
  * ```ts
@@ -57,6 +59,9 @@ export async function migrateToLatest(db: Kysely<unknown>, options: MigrateOptio
   });
   const { error, results = [] } = await migrator.migrateToLatest();
   if (error !== undefined) {
+    // A server that cannot be reached is not a failed migration: say so, not "run migrate again".
+    const lost = findDatabaseUnavailable(error);
+    if (lost) throw lost;
     const failed = results.find((r) => r.status === 'Error');
     throw new MigrationError(failed?.migrationName, error);
   }

@@ -2,10 +2,12 @@ import { mkdir } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { Kysely, PostgresDialect } from 'kysely';
 import { PGliteDialect } from 'kysely-pglite-dialect';
-import pg from 'pg';
+import { DatabaseUnavailableError } from './database-unavailable-error.ts';
+import { createGuardedPool, type GuardedPoolOptions } from './guarded-pg-pool.ts';
 import { migrateToLatest } from './migrate-to-latest.ts';
 import { createPGlite } from './pglite-template.ts';
 import type { StoreSchema } from './store-schema.ts';
+import { redactUrl } from '../redact/secret-scrubber.ts';
 
 /**
  * Which engine is behind a {@link BreakwaterDatabase}.
@@ -59,6 +61,21 @@ export interface OpenDatabaseOptions {
   readonly dataDir?: string;
   /** Maximum connections of the `pg` pool. Default 10. Ignored for PGlite (one connection). */
   readonly poolSize?: number;
+  /**
+   * Bounds on every wait on a PostgreSQL server, in ms (PGlite runs in-process and needs none): connect
+   * 10 000, each query 10 000 (client side), each statement 10 000 (`statement_timeout`), idle in a
+   * transaction 30 000, fail-fast after a lost connection 10 000, close 2 000. A server that does not
+   * answer in time makes the call reject with `DatabaseUnavailableError`. Default: those values.
+   */
+  readonly timeouts?: Pick<
+    GuardedPoolOptions,
+    | 'connectTimeoutMs'
+    | 'queryTimeoutMs'
+    | 'statementTimeoutMs'
+    | 'idleInTransactionTimeoutMs'
+    | 'quarantineMs'
+    | 'closeTimeoutMs'
+  >;
   /** Aborts the open (checked before connecting and before migrating). */
   readonly signal?: AbortSignal;
 }
@@ -96,39 +113,46 @@ function chooseTarget(options: OpenDatabaseOptions): Target {
   return { backend: 'pglite', dataDir: nonEmpty(process.env.BREAKWATER_DATA_DIR) ?? DEFAULT_DATA_DIR };
 }
 
-function withoutPassword(url: string): string {
-  try {
-    const parsed = new URL(url);
-    if (parsed.password) parsed.password = '';
-    return parsed.toString();
-  } catch {
-    return 'postgres://(unparseable url)';
-  }
-}
-
 async function connect(
   target: Target,
   options: OpenDatabaseOptions,
 ): Promise<{ db: Kysely<StoreSchema>; location: string }> {
   if (target.backend === 'postgres') {
-    const pool = new pg.Pool({ connectionString: target.url, max: options.poolSize ?? 10 });
-    // An idle client that loses its server emits 'error' on the pool; without a listener that
-    // crashes the process. The pool drops the client, and the next query reports the problem.
-    pool.on('error', () => {});
+    const guarded = createGuardedPool({
+      url: target.url,
+      max: options.poolSize ?? 10,
+      ...(options.timeouts ?? {}),
+    });
     return {
-      db: new Kysely<StoreSchema>({ dialect: new PostgresDialect({ pool }) }),
-      location: withoutPassword(target.url),
+      db: new Kysely<StoreSchema>({ dialect: new PostgresDialect({ pool: guarded.pool }) }),
+      location: redactUrl(target.url),
     };
   }
-  // A fresh cluster starts from the cached initdb template (see pglite-template.ts): seconds saved per open.
-  if (target.dataDir === IN_MEMORY) {
-    const pglite = await createPGlite(undefined);
-    return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: IN_MEMORY };
+  try {
+    // A fresh cluster starts from the cached initdb template (see pglite-template.ts): seconds saved per open.
+    if (target.dataDir === IN_MEMORY) {
+      const pglite = await createPGlite(undefined);
+      return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: IN_MEMORY };
+    }
+    const dir = resolve(process.cwd(), target.dataDir);
+    await mkdir(dir, { recursive: true });
+    const pglite = await createPGlite(dir);
+    return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: dir };
+  } catch (e) {
+    // PGlite's file system errors are plain objects ({ name: 'ErrnoError', errno }), not Errors.
+    const { code, errno, message } = (e ?? {}) as { code?: unknown; errno?: unknown; message?: unknown };
+    const why =
+      typeof code === 'string'
+        ? code
+        : typeof message === 'string' && message
+          ? message
+          : `file system error${errno !== undefined ? ` ${String(errno)}` : ''}`;
+    throw new DatabaseUnavailableError({
+      location: `PGlite data directory ${target.dataDir}`,
+      problem: `${why}; it must be a folder this user can write to`,
+      cause: e,
+    });
   }
-  const dir = resolve(process.cwd(), target.dataDir);
-  await mkdir(dir, { recursive: true });
-  const pglite = await createPGlite(dir);
-  return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: dir };
 }
 
 /**

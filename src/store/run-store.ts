@@ -41,7 +41,7 @@ import type {
 
 /**
  * The runtime's durable state: runs, rounds committed exactly once, the call memo and the event log.
- * Plain data in and out; every JSON value is scrubbed of secrets before it is written.
+ * Plain data in and out, stored as given (build it from fields that cannot hold a key).
  *
  * @example
  * ```ts
@@ -77,7 +77,7 @@ export interface RunStore {
   /**
    * Memoizes a successful call under its idempotency key, at once (not at round commit). Insert-or-ignore:
    * the value stored first wins and is returned to every caller, so two racers agree.
-   * @returns the stored value (its JSON form, scrubbed)
+   * @returns the stored value (its JSON form)
    * @example `const result = await store.rememberCall({ runId, idempotencyKey: req.idempotencyKey, result: await engine.call(req) })`
    */
   rememberCall<T>(input: RememberCallInput<T>, options?: StoreCallOptions): Promise<T>;

@@ -1,7 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { Usage } from '../engines/engine-types.ts';
 import type { Fault } from '../faults/fault.ts';
-import { containsRegisteredSecret, scrubSecrets, scrubValue } from '../redact/secret-scrubber.ts';
 import type { AgentSnapshotData, EventRecord, RoundRecord, RunRecord, TurnRecord } from './store-types.ts';
 import type {
   EventsTable,
@@ -14,8 +13,10 @@ import type {
 import { StoreInputError } from './store-errors.ts';
 
 /**
- * Everything between plain caller data and SQL parameters: input checks, JSON encoding with the
- * secret scrub, and row → record mapping that evens out the two drivers (bigint as string vs number).
+ * Everything between plain caller data and SQL parameters: input checks, JSON encoding, and row → record
+ * mapping that evens out the two drivers (bigint as string vs number). Values are stored as given: the
+ * runtime builds what it stores from fields that cannot hold a key (fingerprints, ids, classified faults
+ * sanitized where they entered), so the store never rewrites or refuses data because of what it says.
  */
 
 export const RUN_STATUSES: readonly RunStatus[] = Object.freeze([
@@ -40,9 +41,8 @@ function cleanJson(value: unknown): unknown {
   if (typeof value === 'string') return value.replaceAll(NUL, REPLACEMENT);
   if (Array.isArray(value)) return value.map(cleanJson);
   if (value !== null && typeof value === 'object') {
-    // scrubValue() leaves object keys alone; a secret can be a key (a memory slot named after it).
     return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [scrubSecrets(k).replaceAll(NUL, REPLACEMENT), cleanJson(v)]),
+      Object.entries(value).map(([k, v]) => [k.replaceAll(NUL, REPLACEMENT), cleanJson(v)]),
     );
   }
   return value;
@@ -50,7 +50,7 @@ function cleanJson(value: unknown): unknown {
 
 /**
  * JSON text for a JSONB parameter: the value's JSON form (Dates become ISO strings, `undefined`
- * becomes `null`), every string scrubbed of secrets. Both drivers accept the text for a jsonb column.
+ * becomes `null`), U+0000 replaced (PostgreSQL refuses it). Both drivers accept the text for a jsonb column.
  */
 export function encodeJson(operation: string, field: string, value: unknown): string {
   let text: string | undefined;
@@ -64,31 +64,21 @@ export function encodeJson(operation: string, field: string, value: unknown): st
     });
   }
   if (text === undefined) return 'null';
-  return JSON.stringify(cleanJson(scrubValue(JSON.parse(text) as unknown)));
+  return JSON.stringify(cleanJson(JSON.parse(text) as unknown));
 }
 
-/** Free text (not a key): scrubbed, never refused. */
+/** Free text: stored as given (U+0000 replaced), never refused. */
 export function encodeText(value: string): string {
-  return scrubSecrets(value).replaceAll(NUL, REPLACEMENT);
+  return value.replaceAll(NUL, REPLACEMENT);
 }
 
-/**
- * An identifier is stored verbatim (masking it could make two ids collide), so one carrying a
- * registered secret is refused rather than rewritten.
- */
+/** An identifier, stored verbatim: a non-empty string without U+0000. */
 export function requireId(operation: string, field: string, value: unknown): string {
   if (typeof value !== 'string' || value.length === 0) {
     throw new StoreInputError({ operation, field, message: 'must be a non-empty string' });
   }
   if (value.includes(NUL)) {
     throw new StoreInputError({ operation, field, message: 'must not contain the NUL character' });
-  }
-  if (containsRegisteredSecret(value)) {
-    throw new StoreInputError({
-      operation,
-      field,
-      message: 'contains a registered secret; identifiers are stored as they are, build them without keys',
-    });
   }
   return value;
 }

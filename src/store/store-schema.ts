@@ -4,7 +4,7 @@ import type { ColumnType, Generated } from 'kysely';
  * The database as kysely sees it after every migration in `migrations/` has run. Column names are
  * snake_case as in SQL; the run store maps rows to camelCase plain records.
  *
- * JSONB columns are written as JSON text (already scrubbed of secrets) and read back parsed, so
+ * JSONB columns are written as JSON text and read back parsed, so
  * their insert/update type is `string` and their select type is `unknown` until validated.
  */
 

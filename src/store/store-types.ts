@@ -4,7 +4,7 @@ import type { RunStatus, TurnOutcome } from './store-schema.ts';
 
 /**
  * Plain data going into and coming out of the {@link RunStore}. Every JSON field accepts any
- * JSON-serializable value (it is stored as `JSON.parse(JSON.stringify(value))`, secrets scrubbed)
+ * JSON-serializable value (it is stored as `JSON.parse(JSON.stringify(value))`)
  * and comes back as parsed JSON: validate what you read before trusting its shape. Times are epoch ms.
  */
 
@@ -33,7 +33,7 @@ export interface CreateRunInput {
   readonly runId: string;
   /** The scenario's name or path. */
   readonly scenario: string;
-  /** The resolved configuration the run started with (no keys: they are scrubbed anyway). Default `{}`. */
+  /** The resolved configuration the run started with (never a key: pass ids, fingerprints and settings only). Default `{}`. */
   readonly config?: unknown;
   readonly totalRounds: number;
   /** Version of the agent machine; snapshots are restored only by the same version. */

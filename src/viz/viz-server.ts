@@ -23,6 +23,18 @@ export interface VizServerOptions {
   readonly signal?: AbortSignal;
   /** Real-time interval of the SSE keep-alive comment, ms. Default 15 000. */
   readonly heartbeatMs?: number;
+  /**
+   * Live streams (`/api/live`) served at once; one more is answered 503. Each stream costs the run a
+   * copy of every event, so their number is what bounds that cost. Default 16.
+   */
+  readonly maxLiveClients?: number;
+  /**
+   * Bytes a live stream may have waiting for its reader; a client that does not read past this is
+   * dropped, so a stalled reader cannot make the run buffer without end. Default 1 048 576 (1 MiB).
+   */
+  readonly maxBufferedBytes?: number;
+  /** TCP connections held at once (page, APIs and streams together); more are closed at once. Default 64. */
+  readonly maxConnections?: number;
 }
 
 /** A running visualizer. */
@@ -30,6 +42,8 @@ export interface VizServer {
   /** `http://127.0.0.1:<port>` */
   readonly url: string;
   readonly port: number;
+  /** Live streams open now, and how many were dropped because their reader lagged (since start). */
+  stats(): { readonly liveClients: number; readonly droppedSlowClients: number };
   /** Ends every live stream and closes the server. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -52,6 +66,21 @@ class HttpError extends Error {
 }
 
 // Nothing the page needs comes from elsewhere: the policy makes the browser refuse any other origin.
+/** Requests from elsewhere (another Host, another Origin) are refused: see {@link startVizServer}. */
+function forbiddenBy(req: IncomingMessage, port: number): string | undefined {
+  const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
+  const host = String(req.headers.host ?? '').toLowerCase();
+  if (!allowed.has(host)) return 'the Host header is not 127.0.0.1 or localhost on this port';
+  const origin = req.headers.origin;
+  if (
+    origin !== undefined &&
+    !new Set([...allowed].map((h) => `http://${h}`)).has(String(origin).toLowerCase())
+  )
+    return 'requests from another origin are refused';
+  if (req.headers['sec-fetch-site'] === 'cross-site') return 'requests from another site are refused';
+  return undefined;
+}
+
 const CSP =
   "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
@@ -78,7 +107,14 @@ function intParam(url: URL, name: string): number | undefined {
  * another origin), the live feed as server-sent events (`/api/live`), and the replay APIs over the store:
  * `/api/runs`, `/api/runs/:id`, `/api/runs/:id/events?afterSeq=&untilAt=&limit=`,
  * `/api/runs/:id/turns?agent=`, `/api/runs/:id/snapshots?agent=`; plus `/api/chart` (the agent
- * statechart from the real machine) and `/api/live/agents/:name`. Everything sent is scrubbed of secrets.
+ * statechart from the real machine) and `/api/live/agents/:name`. What it serves is built from the
+ * runtime's events and the store (ids, fingerprints, classified faults), never from a key.
+ *
+ * It is built to be left open on a shared machine: it answers only requests whose `Host` is
+ * `127.0.0.1:<port>` or `localhost:<port>` and whose `Origin` (when sent) is that same origin, so a web
+ * page cannot read a run through DNS rebinding; at most `maxLiveClients` live streams run at once and a
+ * stream whose reader lags by more than `maxBufferedBytes` is dropped; at most `maxConnections`
+ * connections are held; lookups by name match own entries only.
  *
  * @example
  * ```ts
@@ -91,6 +127,10 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   const { live, store } = options;
   const streams = new Set<ServerResponse>();
   const heartbeatMs = options.heartbeatMs ?? 15_000;
+  const maxLiveClients = options.maxLiveClients ?? 16;
+  const maxBufferedBytes = options.maxBufferedBytes ?? 1_048_576;
+  let port = 0;
+  let droppedSlowClients = 0;
 
   const config: VizPageConfig = {
     live: live !== undefined,
@@ -110,19 +150,29 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
 
   const stream = (req: IncomingMessage, res: ServerResponse) => {
     const source = requireLive();
+    if (streams.size >= maxLiveClients)
+      throw new HttpError(503, `at most ${maxLiveClients} live streams at once; close one and try again`);
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
     });
+    let allowance = maxBufferedBytes;
     const write = (text: string) => {
-      if (!res.writableEnded) res.write(text);
+      if (res.writableEnded || res.destroyed) return;
+      res.write(text);
+      // A reader that stopped reading is dropped: the run must not buffer for it without end.
+      if (res.writableLength > allowance) {
+        droppedSlowClients++;
+        res.destroy();
+      }
     };
-    // Snapshot and subscription in the same tick: no event falls between them.
-    write(
-      `event: init\ndata: ${JSON.stringify(scrubValue({ state: source.snapshot(), runId: source.runId ?? null }))}\n\n`,
-    );
+    // Snapshot and subscription in the same tick: no event falls between them. The snapshot itself may
+    // be large; the allowance is what waits beyond it.
+    const init = `event: init\ndata: ${JSON.stringify(scrubValue({ state: source.snapshot(), runId: source.runId ?? null }))}\n\n`;
+    allowance = maxBufferedBytes + Buffer.byteLength(init);
+    write(init);
     const unsubscribe = source.subscribe((event: VizEvent) => {
       write(`data: ${JSON.stringify(scrubValue(event))}\n\n`);
     });
@@ -178,12 +228,16 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
       const agent = url.searchParams.get('agent');
       const all = await s.loadLatestSnapshots(id, { signal, machineVersion: run.machineVersion });
       if (!agent) return all;
-      return all[agent] ?? null;
+      // Own entries only: `?agent=__proto__` is an agent that does not exist, not Object.prototype.
+      return Object.hasOwn(all, agent) ? all[agent] : null;
     }
     throw new HttpError(404, `no API at ${url.pathname}`);
   };
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
+    // DNS rebinding: a page of another site can reach 127.0.0.1 under its own name; it must get nothing.
+    const forbidden = forbiddenBy(req, port);
+    if (forbidden) throw new HttpError(403, `${forbidden}; open http://127.0.0.1:${port}/`);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
     if (req.method !== 'GET' && req.method !== 'HEAD') {
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
@@ -231,6 +285,10 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     });
   });
 
+  server.maxConnections = options.maxConnections ?? 64;
+  // A client that sends its request slowly (or never) does not hold a connection for long.
+  server.headersTimeout = 10_000;
+  server.requestTimeout = 30_000;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => {
@@ -238,7 +296,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
       resolve();
     });
   });
-  const port = (server.address() as AddressInfo).port;
+  port = (server.address() as AddressInfo).port;
 
   let closing: Promise<void> | undefined;
   const close = () => {
@@ -255,5 +313,10 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   if (options.signal?.aborted) await close();
   else options.signal?.addEventListener('abort', onAbort, { once: true });
 
-  return { url: `http://127.0.0.1:${port}`, port, close };
+  return {
+    url: `http://127.0.0.1:${port}`,
+    port,
+    stats: () => ({ liveClients: streams.size, droppedSlowClients }),
+    close,
+  };
 }

@@ -430,12 +430,20 @@ function newEndpoint(id: string): VizEndpoint {
   };
 }
 
+/**
+ * A record's OWN entry at `key`, or undefined. Names come from scenarios and events: an agent or tier
+ * called `__proto__` or `constructor` must find nothing, not Object.prototype.
+ */
+function own<T>(record: Readonly<Record<string, T>>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
 function agentOf(state: VizState, name: string): VizAgent {
-  return state.agents[name] ?? newAgent(name);
+  return own(state.agents, name) ?? newAgent(name);
 }
 
 function endpointOf(state: VizState, id: string): VizEndpoint {
-  return state.endpoints[id] ?? newEndpoint(id);
+  return own(state.endpoints, id) ?? newEndpoint(id);
 }
 
 function putAgent(state: VizState, agent: VizAgent): VizState {
@@ -461,7 +469,7 @@ function runStarted(state: VizState, at: number, data: Record<string, unknown>):
   const agents = Array.isArray(data.agents) ? (data.agents as Partial<AgentInfo>[]) : [];
   for (const info of agents) {
     if (!info || typeof info.name !== 'string') continue;
-    const known = next.agents[info.name];
+    const known = own(next.agents, info.name);
     const agent: VizAgent = known
       ? {
           ...known,
@@ -503,12 +511,13 @@ function moveAgent(state: VizState, agent: VizAgent, to: string, at: number, pat
 function withQueue(state: VizState, agent: VizAgent, previous: string): VizState {
   if (previous !== 'queued' && agent.state !== 'queued') return state;
   const tier = agent.tier ?? 'default';
-  const queue: Record<string, readonly string[]> = {};
+  // No prototype: a tier named `__proto__` is an entry like any other.
+  const queue: Record<string, readonly string[]> = Object.create(null);
   for (const [t, names] of Object.entries(state.tokens.queue)) {
     const kept = names.filter((n) => n !== agent.name);
     if (kept.length > 0) queue[t] = kept;
   }
-  if (agent.state === 'queued') queue[tier] = [...(queue[tier] ?? []), agent.name];
+  if (agent.state === 'queued') queue[tier] = [...(own(queue, tier) ?? []), agent.name];
   return { ...state, tokens: { ...state.tokens, queue } };
 }
 
@@ -587,7 +596,7 @@ function tokenGranted(
     const ep = endpointOf(next, endpointId);
     next = putEndpoint(next, { ...ep, inFlight: ep.inFlight + 1 });
   }
-  const agent = state.agents[holder];
+  const agent = own(state.agents, holder);
   if (agent) next = putAgent(next, { ...agent, lastEndpoint: endpointId || agent.lastEndpoint });
   return next;
 }
@@ -610,7 +619,7 @@ function tokenReleased(
     ...state,
     tokens: { ...state.tokens, held: held ?? holders.length, holders },
   };
-  if (endpointId && (index >= 0 || next.endpoints[endpointId])) {
+  if (endpointId && (index >= 0 || own(next.endpoints, endpointId))) {
     const ep = endpointOf(next, endpointId);
     next = putEndpoint(next, { ...ep, inFlight: Math.max(0, ep.inFlight - 1) });
   }
@@ -701,7 +710,7 @@ function turnCompleted(
 function sample(state: VizState, at: number, data: VizSampleEvent['data']): VizState {
   let next = state;
   for (const a of data.agents ?? []) {
-    const known = next.agents[a.name];
+    const known = own(next.agents, a.name);
     const agent: VizAgent = known
       ? {
           ...known,
@@ -730,8 +739,8 @@ function sample(state: VizState, at: number, data: VizSampleEvent['data']): VizS
     });
   }
   if (data.tokens) {
-    const queue: Record<string, string[]> = {};
-    for (const q of data.tokens.queue) queue[q.tier] = [...(queue[q.tier] ?? []), q.agent];
+    const queue: Record<string, string[]> = Object.create(null);
+    for (const q of data.tokens.queue) queue[q.tier] = [...(own(queue, q.tier) ?? []), q.agent];
     next = {
       ...next,
       tokens: {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { BYOK_USAGE, parseByokCommand } from '../../src/byok/byok-command.ts';
+import { BYOK_USAGE, parseByokCommand, parseByokLine } from '../../src/byok/byok-command.ts';
 import { isConfigError } from '../../src/errors/config-error.ts';
 
 const KEY = 'sk-proj-commandTest0000000000000000a1b2';
@@ -27,6 +27,20 @@ describe('parseByokCommand', () => {
     expect(parseByokCommand(line)).toEqual({ provider: 'openai', key: KEY });
   });
 
+  it('parses bytes without making a string of the key: the key is a view into the line', () => {
+    const line = Buffer.from(`/byok openai "${KEY}"\r\n`);
+    const cmd = parseByokLine(line);
+    expect(cmd?.provider).toBe('openai');
+    expect(cmd?.key.buffer).toBe(line.buffer);
+    expect(cmd?.key.equals(Buffer.from(KEY))).toBe(true);
+    line.fill(0);
+    expect(cmd?.key.every((b) => b === 0)).toBe(true);
+  });
+
+  it('leaves the format of the key to the vault: a short word is parsed (and refused there by provider format)', () => {
+    expect(parseByokCommand('/byok openai Checkout')).toEqual({ provider: 'openai', key: 'Checkout' });
+  });
+
   it('keeps a provider name with digits, dots, dashes and underscores', () => {
     expect(parseByokCommand(`/byok azure-openai_2.eu ${KEY}`)).toEqual({
       provider: 'azure-openai_2.eu',
@@ -49,8 +63,9 @@ describe('parseByokCommand', () => {
     [`/byok ${KEY} openai`, 'takes the provider first, then the key'],
     [`/byok openai ${KEY} ${KEY}x`, 'takes exactly a provider and a key'],
     [`/byok open/ai ${KEY}`, 'needs a provider name such as openai'],
-    ['/byok openai sk-abc', 'too short'],
-    [`/byok openai ${KEY}\u0000`, 'control characters'],
+    [`/byok openai ${KEY}\u0000`, 'control character'],
+    [`/byok openai sk-proj-\u0001${KEY.slice(8)}`, 'refused, not stripped'],
+    [`/byok openai ${KEY}\u007f`, 'control character'],
   ])('refuses %j with a usage message that repeats nothing typed', (line, problem) => {
     const err = usageError(line);
     expect(err.message).toContain(problem);

@@ -84,13 +84,68 @@ describe('the /byok console', () => {
     expect(printed).toEqual([
       'openai key sk-proj-…dead refused: auth (401). Check the key and try again.',
       'openai key sk-proj-…a1b2 active for session default',
-      'byok at provider: "mistral" is not a BYOK provider; use one of openai',
+      'byok at provider: the provider name is not a BYOK provider (what was typed is not shown); use one of openai',
       '/byok: needs the provider before the key; usage: /byok PROVIDER KEY (e.g. /byok openai sk-…)',
       'ignored a line that is not a /byok command (it is not shown); usage: /byok PROVIDER KEY',
     ]);
     expect(printed.join('\n')).not.toContain(KEY.slice(8));
     expect(printed.join('\n')).not.toContain(BAD.slice(8));
     expect(sup.byok.list('default').map((r) => r.masked)).toEqual(['sk-proj-…a1b2']);
+    console.stop();
+  });
+
+  it('a flood of 2,000 /byok lines is bounded: the oldest waiting are dropped and said so once, and a good key typed after is handled', async () => {
+    const sup = runtime();
+    const input = new PassThrough();
+    const printed: string[] = [];
+    const console = startByokConsole({ input, byok: sup.byok, print: (l) => printed.push(l), maxWaiting: 8 });
+    const flood = Array.from(
+      { length: 2_000 },
+      (_, i) => `/byok openai sk-proj-flood${String(i).padStart(24, '0')}\n`,
+    );
+    input.write(flood.join(''));
+    await new Promise((resolve) => setImmediate(resolve));
+    input.write(`/byok openai ${KEY}\n`);
+    await settle(console);
+    const drops = printed.filter((l) => l.startsWith('dropped '));
+    expect(drops.length).toBeGreaterThanOrEqual(1);
+    expect(drops.length).toBeLessThanOrEqual(3);
+    const droppedTotal = drops.reduce((n, l) => n + Number(/^dropped (\d+)/.exec(l)?.[1]), 0);
+    const refused = printed.filter((l) => / refused: auth \(401\)/.test(l)).length;
+    // Every line is accounted for: checked (and refused by the emulator), or dropped.
+    expect(refused + droppedTotal).toBe(2_000);
+    expect(refused).toBeLessThanOrEqual(2 * 8 + 1);
+    expect(printed.at(-1)).toBe('openai key sk-proj-…a1b2 active for session default');
+    expect(sup.byok.list('default').map((r) => r.masked)).toEqual(['sk-proj-…a1b2']);
+    console.stop();
+  });
+
+  it('a line with a control byte (0x01 inside the key) is refused whole, never altered and injected', async () => {
+    const sup = runtime();
+    const input = new PassThrough();
+    const printed: string[] = [];
+    const console = startByokConsole({ input, byok: sup.byok, print: (l) => printed.push(l) });
+    const before = emulator.stats().calls.length;
+    input.write(`/byok openai ${KEY.slice(0, 10)}\u0001${KEY.slice(10)}\n`);
+    input.write(`/byok openai ${KEY}\u001b[A\n`);
+    await settle(console);
+    expect(printed).toHaveLength(2);
+    for (const line of printed)
+      expect(line).toMatch(/control character, so nothing was kept \(it is refused, not stripped\)/);
+    expect(emulator.stats().calls.length).toBe(before);
+    expect(sup.byok.list()).toEqual([]);
+    console.stop();
+  });
+
+  it('wipes what it read: every input chunk is zero-filled once handled', async () => {
+    const sup = runtime();
+    const input = new PassThrough();
+    const console = startByokConsole({ input, byok: sup.byok, print: () => {} });
+    const chunk = Buffer.from(`/byok openai ${KEY}\n`);
+    input.write(chunk);
+    await settle(console);
+    expect(chunk.every((b) => b === 0)).toBe(true);
+    expect(sup.byok.list('default')).toHaveLength(1);
     console.stop();
   });
 

@@ -11,7 +11,7 @@ import { keyFingerprint } from '../../src/engines/endpoint-config.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { canaryKey } from './byok-canary.ts';
 import { CANARY_RUN_PROFILE } from './byok-run-spec.ts';
-import { countInSnapshot, findRetainers } from './heap-retainers.ts';
+import { findKeyInSnapshot, leakReport } from './heap-retainers.ts';
 
 // Issue 6, "done when": a canary key is injected and used for a whole run (runScenario, the path
 // `breakwater run` takes, on PGlite, in a child process against this process's emulator); then its
@@ -87,21 +87,17 @@ afterAll(async () => {
   await emulator?.close();
 });
 
-function leakReport(snapshot: string, key: string): string {
-  return findRetainers(snapshot, key)
-    .map((h) => `${h.type} …${h.excerpt.replace(key, '<CANARY>')}…\n    ${h.retainers.join('\n    ')}`)
-    .join('\n');
-}
-
 describe('a canary key used for a whole run', () => {
   it('the run completed; the bad key was refused in one line and the run went on; the good key answered turns after the credit ran out', () => {
     expect(report.errors.filter((e) => e.startsWith('UNEXPECTED'))).toEqual([]);
     expect(report.status).toBe('completed');
     expect(report.printed[0]).toBe(
-      `openai key ${'sk-…'}${bad().slice(-4)} refused: auth (401). Check the key and try again.`,
+      `openai key sk-proj-…${bad().slice(-4)} refused: auth (401). Check the key and try again.`,
     );
-    expect(report.printed[1]).toBe(`openai key sk-…${good().slice(-4)} active for session default`);
-    expect(report.printed[2]).toMatch(/^openai key sk-….{4} for session default removed: the session ended$/);
+    expect(report.printed[1]).toBe(`openai key sk-proj-…${good().slice(-4)} active for session default`);
+    expect(report.printed[2]).toMatch(
+      /^openai key sk-proj-….{4} for session default removed: the session ended$/,
+    );
 
     const endpoint = `byok:default:openai:${keyFingerprint(good())}`;
     const turns = tables.turns!.map((r) => JSON.parse(r) as { endpoint_id: string | null; outcome: string });
@@ -167,6 +163,7 @@ describe('a canary key used for a whole run', () => {
     ['good', good],
     ['bad', bad],
   ] as const)('%s canary: 0 occurrences in the heap snapshot taken after the key was wiped', (_kind, key) => {
-    expect(countInSnapshot(report.heapSnapshot, key()), leakReport(report.heapSnapshot, key())).toBe(0);
+    const hits = findKeyInSnapshot(report.heapSnapshot, key());
+    expect(hits, leakReport(hits)).toEqual([]);
   });
 });

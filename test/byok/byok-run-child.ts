@@ -23,7 +23,7 @@ import type { Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { createLiveSource, type LiveSource } from '../../src/viz/live-source.ts';
 import { startVizServer, type VizServer } from '../../src/viz/viz-server.ts';
-import { canaryKey } from './byok-canary.ts';
+import { canaryKeyBytes } from './byok-canary.ts';
 import { CANARY_RUN_SPEC } from './byok-run-spec.ts';
 
 interface ChildInput {
@@ -71,9 +71,12 @@ function readSse(url: string, signal: AbortSignal): Promise<void> {
 /** Types `/byok openai KEY` lines into the console, from buffers of their own that are wiped after. */
 async function typeKeys(console: ReturnType<typeof startByokConsole>, stdin: PassThrough): Promise<void> {
   const lines = (['bad', 'good'] as const).map((kind) => {
-    const text = `/byok openai ${canaryKey(input.seed, 'openai', kind)}\n`;
-    const buf = Buffer.alloc(Buffer.byteLength(text));
-    buf.write(text);
+    const key = canaryKeyBytes(input.seed, 'openai', kind);
+    const buf = Buffer.concat([Buffer.from('/byok openai '), key, Buffer.from('\n')], 128).subarray(
+      0,
+      key.length + 14,
+    );
+    key.fill(0);
     return buf;
   });
   // One at a time, so the console's answers come in a known order.
@@ -135,7 +138,12 @@ async function run(): Promise<{ runId: string; status: string }> {
     });
     // A closed runtime refuses a key without touching it; its message is searched like every other.
     try {
-      await supervisor?.byok.inject('default', 'openai', canaryKey(input.seed, 'openai'));
+      const key = canaryKeyBytes(input.seed, 'openai');
+      try {
+        await supervisor?.byok.inject('default', 'openai', key);
+      } finally {
+        key.fill(0);
+      }
       errors.push('UNEXPECTED: a stopped runtime took a key');
     } catch (e) {
       recordError(e);

@@ -15,7 +15,7 @@ import { createManualClock } from '../../src/clock/clock.ts';
 import type { Engine } from '../../src/engines/engine-types.ts';
 import { isEngineFaultError } from '../../src/faults/fault.ts';
 import { createLogger } from '../../src/logging/logger.ts';
-import { CANARY_PROVIDERS, type CanaryProvider, canaryKey } from './byok-canary.ts';
+import { CANARY_PROVIDERS, type CanaryProvider, canaryKeyBytes } from './byok-canary.ts';
 
 interface ChildInput {
   seed: string;
@@ -65,17 +65,27 @@ async function gcAndSnapshot(name: string): Promise<string> {
   return writeHeapSnapshot(join(input.snapshotDir, `${name}.heapsnapshot`));
 }
 
+/** Injects a canary held as bytes, and wipes them once the vault has read them. */
+async function injectBytes(provider: CanaryProvider, kind: 'good' | 'bad') {
+  const key = canaryKeyBytes(input.seed, provider, kind);
+  try {
+    return await vault.inject('canary-session', provider, key);
+  } finally {
+    key.fill(0);
+  }
+}
+
 /** Everything that touches a plaintext canary happens in here, so nothing outside keeps one. */
 async function injectAndUse(): Promise<void> {
   for (const provider of CANARY_PROVIDERS) {
     try {
-      await vault.inject('canary-session', provider, canaryKey(input.seed, provider, 'bad'));
+      await injectBytes(provider, 'bad');
       errors.push(`UNEXPECTED: the bad ${provider} key was accepted`);
     } catch (e) {
       if (!isByokRejectedError(e)) throw e;
       recordError(e, 'rejected');
     }
-    const receipt = await vault.inject('canary-session', provider, canaryKey(input.seed, provider));
+    const receipt = await injectBytes(provider, 'good');
     logger.info({ receipt }, 'byok receipt');
     state.push(JSON.stringify(receipt));
     const engine = vault.engineFor(receipt.endpointId)!;

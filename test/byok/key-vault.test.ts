@@ -40,6 +40,8 @@ beforeAll(async () => {
         { alias: 'user-a2', key: KEYS.a2 },
         { alias: 'user-a-anthropic', key: KEYS.ant },
         { alias: 'user-a-gemini', key: KEYS.gem },
+        // Ollama's documented placeholder key is the word itself.
+        { alias: 'user-ollama', key: 'ollama' },
       ],
     },
   });
@@ -175,20 +177,22 @@ describe('inject', () => {
     const err = await rejection(vault.inject('session-A', 'mistral', KEYS.a));
     expect(isConfigError(err)).toBe(true);
     expect((err as Error).message).toBe(
-      'byok at provider: "mistral" is not a BYOK provider; use one of anthropic, gemini, openai',
+      'byok at provider: the provider name is not a BYOK provider (what was typed is not shown); use one of anthropic, gemini, openai',
     );
-    // A key typed where the provider goes is never echoed.
-    const swapped = await rejection(vault.inject('session-A', KEYS.b, 'openai'));
-    expect(isConfigError(swapped)).toBe(true);
-    expect((swapped as Error).message).toContain('that provider name is not a BYOK provider');
-    expect((swapped as Error).message).not.toContain(KEYS.b);
+    // A key typed where the provider goes is never echoed, not even a short word (it may be the key).
+    for (const typedFirst of [KEYS.b, 'Checkout', 'ollama']) {
+      const swapped = await rejection(vault.inject('session-A', typedFirst, 'openai'));
+      expect(isConfigError(swapped)).toBe(true);
+      expect((swapped as Error).message).toContain('the provider name is not a BYOK provider');
+      expect((swapped as Error).message.toLowerCase()).not.toContain(typedFirst.toLowerCase());
+    }
     expect(vault.providers()).toEqual(['anthropic', 'gemini', 'openai']);
   });
 
   it('refuses malformed keys without echoing them, and sends nothing', async () => {
     const { vault } = newVault();
     const before = emulator.stats().calls.length;
-    for (const key of [`${KEYS.a} extra-words`, 'short', '', `sk-proj-\u0007${'x'.repeat(20)}`]) {
+    for (const key of [`${KEYS.a} extra-words`, 'short', '', `sk-proj-\u0007${'x'.repeat(20)}`, 'Checkout']) {
       const err = await rejection(vault.inject('session-A', 'openai', key));
       expect(isConfigError(err)).toBe(true);
       expect((err as Error).message).toMatch(/^byok at key: /);
@@ -396,20 +400,87 @@ describe('session binding', () => {
 });
 
 describe('secrets', () => {
-  it('masks the key in every message while it lives and forgets it after (ref-counted with other holders)', async () => {
-    // A key with no known provider shape: only the registration can mask it.
-    const plain = `byok-plain-${'q'.repeat(24)}-7f7f`;
-    const { vault, clock } = newVault({
-      validate: false,
-      templates: { local: { provider: 'openai', model: 'm', baseURL: emulator.baseURL('openai') } },
+  it('checks each key for its provider\'s format before any call: a word such as "Checkout" or a run id is refused', async () => {
+    const { vault } = newVault();
+    const before = emulator.stats().calls.length;
+    const cases: [string, string, RegExp][] = [
+      ['openai', 'Checkout', /is not an OpenAI key: such a key starts with "sk-"/],
+      ['openai', 'agent8-storm-20261201-120000-ab12', /is not an OpenAI key/],
+      ['anthropic', KEYS.a, /is not an Anthropic key: such a key starts with "sk-ant-"/],
+      ['gemini', KEYS.a, /is not a Google \(Gemini\) API key: such a key starts with "AIza"/],
+      ['openai', 'sk-short', /is not an OpenAI key/],
+    ];
+    for (const [provider, key, expected] of cases) {
+      const err = await rejection(vault.inject('session-A', provider, key));
+      expect(isConfigError(err), `${provider} ${key.length}`).toBe(true);
+      expect((err as Error).message).toMatch(expected);
+      expect((err as Error).message).toMatch(/\(it was not kept\)$/);
+      expect((err as Error).message).not.toContain(key);
+    }
+    expect(emulator.stats().calls.length).toBe(before);
+    expect(vault.list()).toEqual([]);
+  });
+
+  it('a key that is an ordinary word (a local server\'s "ollama") works and rewrites nothing anywhere', async () => {
+    const { vault } = newVault({
+      templates: {
+        ollama: {
+          provider: 'openai-compatible',
+          flavor: 'ollama',
+          model: 'llama3.1',
+          baseURL: emulator.baseURL('ollama'),
+        },
+      },
     });
-    await vault.inject('A', 'local', plain);
-    await vault.inject('B', 'local', plain);
-    expect(scrubSecrets(`upstream said: ${plain}`)).toBe('upstream said: …7f7f');
-    vault.endSession('A');
-    expect(scrubSecrets(plain)).toBe('…7f7f'); // B still holds it
-    clock.advance(TTL);
-    expect(scrubSecrets(plain)).toBe(plain);
+    const receipt = await vault.inject('A', 'ollama', 'ollama');
+    expect(receipt.masked).toBe('…');
+    expect(receipt.endpointId).toBe(`byok:A:ollama:${keyFingerprint('ollama')}`);
+    const result = await vault.engineFor(receipt.endpointId)!.call(request('ollama-word'));
+    expect(result.endpoint.id).toBe(receipt.endpointId);
+    // Nothing registers the key anywhere: text that contains the word is left as it is.
+    expect(scrubSecrets('ollama-local answered; ollama is up')).toBe('ollama-local answered; ollama is up');
+  });
+
+  it('the SDK client holds a marker: the key goes on the wire, and an echo of it in an error body is cut out of the bytes', async () => {
+    const { createServer } = await import('node:http');
+    const seen: string[] = [];
+    const server = createServer((req, res) => {
+      const auth = String(req.headers.authorization ?? '');
+      seen.push(auth);
+      res.writeHead(401, { 'content-type': 'application/json' });
+      // A careless upstream that echoes the key it got, in the message and in a second field.
+      res.end(
+        JSON.stringify({
+          error: {
+            message: `Incorrect API key provided: ${auth.slice(7)}`,
+            type: 'invalid_request_error',
+            code: 'invalid_api_key',
+            echo: auth,
+          },
+        }),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const port = (server.address() as { port: number }).port;
+      // A key of no known provider shape (a self-hosted server's), so only the byte-level cut can catch it.
+      const key = 'tenant.echo+9f7e6d5c4b3a2910';
+      const { vault } = newVault({
+        templates: {
+          echo: { provider: 'openai-compatible', model: 'm', baseURL: `http://127.0.0.1:${port}/v1` },
+        },
+      });
+      const err = await rejection(vault.inject('A', 'echo', Buffer.from(key)));
+      expect(isByokRejectedError(err)).toBe(true);
+      expect(seen).toEqual([`Bearer ${key}`]);
+      const fault = (err as { fault: { message: string } }).fault;
+      expect(fault.message).toContain('[redacted]');
+      expect(JSON.stringify(err)).not.toContain(key);
+      expect(String((err as Error).message)).not.toContain(key);
+      expect(String((err as Error).message)).toContain('refused: auth (401)');
+    } finally {
+      server.close();
+    }
   });
 
   it('logs injections, refusals and expiries with the masked key and fingerprint only', async () => {

@@ -54,10 +54,27 @@ describe('breakwater migrate on PGlite', () => {
     expect(run.code).toBe(1);
     expect(run.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(run.stderr).toContain(
-      'cannot use PostgreSQL at postgres://postgres@127.0.0.1:1/test: connect ECONNREFUSED',
+      'cannot use PostgreSQL at postgres://postgres@127.0.0.1:1/test: connection refused (is the server running, on that port?)',
     );
     expect(run.stderr).toContain('start the server or fix --database-url / DATABASE_URL');
     expect(run.stderr).not.toContain('hunter2-secret');
+  });
+
+  it('a password given as ?password= is not printed either, not even in the stack trace (BREAKWATER_DEBUG=1)', async () => {
+    const run = await runCli(
+      [
+        'migrate',
+        '--database-url',
+        'postgres://postgres@127.0.0.1:1/test?password=hunter3-secret&sslmode=disable',
+      ],
+      cleanEnv({ BREAKWATER_DEBUG: '1' }),
+    );
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain(
+      'cannot use PostgreSQL at postgres://postgres@127.0.0.1:1/test?password=***',
+    );
+    expect(run.stderr.split('\n').length).toBeGreaterThan(3); // the stack trace is there
+    expect(run.stdout + run.stderr).not.toContain('hunter3-secret');
   });
 });
 

@@ -2,7 +2,6 @@ import { describe, expect, it } from 'vitest';
 import { AnswerCache } from '../../src/degraded/answer-cache.ts';
 import { decisionTree } from '../../src/degraded/decision-tree.ts';
 import { createDegradedResponder, type DegradedSituation } from '../../src/degraded/degraded-responder.ts';
-import { registerSecret } from '../../src/redact/secret-scrubber.ts';
 
 const PLACEHOLDER = /waiting for backup engine|credit being coordinated/i;
 
@@ -122,19 +121,15 @@ describe('createDegradedResponder', () => {
     expect(a.source).toBe('summary');
   });
 
-  it('scrubs secrets from every answer', () => {
+  it('masks provider key shapes in every answer', () => {
     const key = 'sk-proj-abcdefghijklmnopqrstuvwx1234';
-    const forget = registerSecret(key);
-    try {
-      const a = createDegradedResponder().answer(
-        'Kai',
-        'p',
-        { memory: { byok: `key is ${key}` } },
-        `bad key ${key}`,
-      );
-      expect(JSON.stringify(a)).not.toContain(key);
-    } finally {
-      forget();
-    }
+    const a = createDegradedResponder().answer(
+      'Kai',
+      'p',
+      { memory: { byok: `key is ${key}` } },
+      `bad key ${key}`,
+    );
+    expect(JSON.stringify(a)).not.toContain(key);
+    expect(JSON.stringify(a)).toContain('sk-proj-…1234');
   });
 });

@@ -9,7 +9,6 @@ import {
   parseEndpointConfig,
 } from '../../src/engines/endpoint-config.ts';
 import { isConfigError } from '../../src/errors/config-error.ts';
-import { scrubSecrets } from '../../src/redact/secret-scrubber.ts';
 
 const KEY = 'sk-ant-api03-TESTKEYabcdefghijklmnop0001';
 
@@ -112,9 +111,52 @@ describe('describeEndpoint', () => {
     expect(d.flavor).toBe('generic');
   });
 
-  it('registers the key with the scrubber when an engine is created', () => {
-    const odd = 'plain-key-without-known-shape-9731';
-    createEngine({ id: 'k', provider: 'openai', model: 'm', apiKey: odd });
-    expect(scrubSecrets(`echo ${odd} back`)).not.toContain(odd);
+  it('a baseURL with user:password is refused, and the message does not echo it', () => {
+    const err = (() => {
+      try {
+        parseEndpointConfig({
+          id: 'x',
+          provider: 'openai-compatible',
+          model: 'm',
+          baseURL: 'http://admin:hunter2secret@10.0.0.5:8000/v1',
+        });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isConfigError(err)).toBe(true);
+    expect(String((err as Error).message)).toMatch(/baseURL.*must not carry a user or password/);
+    expect(String((err as Error).message)).not.toContain('hunter2secret');
+  });
+
+  it.each([
+    [
+      'a key pasted into apiKeyEnv (not a variable name)',
+      'sk-proj-abcdefghijklmnopqrstuv0123',
+      /is not an environment variable name/,
+    ],
+    [
+      'a Groq-style key that is a valid variable name',
+      'gsk_8JdKq2LmNp4RsTuVwXyZ0123456789abcdef',
+      /named by apiKeyEnv \(name not shown/,
+    ],
+  ])('%s is never printed back', (_what, pasted, expected) => {
+    const err = (() => {
+      try {
+        createEngine({ id: 'k', provider: 'openai', model: 'm', apiKeyEnv: pasted });
+      } catch (e) {
+        return e;
+      }
+    })();
+    expect(isConfigError(err)).toBe(true);
+    expect((err as Error).message).toMatch(expected);
+    expect((err as Error).message).not.toContain(pasted);
+    expect((err as Error).message).not.toContain(pasted.slice(4, 16));
+  });
+
+  it('a conventional variable name is named in the "not set" message', () => {
+    expect(() =>
+      createEngine({ id: 'k', provider: 'openai', model: 'm', apiKeyEnv: 'BREAKWATER_TEST_UNSET_KEY' }),
+    ).toThrow(/environment variable BREAKWATER_TEST_UNSET_KEY is not set/);
   });
 });

@@ -6,6 +6,7 @@ import {
   canReadCommands,
   startByokConsole,
 } from '../../byok/byok-console.ts';
+import { openCommandInput } from '../../byok/command-input.ts';
 import { createLiveView, type LiveView } from '../../live/live-view.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { scrubSecrets } from '../../redact/secret-scrubber.ts';
@@ -20,6 +21,7 @@ import {
   type ScenarioRunContext,
 } from '../../rounds/run-scenario.ts';
 import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
+import { findDatabaseUnavailable } from '../../store/database-unavailable-error.ts';
 import { type BreakwaterDatabase, DEFAULT_DATA_DIR } from '../../store/open-database.ts';
 import { createRunStore } from '../../store/run-store.ts';
 import { startVizServer, type VizServer } from '../../viz/index.ts';
@@ -27,7 +29,7 @@ import { createLiveSource } from '../../viz/live-source.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { openCliDatabase } from '../cli-store.ts';
-import { listenForStop } from '../stop-signal.ts';
+import { listenForStop, STOP_GRACE_MS } from '../stop-signal.ts';
 
 /** The scenario `breakwater run` replays when none is named (seed 003). */
 export const DEFAULT_SCENARIO = 'agent8-storm';
@@ -57,7 +59,7 @@ export interface RunCommandOptions {
    * pipe; never blocks the run). Default true; `--no-stdin` turns it off.
    */
   readonly stdin?: boolean;
-  /** Where `/byok` lines come from instead of `process.stdin` (tests). Default: process.stdin. */
+  /** Where `/byok` lines come from instead of stdin (tests). Default: file descriptor 0, read as bytes. */
   readonly input?: ByokConsoleInput;
   readonly print?: Print;
   readonly signal?: AbortSignal;
@@ -74,6 +76,14 @@ export interface RunCommandOptions {
  */
 export async function runRunCommand(options: RunCommandOptions = {}): Promise<RunReport> {
   const print = options.print ?? printToStdout;
+  if (options.resumeRunId !== undefined && options.resumeRunId.trim() === '')
+    throw new CliError('resume needs the id of a run; `breakwater runs` lists them');
+  if (options.emulatorUrl !== undefined) checkEmulatorUrl(options.emulatorUrl);
+  // Lines meant for the user while --json keeps stdout for the report alone.
+  const note = (line: string) => {
+    if (options.json) process.stderr.write(`${scrubSecrets(line)}\n`);
+    else print(line);
+  };
   const database: BreakwaterDatabase = await openCliDatabase({
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
@@ -82,10 +92,12 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   let live: LiveView | undefined;
   let viz: VizServer | undefined;
   let byokConsole: ByokConsole | undefined;
+  let started: { runId: string; rounds: number } | undefined;
+  let committed = 0;
   try {
     let scenarioSource: string;
     let policy = options.policy;
-    if (options.resumeRunId) {
+    if (options.resumeRunId !== undefined) {
       const run = await store.getRun(options.resumeRunId);
       if (!run)
         throw new CliError(
@@ -105,7 +117,7 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
       scenario,
       scenarioSource,
       database,
-      ...(options.resumeRunId
+      ...(options.resumeRunId !== undefined
         ? { runId: options.resumeRunId, resume: true }
         : options.runId
           ? { runId: options.runId }
@@ -116,7 +128,12 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
       ...(options.signal ? { signal: options.signal } : {}),
       logger: createLogger(),
       onProgress: (p) => live?.setProgress(p),
+      onEvent: (e) => {
+        if (e.type === 'round.committed')
+          committed = Number((e.data as { round?: unknown })?.round) || committed;
+      },
       onStart: async (ctx: ScenarioRunContext) => {
+        started = { runId: ctx.runId, rounds: ctx.rounds };
         if (showLive) {
           // Printed before the live frame exists, so the frame's redraws stay aligned on a terminal.
           print(
@@ -137,16 +154,17 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
             store,
           });
           if (live) live.log(`visualizer: ${viz.url}`);
-          else print(`visualizer: ${viz.url}`);
+          else note(`visualizer: ${viz.url}`);
         }
         byokConsole = startStdinByok(options, supervisor, (line) => {
           // Above the live frame; on stderr when stdout carries the JSON report.
           if (live) live.log(line);
-          else if (options.json) process.stderr.write(`${scrubSecrets(line)}\n`);
-          else print(line);
+          else note(line);
         });
       },
     }).catch((e: unknown) => {
+      const lost = findDatabaseUnavailable(e);
+      if (lost) throw databaseLost(lost, started, committed);
       if (options.signal?.aborted) {
         throw new CliError(
           `run interrupted; continue it with \`breakwater resume <run-id>\` (\`breakwater runs\` lists them)`,
@@ -174,6 +192,42 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   }
 }
 
+/** An emulator needs no credentials: a URL carrying some is refused without echoing it. */
+function checkEmulatorUrl(url: string): void {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw new CliError('--emulator-url is not a URL; give its control URL, e.g. http://127.0.0.1:4000');
+  }
+  if (parsed.username || parsed.password)
+    throw new CliError(
+      '--emulator-url must not carry a user or password (the URL is not shown; the emulator needs none); give e.g. http://127.0.0.1:4000',
+    );
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new CliError('--emulator-url must be an http:// URL, e.g. http://127.0.0.1:4000');
+}
+
+/** One line for a run whose database went away: what happened, where the run stands, how to go on. */
+function databaseLost(
+  lost: { location: string; problem: string },
+  started: { runId: string; rounds: number } | undefined,
+  committed: number,
+): CliError {
+  const what = `the database stopped answering (${lost.location}: ${lost.problem})`;
+  if (!started) return new CliError(`${what}; no run was started`, { exitCode: 3 });
+  const kept =
+    committed > 1
+      ? `rounds 1–${committed} of ${started.rounds} are committed`
+      : committed === 1
+        ? `round 1 of ${started.rounds} is committed`
+        : 'no round is committed yet';
+  return new CliError(
+    `${what}; run ${started.runId} stopped: ${kept}, round ${committed + 1} was not committed; continue it with \`breakwater resume ${started.runId}\` once the database answers again`,
+    { exitCode: 3 },
+  );
+}
+
 /**
  * Starts reading `/byok` lines for session `default` when asked to and stdin is a terminal or a pipe.
  * The typed line is never printed: only the outcome (`openai key sk-…a1b2 active for session default`).
@@ -185,7 +239,7 @@ function startStdinByok(
 ): ByokConsole | undefined {
   if (options.stdin === false) return undefined;
   if (!options.input && !canReadCommands(0)) return undefined;
-  const input = options.input ?? process.stdin;
+  const input = options.input ?? openCommandInput(0);
   const byok = supervisor?.byok;
   const started = startByokConsole({
     input,
@@ -239,7 +293,7 @@ function sharedOptions(flags: RunFlags): RunCommandOptions {
 }
 
 async function act(options: RunCommandOptions): Promise<void> {
-  const stop = listenForStop();
+  const stop = listenForStop({ forceExitAfterMs: STOP_GRACE_MS });
   try {
     await runRunCommand({ ...options, signal: stop.signal });
   } finally {

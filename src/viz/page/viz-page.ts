@@ -185,7 +185,11 @@ function renderTokens(state: VizState): void {
         'tr',
         {},
         h('td', {}, tier),
-        h('td', { 'data-testid': `tokens-queue-${tier}` }, (t.queue[tier] ?? []).join(', ') || '—'),
+        h(
+          'td',
+          { 'data-testid': `tokens-queue-${tier}` },
+          ((Object.hasOwn(t.queue, tier) ? t.queue[tier] : undefined) ?? []).join(', ') || '—',
+        ),
       ),
     );
   box.replaceChildren(
@@ -297,7 +301,9 @@ function renderChart(state: VizState): void {
   const chart = view.chart;
   if (!chart) return;
   const agent = view.selected
-    ? state.agents[view.selected]
+    ? Object.hasOwn(state.agents, view.selected)
+      ? state.agents[view.selected]
+      : undefined
     : agentNames(state).map((n) => state.agents[n]!)[0];
   testid('chart-agent').textContent = agent ? `— ${agent.name}: ${agent.path ?? agent.state}` : '';
   const layout = layoutChart(chart);
@@ -480,7 +486,7 @@ function text(v: unknown): string {
 async function renderDetail(state: VizState): Promise<void> {
   const name = view.selected;
   if (!name) return;
-  const agent = state.agents[name];
+  const agent = Object.hasOwn(state.agents, name) ? state.agents[name] : undefined;
   const key = `${name}:${agent?.turns ?? 0}:${state.run.committedRound}`;
   if (key === view.detailKey) return;
   view.detailKey = key;
