@@ -64,6 +64,15 @@ export interface KeyVaultOptions {
   readonly validate?: boolean;
   /** Where the vault logs injections, refusals and expiries (masked keys, fingerprints only). Default: none. */
   readonly logger?: Logger;
+  /**
+   * Runs a key's check call holding one of the runtime's concurrency tokens (it is an upstream call like any
+   * other: it counts against the cap). `run` gets the token's signal. Default: runs it at once, without a token.
+   */
+  readonly withToken?: <T>(
+    label: string,
+    run: (signal: AbortSignal | undefined) => Promise<T>,
+    signal?: AbortSignal,
+  ) => Promise<T>;
 }
 
 /**
@@ -412,12 +421,21 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
 
       if (validate) {
         try {
-          await entry.provider.call({
-            messages: [{ role: 'user', content: 'ping' }],
-            maxTokens: 1,
-            idempotencyKey: `byok-check:${endpointId}:${randomUUID()}`,
-            ...(injectOptions.signal ? { signal: injectOptions.signal } : {}),
-          });
+          const check = (tokenSignal: AbortSignal | undefined) => {
+            const signals = [injectOptions.signal, tokenSignal].filter(
+              (x): x is AbortSignal => x !== undefined,
+            );
+            const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+            return entry.provider.call({
+              messages: [{ role: 'user', content: 'ping' }],
+              maxTokens: 1,
+              idempotencyKey: `byok-check:${endpointId}:${randomUUID()}`,
+              ...(signal ? { signal } : {}),
+            });
+          };
+          await (options.withToken
+            ? options.withToken(`byok-check:${endpointId}`, check, injectOptions.signal)
+            : check(undefined));
         } catch (err) {
           if (entry.state === 'gone') {
             refuse({

@@ -99,6 +99,15 @@ export function createSupervisor(
     }),
     emit,
     endpointOptions: {},
+    // A key's check call is an upstream call: it takes a token (served first, like a HALF-OPEN probe).
+    withToken: async (label, run, signal) => {
+      const grant = await scheduler.acquireProbe(label, signal);
+      try {
+        return await run(grant.signal);
+      } finally {
+        scheduler.release(grant.leaseId, { kind: 'unused' });
+      }
+    },
     onInjected: () => {
       scheduler.rescan();
       // Agents cooling on their own timers may use the new key now.

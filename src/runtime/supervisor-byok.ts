@@ -1,6 +1,11 @@
 import type { Logger } from 'pino';
 import type { ByokExpiryReason, ByokReceipt, ProviderName } from '../byok/byok-types.ts';
-import { createKeyVault, type InjectOptions, type KeyVault } from '../byok/key-vault.ts';
+import {
+  createKeyVault,
+  type InjectOptions,
+  type KeyVault,
+  type KeyVaultOptions,
+} from '../byok/key-vault.ts';
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { isScaledClock } from '../clock/scaled-clock.ts';
 import { ConfigError } from '../errors/config-error.ts';
@@ -120,6 +125,8 @@ export interface ByokWiringDeps {
   readonly endpointOptions?: Record<string, never>;
   /** A key became usable: the supervisor looks at its queue again. */
   readonly onInjected: () => void;
+  /** Runs a key's check call holding a concurrency token (see `KeyVaultOptions.withToken`). Default: none. */
+  readonly withToken?: KeyVaultOptions['withToken'];
 }
 
 /**
@@ -175,6 +182,7 @@ export function wireByok(deps: ByokWiringDeps): ByokWiring {
         logger,
         idleTtlMs: config.byok.idleTtlMs,
         templates: config.byok.templates,
+        ...(deps.withToken ? { withToken: deps.withToken } : {}),
       })
     : undefined;
   /** Why the runtime revoked a key, read by the expiry that follows at once. */
