@@ -1,5 +1,6 @@
 import { redactUrl } from '../redact/secret-scrubber.ts';
 import { findDatabaseUnavailable } from '../store/database-unavailable-error.ts';
+import { ConfigError } from '../errors/config-error.ts';
 import { type BreakwaterDatabase, openDatabase } from '../store/open-database.ts';
 import { CliError } from './cli-error.ts';
 
@@ -66,9 +67,11 @@ export function storeUrl(options: StoreCliOptions): string | undefined {
 export async function openCliDatabase(options: StoreCliOptions): Promise<BreakwaterDatabase> {
   const url = storeUrl(options);
   try {
+    const timeouts = databaseTimeouts(process.env.BREAKWATER_DB_TIMEOUT_MS);
     return await openDatabase({
       ...(url ? { url } : {}),
       ...(isSet(options.dataDir) ? { dataDir: options.dataDir } : {}),
+      ...(timeouts ? { timeouts } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });
   } catch (e) {
@@ -81,4 +84,27 @@ export async function openCliDatabase(options: StoreCliOptions): Promise<Breakwa
     }
     throw e;
   }
+}
+
+/**
+ * `BREAKWATER_DB_TIMEOUT_MS`: how long the CLI waits on a PostgreSQL server that does not answer (connect, each
+ * query and statement, fail-fast after a loss; idle in a transaction 3×) before it stops with one line. Default
+ * 10 000 (unset). A value that is not a whole number of ms between 1 000 and 600 000 is refused.
+ */
+function databaseTimeouts(raw: string | undefined) {
+  if (raw === undefined || raw === '') return undefined;
+  const ms = Number(raw);
+  if (!(Number.isInteger(ms) && ms >= 1_000 && ms <= 600_000))
+    throw new ConfigError({
+      source: 'environment',
+      path: 'BREAKWATER_DB_TIMEOUT_MS',
+      message: `is ${JSON.stringify(raw)}; set a whole number of ms between 1000 and 600000, or unset it`,
+    });
+  return {
+    connectTimeoutMs: ms,
+    queryTimeoutMs: ms,
+    statementTimeoutMs: ms,
+    quarantineMs: ms,
+    idleInTransactionTimeoutMs: 3 * ms,
+  };
 }

@@ -93,18 +93,13 @@ async function untilRoundOne(runId: string, child: ChildProcess): Promise<void> 
 async function startRun(
   runId: string,
   proxy: TcpProxy,
+  env: Record<string, string> = {},
 ): Promise<{ child: ChildProcess; done: ReturnType<typeof finished> }> {
   runIds.push(runId);
-  const child = spawnCli([
-    'run',
-    scenario,
-    '--no-stdin',
-    '--no-live',
-    '--run-id',
-    runId,
-    '--database-url',
-    proxiedUrl(proxy.port),
-  ]);
+  const child = spawnCli(
+    ['run', scenario, '--no-stdin', '--no-live', '--run-id', runId, '--database-url', proxiedUrl(proxy.port)],
+    cleanEnv(env),
+  );
   children.push(child);
   return { child, done: finished(child) };
 }
@@ -116,7 +111,9 @@ describe.each(['freeze', 'garbage', 'freeze, then every connection reset'] as co
       const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
       proxies.push(proxy);
       const runId = `dbloss-${mode.split(',')[0]}-${process.pid}-${Date.now()}`;
-      const { child, done } = await startRun(runId, proxy);
+      // The plain freeze keeps the default bounds (10 s); the others show the bound is the user's to set.
+      const env: Record<string, string> = mode === 'freeze' ? {} : { BREAKWATER_DB_TIMEOUT_MS: '3000' };
+      const { child, done } = await startRun(runId, proxy, env);
       await untilRoundOne(runId, child);
       proxy.setMode(mode === 'garbage' ? 'garbage' : 'freeze');
       const switchedAt = performance.now();
@@ -217,7 +214,7 @@ describe('a server that is not (or no longer) PostgreSQL', () => {
       const started = performance.now();
       const run = await runCli(
         ['migrate', '--database-url', `postgres://app:${PASSWORD}@127.0.0.1:${port}/db`],
-        cleanEnv(),
+        cleanEnv({ BREAKWATER_DB_TIMEOUT_MS: '3000' }),
       );
       expect(performance.now() - started).toBeLessThan(30_000);
       expect(run.code).toBe(1);
