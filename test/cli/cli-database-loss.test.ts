@@ -200,7 +200,7 @@ describe('a server that is not (or no longer) PostgreSQL', () => {
     [
       'accepts and never answers',
       (s: import('node:net').Socket) => s.on('data', () => {}),
-      /no answer while connecting within 10000 ms/,
+      /no answer while connecting within 3000 ms/,
     ],
     [
       'answers garbage',
