@@ -199,9 +199,11 @@ async function resume(b: Backend, runId: string): Promise<ResumeSample> {
   const t3 = performance.now();
   if (!ready) throw new Error('a resumed agent is not idle');
   if (peers.length !== 280) throw new Error(`expected 280 turns in the last round, read ${peers.length}`);
+  // An agent's memory is the window its prompt reads: its last `historyTurns` answers (of the 105 it gave).
+  const window = runtime.agentDefaults?.historyTurns ?? 6;
   for (const d of definitions) {
     const n = executor.memory(d.name).utterances.length;
-    if (n !== 105) throw new Error(`${d.name} resumed with ${n} utterances, expected 105`);
+    if (n !== window) throw new Error(`${d.name} resumed with ${n} utterances, expected the last ${window} of 105`);
   }
   await executor.stop();
   return { totalMs: t3 - t0, loadMs: t1 - t0, rebuildMs: t2 - t1, peersMs: t3 - t2 };
