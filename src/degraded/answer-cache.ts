@@ -97,6 +97,8 @@ export class AnswerCache {
   readonly minSimilarity: number;
   /** Per agent, insertion order = recency (oldest first). */
   readonly #agents = new Map<string, Map<string, Entry>>();
+  /** Answers remembered but not filed yet, per agent, oldest first. */
+  readonly #pending = new Map<string, CachedAnswer[]>();
 
   constructor(options: AnswerCacheOptions = {}) {
     const { maxPerAgent = 500, minSimilarity = 0.3 } = options;
@@ -118,8 +120,32 @@ export class AnswerCache {
     this.minSimilarity = minSimilarity;
   }
 
-  /** Remembers a good answer of `agent` to `prompt` (replacing an earlier answer to the same prompt). */
+  /**
+   * Remembers a good answer of `agent` to `prompt` (replacing an earlier answer to the same prompt). Cheap on the
+   * call path: the answer is filed (scrubbed, keyed) when the cache is next read, or once `maxPerAgent` wait.
+   */
   remember(agent: string, prompt: string, answer: string, at?: number): void {
+    let pending = this.#pending.get(agent);
+    if (!pending) {
+      pending = [];
+      this.#pending.set(agent, pending);
+    }
+    pending.push({ prompt, answer, ...(at !== undefined ? { at } : {}) });
+    if (pending.length >= this.maxPerAgent) this.#file(agent);
+  }
+
+  /** Files the answers remembered since the last read (of one agent, or all). */
+  #file(agent?: string): void {
+    const agents = agent !== undefined ? [agent] : [...this.#pending.keys()];
+    for (const a of agents) {
+      const pending = this.#pending.get(a);
+      if (!pending) continue;
+      this.#pending.delete(a);
+      for (const p of pending) this.#store(a, p.prompt, p.answer, p.at);
+    }
+  }
+
+  #store(agent: string, prompt: string, answer: string, at?: number): void {
     if (answer.trim() === '' || prompt.trim() === '') return;
     const cleanPrompt = scrubSecrets(prompt);
     const key = exactKey(cleanPrompt);
@@ -145,6 +171,7 @@ export class AnswerCache {
    * when at least `minSimilarity` (ties go to the most recent). A hit counts as a use for the LRU.
    */
   lookup(agent: string, prompt: string, minSimilarity = this.minSimilarity): CacheHit | undefined {
+    this.#file(agent);
     const entries = this.#agents.get(agent);
     if (!entries) return undefined;
     const clean = scrubSecrets(prompt);
@@ -164,6 +191,7 @@ export class AnswerCache {
 
   /** Entries held for `agent`, or for all agents. */
   size(agent?: string): number {
+    this.#file(agent);
     if (agent !== undefined) return this.#agents.get(agent)?.size ?? 0;
     let n = 0;
     for (const entries of this.#agents.values()) n += entries.size;
@@ -172,12 +200,18 @@ export class AnswerCache {
 
   /** Forgets one agent's answers, or everything. */
   clear(agent?: string): void {
-    if (agent === undefined) this.#agents.clear();
-    else this.#agents.delete(agent);
+    if (agent === undefined) {
+      this.#agents.clear();
+      this.#pending.clear();
+    } else {
+      this.#agents.delete(agent);
+      this.#pending.delete(agent);
+    }
   }
 
   /** Plain data for persistence: per agent, entries from least to most recently used. */
   export(): AnswerCacheData {
+    this.#file();
     const agents: Record<string, CachedAnswer[]> = {};
     for (const [agent, entries] of this.#agents) {
       agents[agent] = [...entries.values()].map(({ prompt, answer, at }) => ({
@@ -194,6 +228,8 @@ export class AnswerCache {
    * the per-agent bound holds). Throws {@link ConfigError} naming the first malformed entry.
    */
   import(data: AnswerCacheData): void {
+    // Answers remembered before the import are older than what it brings.
+    this.#file();
     if (typeof data !== 'object' || data === null || data.version !== 1) {
       throw new ConfigError({
         source: SOURCE,
@@ -236,7 +272,7 @@ export class AnswerCache {
       }
     }
     for (const [agent, entries] of Object.entries(data.agents)) {
-      for (const e of entries) this.remember(agent, e.prompt, e.answer, e.at);
+      for (const e of entries) this.#store(agent, e.prompt, e.answer, e.at);
     }
   }
 

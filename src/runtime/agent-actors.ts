@@ -16,7 +16,7 @@ import type {
 } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
-import type { EngineResult } from '../engines/engine-types.ts';
+import type { EngineRequest, EngineResult } from '../engines/engine-types.ts';
 import { InternalActorError } from '../errors/internal-error.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
@@ -30,7 +30,7 @@ import {
   type TokenTicket,
 } from '../scheduler/token-scheduler.ts';
 import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
-import { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
+import { buildRequest, estimateRequestTokens, type PromptParts } from './prompt-builder.ts';
 import type { ToolResultRecord } from './turn.ts';
 
 /**
@@ -128,6 +128,19 @@ function tokenAnswer(d: TokenDecision): TokenAnswer {
  */
 export function createAgentActors(deps: AgentActorDeps) {
   const { endpoints, scheduler, clock, logger, memo } = deps;
+  // The request an agent's token was estimated for: its call sends the same one (built once, not twice), unless
+  // what it is built from changed in between.
+  const built = new Map<string, { parts: PromptParts; request: Omit<EngineRequest, 'signal'> }>();
+  const requestFor = (agent: string, parts: PromptParts): Omit<EngineRequest, 'signal'> => {
+    const b = built.get(agent);
+    built.delete(agent);
+    const same =
+      b !== undefined &&
+      b.parts.idempotencyKey === parts.idempotencyKey &&
+      b.parts.memory === parts.memory &&
+      b.parts.turnMessages === parts.turnMessages;
+    return same ? b.request : buildRequest(parts);
+  };
   // The memo write happens off the call's path: the token goes back to the scheduler at once.
   const remember = (key: string, value: unknown) => {
     memo?.remember(key, value).catch((e: unknown) => {
@@ -144,12 +157,14 @@ export function createAgentActors(deps: AgentActorDeps) {
     let ticket: TokenTicket | undefined;
     try {
       const session = deps.sessionOf(input.agent);
+      const request = buildRequest(input.prompt);
+      built.set(input.agent, { parts: input.prompt, request });
       ticket = scheduler.request({
         holder: input.agent,
         tier: input.tier,
         chain: input.chain,
         ...(session !== undefined ? { session } : {}),
-        estimatedTokens: estimateRequestTokens(buildRequest(input.prompt)),
+        estimatedTokens: estimateRequestTokens(request),
         maxWaitMs: input.maxWaitMs,
         retry: input.retry,
         attempt: input.attempt,
@@ -162,8 +177,10 @@ export function createAgentActors(deps: AgentActorDeps) {
     ticket.decision.then(
       (d) => {
         if (d.kind === 'granted') granted = d.grant.leaseId;
+        else built.delete(input.agent);
         // The agent left `queued` first (cancelled, stopped): nobody will call with this grant.
         if (left) {
+          built.delete(input.agent);
           if (granted) scheduler.releaseUnclaimed(granted);
           return;
         }
@@ -175,6 +192,7 @@ export function createAgentActors(deps: AgentActorDeps) {
     );
     return () => {
       left = true;
+      if (!granted) built.delete(input.agent);
       ticket.withdraw();
       // Leaving `queued` for `calling` claims the grant in the same step; anything else leaves it unclaimed.
       if (granted) queueMicrotask(() => scheduler.releaseUnclaimed(granted!));
@@ -224,7 +242,7 @@ export function createAgentActors(deps: AgentActorDeps) {
     }
     let settlement: CallSettlement = { kind: 'unused' };
     try {
-      const request = buildRequest(input.prompt);
+      const request = requestFor(input.agent, input.prompt);
       const key = request.idempotencyKey;
       const remembered = (await memo?.recall(key)) as EngineResult | undefined;
       if (remembered) return { ok: true, result: remembered, at: clock.now(), memoized: true };
