@@ -203,7 +203,8 @@ async function resume(b: Backend, runId: string): Promise<ResumeSample> {
   const window = runtime.agentDefaults?.historyTurns ?? 6;
   for (const d of definitions) {
     const n = executor.memory(d.name).utterances.length;
-    if (n !== window) throw new Error(`${d.name} resumed with ${n} utterances, expected the last ${window} of 105`);
+    if (n !== window)
+      throw new Error(`${d.name} resumed with ${n} utterances, expected the last ${window} of 105`);
   }
   await executor.stop();
   return { totalMs: t3 - t0, loadMs: t1 - t0, rebuildMs: t2 - t1, peersMs: t3 - t2 };
