@@ -13,6 +13,7 @@
  *
  * Run: `npm run bench:overhead` (options: `--calls 5000 --rounds 10 --warmup 300`).
  */
+import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
@@ -171,16 +172,33 @@ async function drive(
   return { latencies, wallMs: performance.now() - t0 };
 }
 
+/** CPU time (µs) a process used so far, from /proc (Linux): user + system. */
+function processCpuMicros(pid: number): number {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    // utime and stime are fields 14 and 15 of stat (1-based), in clock ticks (100 per second on Linux).
+    return (Number(fields[11]) + Number(fields[12])) * 10_000;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 interface ModeSample {
   latencies: number[];
   wallMs: number;
   calls: number;
+  /** CPU used by this (client) process and by the emulator's, µs, over the measured calls. */
+  clientCpuUs: number;
+  emulatorCpuUs: number;
 }
 
 async function measure(emu: EmulatorProcess, workers: number): Promise<Record<Mode, ModeSample>> {
   const seq = { next: 0 };
   const samples = Object.fromEntries(
-    MODES.map((m) => [m, { latencies: [], wallMs: 0, calls: 0 } as ModeSample]),
+    MODES.map((m) => [
+      m,
+      { latencies: [], wallMs: 0, calls: 0, clientCpuUs: 0, emulatorCpuUs: 0 } as ModeSample,
+    ]),
   ) as Record<Mode, ModeSample>;
   for (const mode of MODES) {
     const client = makeClient(mode, emu, workers);
@@ -193,9 +211,15 @@ async function measure(emu: EmulatorProcess, workers: number): Promise<Record<Mo
     const order = MODES.map((_, k) => MODES[(k + r) % MODES.length]!);
     for (const mode of order) {
       const client = makeClient(mode, emu, workers);
+      const cpu0 = process.cpuUsage();
+      const emu0 = processCpuMicros(emu.pid);
       const { latencies, wallMs } = await drive(client, perRound, workers, seq);
+      const cpu = process.cpuUsage(cpu0);
+      const emuCpu = processCpuMicros(emu.pid) - emu0;
       await client.close();
       const s = samples[mode];
+      s.clientCpuUs += cpu.user + cpu.system;
+      s.emulatorCpuUs += emuCpu;
       for (const l of latencies) s.latencies.push(l);
       s.wallMs += wallMs;
       s.calls += latencies.length;
@@ -233,6 +257,7 @@ async function main(): Promise<void> {
           `c=${c} ${m}`,
           summarize(s.latencies),
           `${round((s.calls / s.wallMs) * 1000, 1)} calls/s`,
+          `cpu/call: client ${round(s.clientCpuUs / s.calls, 0)} µs, emulator ${round(s.emulatorCpuUs / s.calls, 0)} µs`,
         );
       }
     console.log('partial run (profiling): no result written');
@@ -246,6 +271,9 @@ async function main(): Promise<void> {
       latencyMs: summarize(s.latencies),
       meanMs: round(mean(s.latencies)),
       callsPerSec: round((s.calls / s.wallMs) * 1000, 1),
+      // Where a call's CPU goes: this process (SDK, adapter, runtime) and the emulator's process.
+      clientCpuUsPerCall: round(s.clientCpuUs / s.calls, 0),
+      emulatorCpuUsPerCall: round(s.emulatorCpuUs / s.calls, 0),
     };
   };
   const added = (c: number, mode: Mode, p: number) =>
@@ -279,6 +307,8 @@ async function main(): Promise<void> {
     line('latency p50 (ms)', (m) => v(m).latencyMs.p50);
     line('latency p99 (ms)', (m) => v(m).latencyMs.p99);
     line('calls/s', (m) => v(m).callsPerSec);
+    line('client CPU µs/call', (m) => v(m).clientCpuUsPerCall);
+    line('emulator CPU µs/call', (m) => v(m).emulatorCpuUsPerCall);
     line('added p50 vs bare (ms)', (m) => (m === 'runtime' ? '—' : added(c, m, 50)));
     line('added p99 vs bare (ms)', (m) => (m === 'runtime' ? '—' : added(c, m, 99)));
     line('throughput ÷ bare', (m) => (m === 'runtime' ? '—' : ratio(c, m)));
