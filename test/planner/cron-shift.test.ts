@@ -41,7 +41,9 @@ describe('shiftCron', () => {
     const hourField = fc.oneof(
       fc.constant('*'),
       fc.integer({ min: 0, max: 23 }).map(String),
-      fc.tuple(fc.integer({ min: 0, max: 20 }), fc.integer({ min: 1, max: 3 })).map(([a, n]) => `${a}-${a + n}`),
+      fc
+        .tuple(fc.integer({ min: 0, max: 20 }), fc.integer({ min: 1, max: 3 }))
+        .map(([a, n]) => `${a}-${a + n}`),
     );
     const dow = fc.constantFrom('*', '1-5', '0,6');
     fc.assert(

@@ -72,8 +72,18 @@ describe('planSchedule: expansion and demand', () => {
   it('counts tokens against TPM and calls in flight against the concurrency tokens', () => {
     const plan = planSchedule(
       base(
-        Array.from({ length: 5 }, (_, i) => ({ name: `j${i}`, cron: '0 7 * * *', chain: 'light', tokensPerCall: 3_000 })),
-        { endpoints: [{ id: 'mini', rpm: 40, tpm: 10_000 }], chains: { light: ['mini'] }, concurrency: 1, callSeconds: 30 },
+        Array.from({ length: 5 }, (_, i) => ({
+          name: `j${i}`,
+          cron: '0 7 * * *',
+          chain: 'light',
+          tokensPerCall: 3_000,
+        })),
+        {
+          endpoints: [{ id: 'mini', rpm: 40, tpm: 10_000 }],
+          chains: { light: ['mini'] },
+          concurrency: 1,
+          callSeconds: 30,
+        },
       ),
       { analyseOnly: true },
     );
@@ -88,11 +98,14 @@ describe('planSchedule: expansion and demand', () => {
 describe('planSchedule: proposal', () => {
   it('shifts a flexible job the shortest way, writes its cron, and never moves a pinned one', () => {
     const plan = planSchedule(
-      base([
-        { name: 'pinned-a', cron: '30 7 * * *', chain: 'premium', flex: 0 },
-        { name: 'pinned-b', cron: '30 7 * * *', chain: 'premium' },
-        { name: 'flexible', cron: '30 7 * * *', chain: 'premium', flex: '+15m' },
-      ], { endpoints: [{ id: 'codex', rpm: 2 }], chains: { premium: ['codex'] } }),
+      base(
+        [
+          { name: 'pinned-a', cron: '30 7 * * *', chain: 'premium', flex: 0 },
+          { name: 'pinned-b', cron: '30 7 * * *', chain: 'premium' },
+          { name: 'flexible', cron: '30 7 * * *', chain: 'premium', flex: '+15m' },
+        ],
+        { endpoints: [{ id: 'codex', rpm: 2 }], chains: { premium: ['codex'] } },
+      ),
     );
     expect(plan.before.fits).toBe(false);
     expect(plan.proposal.moves).toEqual([
@@ -103,13 +116,40 @@ describe('planSchedule: proposal', () => {
 
   it('moves an operational job to the light chain when shifting cannot help', () => {
     const plan = planSchedule(
-      base([
-        { name: 'brief', cron: '*/1 * * * *', chain: 'premium' },
-        { name: 'ops', cron: '*/1 * * * *', chain: 'premium', operational: true },
-        { name: 'brief-2', cron: '*/1 * * * *', chain: 'premium', flex: '30m' },
-      ], { endpoints: [{ id: 'codex', rpm: 2 }, { id: 'mini', rpm: 40 }], chains: { premium: ['codex'], light: ['mini'] } }),
+      base(
+        [
+          { name: 'brief', cron: '*/1 * * * *', chain: 'premium' },
+          { name: 'ops', cron: '*/1 * * * *', chain: 'premium', operational: true },
+          { name: 'brief-2', cron: '*/1 * * * *', chain: 'premium', flex: '30m' },
+        ],
+        {
+          endpoints: [
+            { id: 'codex', rpm: 2 },
+            { id: 'mini', rpm: 40 },
+          ],
+          chains: { premium: ['codex'], light: ['mini'] },
+        },
+      ),
     );
     expect(plan.proposal.moves).toEqual([{ job: 'ops', kind: 'chain', from: 'premium', to: 'light' }]);
+    expect(plan.after.fits).toBe(true);
+  });
+
+  it('finds two moves that only work together (no single move helps: the exhaustive pass)', () => {
+    const plan = planSchedule(
+      base(
+        [
+          { name: 'a', cron: '0 7 * * *', chain: 'premium', flex: '+1m' },
+          { name: 'c', cron: '0 7 * * *', chain: 'premium' },
+          { name: 'b', cron: '1 7 * * *', chain: 'premium', flex: '+1m' },
+        ],
+        { endpoints: [{ id: 'codex', rpm: 1 }], chains: { premium: ['codex'] } },
+      ),
+    );
+    expect(plan.proposal.moves.map((m) => [m.job, m.minutes])).toEqual([
+      ['a', 1],
+      ['b', 1],
+    ]);
     expect(plan.after.fits).toBe(true);
   });
 
@@ -148,12 +188,16 @@ describe('planSchedule: bad input', () => {
       planSchedule(base([{ name: 'x', cron: '0 25 * * *', chain: 'premium' }], { source: 'crons.json' })),
     );
     expect(isConfigError(e)).toBe(true);
-    expect(e.message).toMatch(/^crons\.json at jobs\[0\]\.cron: "0 25 \* \* \*" does not parse: .*write 5 fields/);
+    expect(e.message).toMatch(
+      /^crons\.json at jobs\[0\]\.cron: "0 25 \* \* \*" does not parse: .*write 5 fields/,
+    );
   });
 
   it('a flex that does not parse names the field and the forms it takes', () => {
     const e = thrown(() =>
-      planSchedule(base([{ name: 'x', cron: '0 7 * * *', chain: 'premium', flex: 'soon' }], { source: 'crons.json' })),
+      planSchedule(
+        base([{ name: 'x', cron: '0 7 * * *', chain: 'premium', flex: 'soon' }], { source: 'crons.json' }),
+      ),
     );
     expect(e.message).toBe(
       'crons.json at jobs[0].flex: "soon" is not a window; write 0 (pinned), 30m (up to 30 minutes either way), +30m (only later), -15m (only earlier) or 1h',
@@ -180,6 +224,8 @@ schedule:
       flex: half an hour
 `;
     const e = thrown(() => parseScenario(yaml, 'my.yaml'));
-    expect(e.message).toMatch(/^my\.yaml:14 at schedule\.jobs\[0\]\.flex: "half an hour" is not a window; write 0/);
+    expect(e.message).toMatch(
+      /^my\.yaml:14 at schedule\.jobs\[0\]\.flex: "half an hour" is not a window; write 0/,
+    );
   });
 });
