@@ -107,7 +107,7 @@ ${over.map((i) => `<rect x="${x(i)}" width="${Math.max(1, x(i + 1) - x(i))}" y="
 <polyline points="${steps(chart.after, x, y)}" class="after" data-testid="series-after"/>
 <line x1="${PAD.left}" x2="${W - PAD.right}" y1="${y(chart.limit)}" y2="${y(chart.limit)}" class="limit" data-testid="limit-line" data-limit="${chart.limit}"/>
 <text x="${PAD.left - 4}" y="${y(chart.limit) + 4}" class="axis">${chart.limit}</text>
-<text x="${PAD.left - 4}" y="${PAD.top + 8}" class="axis">${Math.round(top)}</text>
+${y(chart.limit) - PAD.top > 14 ? `<text x="${PAD.left - 4}" y="${PAD.top + 8}" class="axis">${Math.round(top)}</text>` : ''}
 </svg>`;
 }
 

@@ -169,13 +169,16 @@ describe('planSchedule: proposal', () => {
 
   it('is deterministic: the same input gives the same plan', () => {
     const input = base(
-      Array.from({ length: 8 }, (_, i) => ({
-        name: `j${i}`,
-        cron: `${(i * 7) % 60} 7 * * *`,
-        chain: i % 2 ? 'premium' : 'light',
-        flex: '20m',
-        operational: i % 3 === 0,
-      })).concat([{ name: 'burst', cron: '*/3 * * * *', chain: 'premium', flex: '2m' }]),
+      Array.from(
+        { length: 8 },
+        (_, i): PlanJob => ({
+          name: `j${i}`,
+          cron: `${(i * 7) % 60} 7 * * *`,
+          chain: i % 2 ? 'premium' : 'light',
+          flex: '20m',
+          operational: i % 3 === 0,
+        }),
+      ).concat([{ name: 'burst', cron: '*/3 * * * *', chain: 'premium', flex: '2m' }]),
       { budgets: [{ name: 'sonnet', match: 'sonnet', limit: 12 }] },
     );
     expect(JSON.stringify(planSchedule(input))).toBe(JSON.stringify(planSchedule(input)));
