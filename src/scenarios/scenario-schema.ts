@@ -424,6 +424,12 @@ function checkJobOverrides(s: Spec, job: z.output<typeof cronJobSchema>, i: numb
       ['schedule', 'jobs', i, 'chain'],
       'a noAgent job runs plain code and uses no chain; remove one of them',
     );
+  else if (s.agents.find((a) => a.name === job.agent)?.noAgent)
+    issue(
+      ctx,
+      ['schedule', 'jobs', i, 'chain'],
+      `agent "${job.agent}" is plain code (noAgent) and uses no chain; point the job at an LLM agent or remove chain`,
+    );
   const chains = Object.keys(s.runtime.chains);
   if (!chains.includes(job.chain))
     issue(
