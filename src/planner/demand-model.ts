@@ -114,29 +114,31 @@ export function evaluateDemand(ctx: PlanContext, states: readonly JobState[]): D
       const chainName = states[j]!.chain!;
       const chain = ctx.chains.get(chainName)!;
       byChain.get(chainName)![m]! += job.calls;
-      for (let c = 0; c < job.calls; c++) {
+      // A measured cost can be fractional (1.2 calls a turn): the last unit is a part of a call.
+      for (let left = job.calls; left > EPSILON; left -= 1) {
+        const w = Math.min(1, left);
         let placed = -1;
         for (const e of chain) {
           const ep = ctx.endpoints[e]!;
-          if (ep.rpm !== null && calls[e]![m]! + 1 > ep.rpm) continue;
-          if (ep.tpm !== null && tokens[e]![m]! + job.tokens > ep.tpm) continue;
+          if (ep.rpm !== null && calls[e]![m]! + w > ep.rpm + EPSILON) continue;
+          if (ep.tpm !== null && tokens[e]![m]! + w * job.tokens > ep.tpm + EPSILON) continue;
           placed = e;
           break;
         }
         const e = placed >= 0 ? placed : chain[chain.length - 1]!;
-        if (e !== chain[0]) spilled++;
-        calls[e]![m]! += 1;
-        tokens[e]![m]! += job.tokens;
-        callsByMinute[m]! += 1;
-        total++;
+        if (e !== chain[0]) spilled += w;
+        calls[e]![m]! += w;
+        tokens[e]![m]! += w * job.tokens;
+        callsByMinute[m]! += w;
+        total += w;
       }
     }
   }
   for (let e = 0; e < E; e++) {
     const ep = ctx.endpoints[e]!;
     for (let m = 0; m < M; m++) {
-      if (ep.rpm !== null && calls[e]![m]! > ep.rpm) score += (calls[e]![m]! - ep.rpm) / ep.rpm;
-      if (ep.tpm !== null && tokens[e]![m]! > ep.tpm) score += (tokens[e]![m]! - ep.tpm) / ep.tpm;
+      if (ep.rpm !== null && calls[e]![m]! > ep.rpm + EPSILON) score += (calls[e]![m]! - ep.rpm) / ep.rpm;
+      if (ep.tpm !== null && tokens[e]![m]! > ep.tpm + EPSILON) score += (tokens[e]![m]! - ep.tpm) / ep.tpm;
     }
   }
   if (ctx.concurrency !== null) {
@@ -150,7 +152,7 @@ export function evaluateDemand(ctx: PlanContext, states: readonly JobState[]): D
     if (b.worstCase !== false)
       for (const c of b.chains) for (let m = 0; m < M; m++) per[m]! += byChain.get(c)![m]!;
     else for (const e of b.endpoints) for (let m = 0; m < M; m++) per[m]! += calls[e]![m]!;
-    for (const s of slidingHour(per).sums) if (s > b.limit) score += (s - b.limit) / b.limit;
+    for (const s of slidingHour(per).sums) if (s > b.limit + EPSILON) score += (s - b.limit) / b.limit;
     return per;
   });
   return {

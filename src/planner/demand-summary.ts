@@ -111,6 +111,9 @@ function hours(ctx: PlanContext, d: Demand): HourDemand[] {
       if (c > b.limit) (h as { excess: number }).excess += c - b.limit;
     });
     (h as { excess: number }).excess = round2(h.excess);
+    (h as { calls: number }).calls = round2(h.calls);
+    for (const k of Object.keys(h.byEndpoint)) h.byEndpoint[k] = round2(h.byEndpoint[k]!);
+    for (const k of Object.keys(h.byBudget)) h.byBudget[k] = round2(h.byBudget[k]!);
   }
   return out;
 }
@@ -130,7 +133,7 @@ function peakOf(ctx: PlanContext, states: readonly JobState[], hrs: readonly Hou
       const at = t + s.offset * MINUTE_MS;
       return at >= Math.max(best.from, ctx.from) && at < Math.min(to, ctx.to);
     }).length;
-    if (n > 0) jobs.push({ name: job.name, calls: n * job.calls, chain: s.chain });
+    if (n > 0) jobs.push({ name: job.name, calls: round2(n * job.calls), chain: s.chain });
   });
   jobs.sort((a, b) => b.calls - a.calls);
   return {
@@ -166,8 +169,8 @@ export function summarizeDemand(ctx: PlanContext, states: readonly JobState[], d
       model: ep.model,
       rpm: ep.rpm,
       tpm: ep.tpm,
-      calls: Array.from(d.callsByEndpoint[e]!),
-      tokens: Array.from(d.tokensByEndpoint[e]!),
+      calls: Array.from(d.callsByEndpoint[e]!, round2),
+      tokens: Array.from(d.tokensByEndpoint[e]!, round2),
     })),
     concurrency: { limit: ctx.concurrency, occupancy },
     budgets: ctx.budgets.map((b, i) => {
@@ -176,15 +179,15 @@ export function summarizeDemand(ctx: PlanContext, states: readonly JobState[], d
         name: b.name,
         match: b.match,
         limit: b.limit,
-        perMinute: Array.from(d.budgetByMinute[i]!),
-        peakHour: s.max,
+        perMinute: Array.from(d.budgetByMinute[i]!, round2),
+        peakHour: round2(s.max),
         peakHourFrom: ctx.from + s.at * MINUTE_MS,
       };
     }),
     hours: hrs,
     breaches: breaches(ctx, d, occupancy),
     peak: peakOf(ctx, states, hrs),
-    calls: d.calls,
-    spilled: d.spilled,
+    calls: round2(d.calls),
+    spilled: round2(d.spilled),
   };
 }

@@ -27,6 +27,7 @@ export type {
   PlanProposal,
   PlanResult,
 } from './plan-types.ts';
+export { type AgentEstimate, estimatesFromRun, type RunEstimates } from './run-estimates.ts';
 export { type ScenarioPlanOptions, scenarioPlanInput } from './scenario-plan-input.ts';
 export { type RewriteOptions, rewriteScenario } from './scenario-rewrite.ts';
 export { DEFAULT_SEARCH_BUDGET } from './schedule-search.ts';

@@ -3,6 +3,7 @@ import { SEED_THRESHOLDS } from '../report/run-report.ts';
 import { scheduleWindow } from '../scenarios/round-planner.ts';
 import type { ScenarioAgent, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import type { PlanInput, PlanJob } from './plan-types.ts';
+import type { RunEstimates } from './run-estimates.ts';
 
 /** Mean call length when a scenario declares no emulator latency, seconds. */
 const DEFAULT_CALL_SECONDS = 6;
@@ -13,6 +14,12 @@ const DEFAULT_ANSWER_TOKENS = 60;
 export interface ScenarioPlanOptions {
   /** Names the scenario in errors (its file). Default `scenario "<name>"`. */
   readonly source?: string;
+  /**
+   * Measured costs from a stored run (`estimatesFromRun`): an agent measured there takes its calls per
+   * turn and tokens per call from it (a job's own agent `codex@light` reads `codex`), and the run's mean
+   * call length replaces the emulator's. Default: the scenario's declared sizes.
+   */
+  readonly estimates?: RunEstimates;
 }
 
 /**
@@ -71,8 +78,11 @@ export function scenarioPlanInput(spec: ScenarioSpec, options: ScenarioPlanOptio
         )
       : DEFAULT_CALL_SECONDS;
   const concurrency = (spec.runtime.concurrency as { limit?: number } | undefined)?.limit ?? 3;
+  const measured = (name: string) =>
+    options.estimates?.agents[name] ?? options.estimates?.agents[name.split('@')[0]!];
   const jobs = schedule.jobs.map((job): PlanJob => {
     const agent = agents.get(job.agent)!;
+    const m = measured(job.agent);
     const tier = agent.tier ?? tiers[tiers.length - 1] ?? 'ops';
     const rank = tiers.indexOf(tier);
     const plain = job.noAgent === true || agent.noAgent === true;
@@ -80,8 +90,8 @@ export function scenarioPlanInput(spec: ScenarioSpec, options: ScenarioPlanOptio
       name: job.name,
       cron: job.cron,
       ...(plain ? { noAgent: true } : { chain: job.chain ?? agent.chain! }),
-      calls: agent.tools?.length ? 2 : 1,
-      tokensPerCall: tokensPerCall(spec, agent, job.prompt ?? job.name),
+      calls: m ? m.callsPerTurn : agent.tools?.length ? 2 : 1,
+      tokensPerCall: m ? m.tokensPerCall : tokensPerCall(spec, agent, job.prompt ?? job.name),
       ...(job.flex !== undefined ? { flex: job.flex } : {}),
       operational: !analysis.includes(tier),
       needsLlm: job.needsLlm !== false,
@@ -102,7 +112,7 @@ export function scenarioPlanInput(spec: ScenarioSpec, options: ScenarioPlanOptio
     chains: spec.runtime.chains as Record<string, readonly string[]>,
     jobs,
     concurrency,
-    callSeconds,
+    callSeconds: options.estimates?.callSeconds ?? callSeconds,
     ...(sonnet !== null && sonnet !== undefined
       ? { budgets: [{ name: 'sonnet calls per hour', match: 'sonnet', limit: sonnet }] }
       : {}),

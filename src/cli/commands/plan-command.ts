@@ -7,7 +7,11 @@ import { planSchedule } from '../../planner/plan-schedule.ts';
 import type { PlanResult } from '../../planner/plan-types.ts';
 import { scenarioPlanInput } from '../../planner/scenario-plan-input.ts';
 import { rewriteScenario } from '../../planner/scenario-rewrite.ts';
+import { estimatesFromRun, type RunEstimates } from '../../planner/run-estimates.ts';
 import { DEFAULT_SEARCH_BUDGET } from '../../planner/schedule-search.ts';
+import { DEFAULT_DATA_DIR } from '../../store/open-database.ts';
+import { isRunNotFoundError } from '../../store/store-errors.ts';
+import { openStoreForCli } from './report-command.ts';
 import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
@@ -24,6 +28,12 @@ export interface PlanCommandOptions {
   readonly html?: string;
   /** Schedules the exhaustive pass may evaluate. Default {@link DEFAULT_SEARCH_BUDGET}. */
   readonly searchBudget?: number;
+  /** Estimate each agent's calls and tokens from this stored run instead of the declared sizes. Default: declared sizes. */
+  readonly fromRun?: string;
+  /** Where `fromRun` is stored: PostgreSQL. Default: env `DATABASE_URL`, else PGlite. */
+  readonly databaseUrl?: string;
+  /** Where `fromRun` is stored: a PGlite directory. Default: env `BREAKWATER_DATA_DIR`, else `.breakwater/`. */
+  readonly dataDir?: string;
   readonly print?: Print;
 }
 
@@ -37,6 +47,29 @@ function writeFile(path: string, text: string, flag: string): string {
     );
   }
   return file;
+}
+
+/** The stored run's estimates, or one line saying why they cannot be read. */
+async function readEstimates(options: PlanCommandOptions, runId: string): Promise<RunEstimates> {
+  const opened = await openStoreForCli({
+    ...(options.databaseUrl !== undefined ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.dataDir !== undefined ? { dataDir: options.dataDir } : {}),
+  });
+  if (opened.kind === 'absent')
+    throw new CliError(
+      `--from-run ${runId}: no store at ${opened.location}; give --data-dir or --database-url where the run was stored`,
+    );
+  try {
+    return await estimatesFromRun(opened.store, runId);
+  } catch (e) {
+    if (isRunNotFoundError(e))
+      throw new CliError(
+        `--from-run ${runId}: no such run in ${opened.database.location}; \`breakwater runs\` lists them`,
+      );
+    throw e;
+  } finally {
+    await opened.database.close();
+  }
 }
 
 /**
@@ -58,9 +91,21 @@ export async function runPlanCommand(options: PlanCommandOptions): Promise<PlanR
     throw new CliError(
       `--write ${options.write} is the scenario being planned; write the plan to another file`,
     );
-  const plan = planSchedule(scenarioPlanInput(spec, { source: options.scenario }), {
-    ...(options.searchBudget !== undefined ? { searchBudget: options.searchBudget } : {}),
-  });
+  const estimates = options.fromRun !== undefined ? await readEstimates(options, options.fromRun) : undefined;
+  if (estimates) {
+    const measured = Object.entries(estimates.agents).map(
+      ([a, e]) => `${a} ${Number(e.callsPerTurn.toFixed(2))} calls × ${e.tokensPerCall} tokens`,
+    );
+    note(
+      `estimates from run ${estimates.runId}: ${measured.join(', ') || 'no agent measured (declared sizes kept)'}`,
+    );
+  }
+  const plan = planSchedule(
+    scenarioPlanInput(spec, { source: options.scenario, ...(estimates ? { estimates } : {}) }),
+    {
+      ...(options.searchBudget !== undefined ? { searchBudget: options.searchBudget } : {}),
+    },
+  );
   if (options.json) print(JSON.stringify(plan));
   else for (const line of formatPlan(plan, spec.name)) print(line);
   if (options.write !== undefined) {
@@ -90,6 +135,9 @@ function parseBudget(value: string): number {
 
 interface PlanFlags {
   json?: boolean;
+  fromRun?: string;
+  databaseUrl?: string;
+  dataDir?: string;
   write?: string;
   html?: string;
   searchBudget?: number;
@@ -124,6 +172,18 @@ export function registerPlanCommand(program: Command): Command {
       `schedules the exhaustive search may try when the greedy pass is stuck (default ${DEFAULT_SEARCH_BUDGET.toLocaleString('en-US')})`,
       parseBudget,
     )
+    .option(
+      '--from-run <id>',
+      "estimate each agent's calls and tokens from this stored run (default: the scenario's sizes)",
+    )
+    .option(
+      '--database-url <url>',
+      'with --from-run: PostgreSQL connection string (default: env DATABASE_URL)',
+    )
+    .option(
+      '--data-dir <dir>',
+      `with --from-run: PGlite data directory (default: env BREAKWATER_DATA_DIR, else ${DEFAULT_DATA_DIR}/)`,
+    )
     .addHelpText(
       'after',
       '\nJobs move only as far as their flex allows (flex: 30m, +30m, -15m; no flex or flex: 0 pins a job);\n' +
@@ -137,6 +197,9 @@ export function registerPlanCommand(program: Command): Command {
         ...(flags.write !== undefined ? { write: flags.write } : {}),
         ...(flags.html !== undefined ? { html: flags.html } : {}),
         ...(flags.searchBudget !== undefined ? { searchBudget: flags.searchBudget } : {}),
+        ...(flags.fromRun !== undefined ? { fromRun: flags.fromRun } : {}),
+        ...(flags.databaseUrl !== undefined ? { databaseUrl: flags.databaseUrl } : {}),
+        ...(flags.dataDir !== undefined ? { dataDir: flags.dataDir } : {}),
       });
     });
 }
