@@ -5,7 +5,18 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { planSchedule } from '../../src/planner/plan-schedule.ts';
 import type { PlanResult } from '../../src/planner/plan-types.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
-import { runCli } from '../cli/run-cli.ts';
+import { type CliRun, finished, spawnCli } from '../cli/run-cli.ts';
+
+/** Runs the CLI; a child still running after `giveUpMs` is killed (only the one this test started). */
+async function runCli(args: readonly string[], giveUpMs = 45_000): Promise<CliRun> {
+  const child = spawnCli(args);
+  const guard = setTimeout(() => child.kill('SIGKILL'), giveUpMs);
+  try {
+    return await finished(child);
+  } finally {
+    clearTimeout(guard);
+  }
+}
 
 const dir = mkdtempSync(join(tmpdir(), 'bw-plan-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
