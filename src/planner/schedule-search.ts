@@ -201,22 +201,15 @@ export function searchSchedule(ctx: PlanContext, budget = DEFAULT_SEARCH_BUDGET)
   if (start.fits) return { states: initial, demand: start, evaluated: counter.evaluated };
   const all = new Map(ctx.jobs.map((j) => [j.index, options(ctx, j)]));
   const movable = ctx.jobs.filter((j) => all.get(j.index)!.length > 1 && inWindow(ctx, j));
-  let found: { states: JobState[]; demand: Demand } | 'budget' | undefined = greedy(
-    ctx,
-    initial,
-    movable,
-    all,
-    counter,
-  );
-  if (!found.demand.fits) found = exhaustive(ctx, initial, movable, all, counter, budget);
+  const first = greedy(ctx, initial, movable, all, counter);
+  const found = first.demand.fits ? first : exhaustive(ctx, initial, movable, all, counter, budget);
   if (found === undefined || found === 'budget') {
     const why =
       found === 'budget'
         ? `no fitting schedule found within ${budget.toLocaleString('en-US')} schedules searched; widen some jobs' flex, allow the light chain or noAgent, or raise the limits`
         : 'no schedule within the jobs’ flex windows fits the limits; widen some jobs’ flex, allow the light chain or noAgent, or raise the limits';
     // The best the greedy pass reached is still worth showing.
-    const best = greedy(ctx, initial, movable, all, counter);
-    return { states: best.states, demand: best.demand, evaluated: counter.evaluated, note: why };
+    return { states: first.states, demand: first.demand, evaluated: counter.evaluated, note: why };
   }
   const states = [...found.states];
   const demand = prune(ctx, initial, states, counter);
