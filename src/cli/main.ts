@@ -32,6 +32,7 @@ export const COMMAND_MODULES: readonly CommandModule[] = Object.freeze([
     load: async () => (await import('./commands/report-command.ts')).registerReportCommand,
   },
   { names: ['runs'], load: async () => (await import('./commands/runs-command.ts')).registerRunsCommand },
+  { names: ['plan'], load: async () => (await import('./commands/plan-command.ts')).registerPlanCommand },
 ]);
 
 /** The registrars `argv` needs: the named command's alone, or all of them (help, a typo, no command). */

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
 import { ConfigError } from '../errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import { applyJobOverrides } from './job-overrides.ts';
 import { describeIssue, formatPath, lineOf } from './scenario-issue.ts';
 import { scenarioSchema } from './scenario-schema.ts';
 import type { ScenarioSpec } from './scenario-types.ts';
@@ -156,7 +157,7 @@ export function parseScenario(text: string, source: string): ScenarioSpec {
       message: scrubSecrets(message) + more,
     });
   }
-  return deepFreeze(parsed.data as unknown as ScenarioSpec);
+  return deepFreeze(applyJobOverrides(parsed.data as unknown as ScenarioSpec));
 }
 
 /**

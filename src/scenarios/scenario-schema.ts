@@ -6,6 +6,7 @@ import { EMULATOR_FLAVORS, type EmulatorFlavor } from '../emulator/emulator-type
 import { endpointConfigSchema } from '../engines/endpoint-config.ts';
 import { endpointFaultRuleSchema } from '../fault-proxy/endpoint-fault-rule.ts';
 import { byokConfigSchema, byokTemplateSchema, runtimeConfigSchema } from '../runtime/runtime-config.ts';
+import { parseFlex } from '../planner/flex-window.ts';
 import { SCENARIO_TOOL_NAMES, scenarioTool } from './scenario-tools.ts';
 import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from './zoned-time.ts';
 
@@ -98,6 +99,12 @@ const cronJobSchema = z.strictObject({
   cron: name,
   agent: name,
   prompt: z.string().min(1).optional(),
+  // Read by `breakwater plan` (src/planner/): how far the job may move, and whether it needs an LLM.
+  flex: z.union([z.string(), z.number()]).optional(),
+  needsLlm: z.boolean().optional(),
+  // Applied when the scenario is loaded (job-overrides.ts): plain code, or another chain, for this job alone.
+  noAgent: z.boolean().optional(),
+  chain: name.optional(),
 });
 
 const scheduleSchema = z.strictObject({
@@ -395,6 +402,7 @@ function checkSchedule(s: Spec, ctx: Ctx): void {
         ['schedule', 'jobs', i, 'agent'],
         `names agent "${job.agent}", which is not defined under agents (defined: ${list(byName.keys())})`,
       );
+    checkJobOverrides(s, job, i, ctx);
     const problem = cronProblem(job.cron, tzOk ? sch.timezone : undefined);
     if (problem)
       issue(
@@ -403,6 +411,32 @@ function checkSchedule(s: Spec, ctx: Ctx): void {
         `"${job.cron}" does not parse: ${problem}; write 5 fields (min hour day month weekday) or 6 (with seconds first)`,
       );
   });
+}
+
+/** A job's `flex`, `chain` and `noAgent` make sense. */
+function checkJobOverrides(s: Spec, job: z.output<typeof cronJobSchema>, i: number, ctx: Ctx): void {
+  const flex = parseFlex(job.flex);
+  if (typeof flex === 'string') issue(ctx, ['schedule', 'jobs', i, 'flex'], flex);
+  if (job.chain === undefined) return;
+  if (job.noAgent)
+    issue(
+      ctx,
+      ['schedule', 'jobs', i, 'chain'],
+      'a noAgent job runs plain code and uses no chain; remove one of them',
+    );
+  else if (s.agents.find((a) => a.name === job.agent)?.noAgent)
+    issue(
+      ctx,
+      ['schedule', 'jobs', i, 'chain'],
+      `agent "${job.agent}" is plain code (noAgent) and uses no chain; point the job at an LLM agent or remove chain`,
+    );
+  const chains = Object.keys(s.runtime.chains);
+  if (!chains.includes(job.chain))
+    issue(
+      ctx,
+      ['schedule', 'jobs', i, 'chain'],
+      `names chain "${job.chain}", which is not defined under runtime.chains (defined: ${list(chains)})`,
+    );
 }
 
 /** Every turn is planned before the first one runs: the plan must fit in memory, and a round in one commit. */

@@ -124,6 +124,17 @@ export interface CronJob {
   readonly agent: string;
   /** The work text. Default: the job name. */
   readonly prompt?: string;
+  /**
+   * How far `breakwater plan` may move the job's firings: `0` (pinned), `30m` (either way), `+30m` (only
+   * later), `-15m` (only earlier), `1h`, or minutes. Default: pinned.
+   */
+  readonly flex?: string | number;
+  /** `false`: the job can run as plain code, so `breakwater plan` may mark it `noAgent`. Default true. */
+  readonly needsLlm?: boolean;
+  /** Run this job as plain code (no LLM), whatever its agent is (seed 000's `no_agent=True`). Default false. */
+  readonly noAgent?: boolean;
+  /** Run this job's turns on this chain instead of its agent's (e.g. an operational job on `light`). Default: the agent's. */
+  readonly chain?: string;
 }
 
 /** A planned turn: which agent answers which item, and (scheduled work) when. */
