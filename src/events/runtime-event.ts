@@ -46,7 +46,12 @@ export type RuntimeEvent =
       },
       'endpoint'
     >
-  | Ev<'token.granted', { leaseId: string; waitedMs: number; held: number }, 'agent' | 'endpoint'>
+  | Ev<
+      'token.granted',
+      // `tier` is absent from events stored before it was recorded.
+      { leaseId: string; waitedMs: number; held: number; tier?: string },
+      'agent' | 'endpoint'
+    >
   | Ev<'token.released', { leaseId: string; held: number }, 'agent' | 'endpoint'>
   | Ev<'token.reclaimed', { leaseId: string; holder: string }, 'endpoint'>
   | Ev<'token.wait', { until: number; cause: string }, 'agent' | 'endpoint'>

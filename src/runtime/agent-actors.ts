@@ -73,8 +73,13 @@ export interface CallRecordEvent {
   readonly tier: string;
   readonly endpointId: string;
   readonly provider: string;
+  /** The model that answered (on success) or the endpoint's model. */
   readonly model: string;
+  /** The model the request named (the endpoint's). */
+  readonly requestModel?: string;
   readonly outcome: 'ok' | 'fault';
+  /** Tokens the provider counted, on success. */
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number };
   readonly startedAt: number;
   readonly at: number;
   readonly fault?: Fault;
@@ -293,7 +298,12 @@ export function createAgentActors(deps: AgentActorDeps) {
             },
             'call',
           );
-        deps.onCall?.({ ...describe('ok', at), model: result.model });
+        deps.onCall?.({
+          ...describe('ok', at),
+          model: result.model,
+          requestModel: engine.endpoint.model,
+          usage: result.usage,
+        });
         remember(key, result);
         return { ok: true, result, at, memoized: false };
       } catch (e) {

@@ -28,6 +28,8 @@ import { NoAgentHandle } from './no-agent-handle.ts';
 import { createProbeRunner } from './probe-runner.ts';
 import { agentSettings, type Supervisor, type SupervisorOptions } from './supervisor-types.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
+import { globalTracingRegistered } from '../observability/global-tracing.ts';
+import { TurnTracer } from '../observability/turn-tracer.ts';
 import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
 import { DEFAULT_BYOK_SESSION, wireByok } from './supervisor-byok.ts';
 import { emptyMemory } from './turn.ts';
@@ -80,6 +82,12 @@ export function createSupervisor(
       }
     }
   };
+  // Tracing is on when a tracer is given, or when the app registered a tracer provider before this point.
+  const tracer =
+    options.tracing === false || (!options.tracing?.tracer && !globalTracingRegistered())
+      ? undefined
+      : new TurnTracer(options.tracing || {});
+  if (tracer) eventListeners.add((e) => tracer.event(e));
   const timers = new TimerHeap(clock);
   const keepAlive = new KeepAlive(options.keepAlive ?? true);
   let scheduler!: MemoryTokenScheduler;
@@ -182,7 +190,10 @@ export function createSupervisor(
     clock,
     logger,
     maxTokens: config.probeMaxTokens,
-    onCall: (c) => emit(callEvent(c)),
+    onCall: (c) => {
+      emit(callEvent(c));
+      tracer?.attempt(c, 0, endpoints.get(c.endpointId)?.health.breakerState);
+    },
   });
 
   const definitions = new Map<string, AgentDefinition>();
@@ -202,6 +213,15 @@ export function createSupervisor(
       ...(options.memo ? { memo: options.memo } : {}),
       onCall: (c) => {
         if (eventListeners.size > 0) emit(callEvent(c));
+        if (tracer && c.agent !== undefined) {
+          const chain = definitions.get(c.agent);
+          const ids = chain && 'chain' in chain ? endpointsOf(chain.chain, sessions.get(c.agent)) : [];
+          tracer.attempt(
+            c,
+            Math.max(0, ids.indexOf(c.endpointId)),
+            endpoints.get(c.endpointId)?.health.breakerState,
+          );
+        }
       },
     }),
   });
@@ -236,6 +256,7 @@ export function createSupervisor(
     },
     onStopped: forget,
     stopActor: (actor) => lifecycle.send({ type: 'AGENT.STOP', agent: actor }),
+    tracer,
   };
 
   // The lifecycle: the drain waits for every ask given (or cancels them all when a stop signal aborts).

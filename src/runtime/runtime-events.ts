@@ -71,7 +71,7 @@ export function reportToEvent(r: SchedulerReport): RuntimeEvent {
         at: r.at,
         agent: r.agent,
         endpoint: r.endpointId,
-        data: { leaseId: r.leaseId, waitedMs: r.waitedMs, held: r.held },
+        data: { leaseId: r.leaseId, waitedMs: r.waitedMs, held: r.held, tier: r.tier },
       };
     case 'token.released':
       return {

@@ -9,6 +9,8 @@ import {
 import { openCommandInput } from '../../byok/command-input.ts';
 import { createLiveView, type LiveView } from '../../live/live-view.ts';
 import { createLogger } from '../../logging/logger.ts';
+import { type MetricsServer, startMetricsServer } from '../../observability/metrics-server.ts';
+import { createBreakwaterMetrics } from '../../observability/prometheus-metrics.ts';
 import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
@@ -52,6 +54,8 @@ export interface RunCommandOptions {
   readonly emulatorUrl?: string;
   /** Serve the live state visualizer on 127.0.0.1 (0 = any free port). Default: off. */
   readonly vizPort?: number;
+  /** Serve Prometheus metrics at `/metrics` on 127.0.0.1 (0 = any free port). Default: off. */
+  readonly metricsPort?: number;
   /** Show the live view. Default true. */
   readonly live?: boolean;
   /**
@@ -91,6 +95,7 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   const store = createRunStore(database);
   let live: LiveView | undefined;
   let viz: VizServer | undefined;
+  let metrics: MetricsServer | undefined;
   let byokConsole: ByokConsole | undefined;
   let started: { runId: string; rounds: number } | undefined;
   let committed = 0;
@@ -156,6 +161,13 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
           if (live) live.log(`visualizer: ${viz.url}`);
           else note(`visualizer: ${viz.url}`);
         }
+        if (options.metricsPort !== undefined && supervisor) {
+          metrics = await startMetricsServer(createBreakwaterMetrics(supervisor).registry, {
+            port: options.metricsPort,
+          });
+          if (live) live.log(`metrics: ${metrics.url}`);
+          else note(`metrics: ${metrics.url}`);
+        }
         byokConsole = startStdinByok(options, supervisor, (line) => {
           // Above the live frame; on stderr when stdout carries the JSON report.
           if (live) live.log(line);
@@ -188,6 +200,7 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
     byokConsole?.stop();
     live?.stop();
     await viz?.close();
+    await metrics?.close();
     await database.close();
   }
 }
@@ -266,16 +279,21 @@ interface RunFlags {
   emulatorUrl?: string;
   viz?: boolean;
   port?: string;
+  metricsPort?: string;
   live?: boolean;
   stdin?: boolean;
 }
 
+function portNumber(flag: string, value: string): number {
+  const port = Number(value);
+  if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65_535)
+    throw new CliError(`${flag} ${value} is not a port; give 0–65535`);
+  return port;
+}
+
 function vizPort(flags: RunFlags): number | undefined {
   if (!flags.viz) return undefined;
-  const port = flags.port === undefined ? 0 : Number(flags.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535)
-    throw new CliError(`--port ${flags.port} is not a port; give 0–65535`);
-  return port;
+  return flags.port === undefined ? 0 : portNumber('--port', flags.port);
 }
 
 /** The options `run` and `resume` take alike. */
@@ -287,6 +305,9 @@ function sharedOptions(flags: RunFlags): RunCommandOptions {
     ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
     ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
     ...(port !== undefined ? { vizPort: port } : {}),
+    ...(flags.metricsPort !== undefined
+      ? { metricsPort: portNumber('--metrics-port', flags.metricsPort) }
+      : {}),
     live: flags.live !== false,
     stdin: flags.stdin !== false,
   };
@@ -318,6 +339,10 @@ const storeFlags = (cmd: Command) =>
     )
     .option('--viz', 'serve the live state visualizer on 127.0.0.1 while the run goes')
     .option('--port <n>', 'visualizer port with --viz (default: any free port)')
+    .option(
+      '--metrics-port <n>',
+      'serve Prometheus metrics at /metrics on 127.0.0.1 while the run goes (0: any free port)',
+    )
     .option('--no-live', 'no live view; just the report at the end')
     .option('--no-stdin', 'do not read /byok PROVIDER KEY lines from stdin while the run goes');
 
