@@ -133,6 +133,14 @@ export class TurnTracer {
       );
   }
 
+  /** The ids of `agent`'s running turn span, for log lines (`trace_id`, `span_id`, as OpenTelemetry logs name them). */
+  idsOf(agent: string): { trace_id: string; span_id: string } | undefined {
+    const open = this.#open.get(agent);
+    if (!open) return undefined;
+    const { traceId, spanId } = open.span.spanContext();
+    return { trace_id: traceId, span_id: spanId };
+  }
+
   /** A runtime event of an agent with a running turn: token waits and cooling become span events. */
   event(e: RuntimeEvent): void {
     if (e.agent === undefined) return;

@@ -64,6 +64,8 @@ export interface AgentActorDeps {
   readonly memo?: CallMemo;
   /** Receives one record per upstream attempt (the call log as data). */
   readonly onCall?: (record: CallRecordEvent) => void;
+  /** The trace and span ids of an agent's running turn, for its log lines (when tracing is on). */
+  readonly traceIdsOf?: (agent: string) => { trace_id: string; span_id: string } | undefined;
 }
 
 /** One upstream attempt, as the runtime reports it. */
@@ -269,6 +271,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         tier: input.tier,
         endpoint: input.endpointId,
         waitMs: input.waitMs,
+        ...deps.traceIdsOf?.(input.agent),
       });
       if (!engine) {
         // A BYOK key that expired or was revoked between the grant and the call: nothing was sent, and another

@@ -211,6 +211,7 @@ export function createSupervisor(
       sessionOf: (agent) => sessions.get(agent),
       endpointsOf: (agent, chain) => endpointsOf(chain, sessions.get(agent)),
       ...(options.memo ? { memo: options.memo } : {}),
+      ...(tracer ? { traceIdsOf: (agent: string) => tracer.idsOf(agent) } : {}),
       onCall: (c) => {
         if (eventListeners.size > 0) emit(callEvent(c));
         if (tracer && c.agent !== undefined) {

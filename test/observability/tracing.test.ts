@@ -9,6 +9,7 @@ import {
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
@@ -146,6 +147,24 @@ describe('OpenTelemetry spans of turns and attempts (GenAI conventions)', () => 
     expect(['answered', 'fallback']).toContain(turn.outcome);
     const turnSpan = byName(exporter.getFinishedSpans(), 'invoke_agent ')[0]!;
     expect(turnSpan.events.map((e) => e.name)).toContain('breakwater.cooling');
+  });
+
+  it('the call log lines carry the trace and span ids of their turn', async () => {
+    const lines: string[] = [];
+    const logger = createLogger({ level: 'info', destination: { write: (l: string) => lines.push(l) } });
+    supervisor = createSupervisor(
+      {
+        endpoints: [emulatorEndpoint(emulator, 'backup', 'openai', 'gpt-4o-mini', BACKUP_KEY)],
+        chains: { premium: ['backup'] },
+      },
+      { clock, logger, tracing: { tracer } },
+    );
+    await supervisor.spawnAgent({ name: 'juno', chain: 'premium' }).ask('blast radius?');
+    const turnSpan = byName(exporter.getFinishedSpans(), 'invoke_agent ')[0]!;
+    const calls = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'call');
+    expect(calls).toHaveLength(1);
+    expect(calls[0].trace_id).toBe(turnSpan.spanContext().traceId);
+    expect(calls[0].span_id).toBe(turnSpan.spanContext().spanId);
   });
 
   it('with tracing: false, nothing is recorded', async () => {

@@ -10,6 +10,7 @@ import { openCommandInput } from '../../byok/command-input.ts';
 import { createLiveView, type LiveView } from '../../live/live-view.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { type MetricsServer, startMetricsServer } from '../../observability/metrics-server.ts';
+import { startOtlpTracing } from '../../observability/otlp-export.ts';
 import { createBreakwaterMetrics } from '../../observability/prometheus-metrics.ts';
 import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
@@ -313,12 +314,28 @@ function sharedOptions(flags: RunFlags): RunCommandOptions {
   };
 }
 
+/** How long the CLI waits for buffered spans to reach the collector before it exits anyway. */
+const OTLP_FLUSH_MS = 5_000;
+
 async function act(options: RunCommandOptions): Promise<void> {
+  const otlp = await startOtlpTracing(process.env).catch((e: unknown) => {
+    throw new CliError(e instanceof Error ? e.message : String(e));
+  });
   const stop = listenForStop({ forceExitAfterMs: STOP_GRACE_MS });
   try {
     await runRunCommand({ ...options, signal: stop.signal });
   } finally {
     stop.dispose();
+    if (otlp) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([
+        otlp.shutdown().catch(() => {}),
+        new Promise<void>((r) => {
+          timer = setTimeout(r, OTLP_FLUSH_MS);
+        }),
+      ]);
+      clearTimeout(timer);
+    }
   }
 }
 
