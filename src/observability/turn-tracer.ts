@@ -8,10 +8,10 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import type { RuntimeEvent } from '../events/runtime-event.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import type { CallRecordEvent } from '../runtime/agent-actors.ts';
 import type { Turn } from '../runtime/turn.ts';
+import type { SchedulerReport } from '../scheduler/token-scheduler.ts';
 
 /** Options of tracing (`createSupervisor(config, { tracing })`). */
 export interface TracingOptions {
@@ -141,29 +141,25 @@ export class TurnTracer {
     return { trace_id: traceId, span_id: spanId };
   }
 
-  /** A runtime event of an agent with a running turn: token waits and cooling become span events. */
-  event(e: RuntimeEvent): void {
-    if (e.agent === undefined) return;
-    const open = this.#open.get(e.agent);
+  /** A scheduler decision about an agent with a running turn: token waits, cooling and denial become span events. */
+  report(r: SchedulerReport): void {
+    if (r.type !== 'token.granted' && r.type !== 'token.wait' && r.type !== 'token.denied') return;
+    const open = this.#open.get(r.agent);
     if (!open) return;
-    if (e.type === 'token.granted' && e.data.waitedMs > 0)
-      open.span.addEvent(
-        'breakwater.token_wait',
-        { 'breakwater.wait_ms': e.data.waitedMs, 'breakwater.endpoint.id': e.endpoint },
-        e.at,
-      );
-    else if (e.type === 'token.wait')
+    if (r.type === 'token.granted') {
+      if (r.waitedMs > 0)
+        open.span.addEvent(
+          'breakwater.token_wait',
+          { 'breakwater.wait_ms': r.waitedMs, 'breakwater.endpoint.id': r.endpointId },
+          r.at,
+        );
+    } else if (r.type === 'token.wait')
       open.span.addEvent(
         'breakwater.cooling',
-        {
-          'breakwater.endpoint.id': e.endpoint,
-          'breakwater.cause': e.data.cause,
-          'breakwater.until': e.data.until,
-        },
-        e.at,
+        { 'breakwater.endpoint.id': r.endpointId, 'breakwater.cause': r.cause, 'breakwater.until': r.until },
+        r.at,
       );
-    else if (e.type === 'token.denied')
-      open.span.addEvent('breakwater.degrading', { 'breakwater.reason': scrubSecrets(e.data.reason) }, e.at);
+    else open.span.addEvent('breakwater.degrading', { 'breakwater.reason': scrubSecrets(r.reason) }, r.at);
   }
 
   /** The agent's running turn ended with `turn`. */

@@ -87,7 +87,6 @@ export function createSupervisor(
     options.tracing === false || (!options.tracing?.tracer && !globalTracingRegistered())
       ? undefined
       : new TurnTracer(options.tracing || {});
-  if (tracer) eventListeners.add((e) => tracer.event(e));
   const timers = new TimerHeap(clock);
   const keepAlive = new KeepAlive(options.keepAlive ?? true);
   let scheduler!: MemoryTokenScheduler;
@@ -176,6 +175,7 @@ export function createSupervisor(
       } catch (err) {
         listenerFailed('onReport', err);
       }
+      tracer?.report(r);
       if (eventListeners.size > 0) emit(reportToEvent(r));
     },
     onForcedReclaim: (g) =>
