@@ -23,16 +23,21 @@ export async function startOtlpTracing(env: NodeJS.ProcessEnv): Promise<OtlpTrac
   if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
   let sdk: typeof import('@opentelemetry/sdk-trace-base');
   let otlp: typeof import('@opentelemetry/exporter-trace-otlp-http');
+  let resources: typeof import('@opentelemetry/resources');
   try {
     sdk = await import('@opentelemetry/sdk-trace-base');
     otlp = await import('@opentelemetry/exporter-trace-otlp-http');
+    resources = await import('@opentelemetry/resources');
   } catch {
     throw new Error(
       'OTEL_EXPORTER_OTLP_ENDPOINT is set but the OpenTelemetry SDK is not installed; install the optional ' +
-        'dependencies (npm install @opentelemetry/sdk-trace-base @opentelemetry/exporter-trace-otlp-http) or unset it',
+        'dependencies (npm install @opentelemetry/sdk-trace-base @opentelemetry/exporter-trace-otlp-http ' +
+        '@opentelemetry/resources) or unset it',
     );
   }
   const provider = new sdk.BasicTracerProvider({
+    // The standard OTEL_SERVICE_NAME names the service; without it, `breakwater`.
+    resource: resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || 'breakwater' }),
     spanProcessors: [new sdk.BatchSpanProcessor(new otlp.OTLPTraceExporter())],
   });
   trace.setGlobalTracerProvider(provider);

@@ -76,6 +76,7 @@ describe('breakwater run with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(names.filter((n) => n?.startsWith('invoke_agent '))).toHaveLength(4);
     expect(names.filter((n) => n === 'chat gpt-4o').length).toBeGreaterThanOrEqual(4);
     expect(all).toContain('gen_ai.usage.input_tokens');
+    expect(all).toMatch(/"key":"service\.name","value":\{"stringValue":"breakwater"\}/);
     expect(all).not.toContain(KEY);
   }, 120_000);
 });
