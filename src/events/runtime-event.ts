@@ -35,6 +35,8 @@ export type RuntimeEvent =
         latencyMs: number;
         provider: string;
         model: string;
+        /** The model the request named, when the answer came from another (a dated version, say). */
+        requestModel?: string;
         faultKind?: FaultKind;
         status?: number;
         retryAfterMs?: number;

@@ -1,5 +1,7 @@
 import { ProxyTracerProvider, trace } from '@opentelemetry/api';
 
+const NOOP_PROVIDER = new ProxyTracerProvider().getDelegate();
+
 /**
  * Whether the application registered an OpenTelemetry tracer provider (`provider.register()` or
  * `trace.setGlobalTracerProvider`). Without one every span is a no-op, and breakwater skips tracing entirely so
@@ -12,7 +14,7 @@ import { ProxyTracerProvider, trace } from '@opentelemetry/api';
  */
 export function globalTracingRegistered(): boolean {
   const provider = trace.getTracerProvider();
-  // The API hands out a proxy whose delegate is the no-op provider until one is registered.
+  // The API hands out a proxy whose delegate is its no-op provider (a singleton) until one is registered.
   const delegate = provider instanceof ProxyTracerProvider ? provider.getDelegate() : provider;
-  return delegate.constructor.name !== 'NoopTracerProvider';
+  return delegate !== NOOP_PROVIDER;
 }

@@ -1,5 +1,6 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { RuntimeEvent } from '../events/runtime-event.ts';
+import type { EndpointHealth } from '../health/endpoint-health.ts';
 import type { Supervisor } from '../runtime/supervisor-types.ts';
 
 /** Options of {@link createBreakwaterMetrics}. */
@@ -21,14 +22,42 @@ export interface BreakwaterMetricsOptions {
 /** breakwater's metrics for one supervisor, fed by its runtime events and read from its state at scrape time. */
 export interface BreakwaterMetrics {
   readonly registry: Registry;
-  /** Stops listening to the supervisor (the metrics keep their last values). */
+  /** Stops listening to the supervisor and removes its metrics from the registry (so another may register). */
   detach(): void;
 }
 
 // Seconds buckets for waits and Retry-After values: from a grant that was immediate to a long cooldown.
 const WAIT_BUCKETS = [0.005, 0.025, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
+/** Every metric this module registers, without the prefix. */
+const METRIC_NAMES = [
+  'upstream_calls_total',
+  'upstream_call_duration_seconds',
+  'rate_limited_total',
+  'retry_after_seconds',
+  'token_wait_seconds',
+  'turns_total',
+  'degraded_answers_total',
+  'tokens_limit',
+  'tokens_held',
+  'tokens_waiting',
+  'breaker_state',
+  'endpoint_cooldown_remaining_seconds',
+  'endpoint_disabled',
+] as const;
 const BREAKER_VALUE: Record<string, number> = { closed: 0, halfOpen: 1, open: 2 };
+
+/**
+ * The `endpoint` label of an endpoint id. A BYOK key's endpoint (`byok:<session>:<template>:<fingerprint>`) is
+ * one per user session and key: its label is `byok:<template>`, so the label set stays bounded by the config
+ * and no session id (user data) becomes a label.
+ */
+export function endpointLabel(id: string): string {
+  if (!id.startsWith('byok:')) return id;
+  const parts = id.split(':');
+  // The session id may itself hold colons: the template is the second-to-last part.
+  return parts.length >= 4 ? `byok:${parts[parts.length - 2]}` : 'byok';
+}
 
 /**
  * Prometheus metrics of a supervisor (prom-client). Counters and histograms follow the runtime's events; gauges
@@ -61,6 +90,10 @@ export function createBreakwaterMetrics(
   const registry = options.registry ?? new Registry();
   const p = options.prefix ?? 'breakwater_';
   const registers = [registry];
+  if (registry.getSingleMetric(`${p}upstream_calls_total`))
+    throw new Error(
+      `this registry already holds breakwater's metrics (prefix "${p}") of another supervisor: detach() that one first, or give this one another prefix or registry`,
+    );
   const turnLabels = options.agentLabel ? ['tier', 'outcome', 'agent'] : ['tier', 'outcome'];
 
   const calls = new Counter({
@@ -147,7 +180,7 @@ export function createBreakwaterMetrics(
     registers,
     collect() {
       this.reset();
-      for (const h of supervisor.health()) this.set({ endpoint: h.id }, BREAKER_VALUE[h.breaker] ?? 0);
+      setMax(this, supervisor.health(), (h) => BREAKER_VALUE[h.breaker] ?? 0);
     },
   });
   new Gauge({
@@ -158,10 +191,11 @@ export function createBreakwaterMetrics(
     collect() {
       this.reset();
       const now = supervisor.clock.now();
-      for (const h of supervisor.health()) {
-        const until = Math.max(h.cooldownUntil, h.openUntil ?? 0);
-        this.set({ endpoint: h.id }, Math.max(0, until - now) / 1000);
-      }
+      setMax(
+        this,
+        supervisor.health(),
+        (h) => Math.max(0, Math.max(h.cooldownUntil, h.openUntil ?? 0) - now) / 1000,
+      );
     },
   });
   new Gauge({
@@ -172,7 +206,7 @@ export function createBreakwaterMetrics(
     collect() {
       this.reset();
       const now = supervisor.clock.now();
-      for (const h of supervisor.health()) this.set({ endpoint: h.id }, h.disabledUntil > now ? 1 : 0);
+      setMax(this, supervisor.health(), (h) => (h.disabledUntil > now ? 1 : 0));
     },
   });
 
@@ -181,16 +215,14 @@ export function createBreakwaterMetrics(
       case 'call.attempt': {
         const d = e.data;
         const fault = d.faultKind ?? 'none';
-        calls.inc({
-          endpoint: e.endpoint,
-          provider: d.provider,
-          model: d.model,
-          outcome: d.outcome,
-          fault_kind: fault,
-        });
-        callSeconds.observe({ endpoint: e.endpoint, outcome: d.outcome }, Math.max(0, d.latencyMs) / 1000);
-        if (d.faultKind === 'rate_limited') rateLimited.inc({ endpoint: e.endpoint });
-        if (d.retryAfterMs !== undefined) retryAfter.observe({ endpoint: e.endpoint }, d.retryAfterMs / 1000);
+        const endpoint = endpointLabel(e.endpoint);
+        // The model asked for (the endpoint's), not the one that answered: `gpt-4o` and `gpt-4o-2024-08-06`
+        // stay one series.
+        const model = d.requestModel ?? d.model;
+        calls.inc({ endpoint, provider: d.provider, model, outcome: d.outcome, fault_kind: fault });
+        callSeconds.observe({ endpoint, outcome: d.outcome }, Math.max(0, d.latencyMs) / 1000);
+        if (d.faultKind === 'rate_limited') rateLimited.inc({ endpoint });
+        if (d.retryAfterMs !== undefined) retryAfter.observe({ endpoint }, d.retryAfterMs / 1000);
         return;
       }
       case 'token.granted':
@@ -207,6 +239,28 @@ export function createBreakwaterMetrics(
         return;
     }
   };
-  const detach = supervisor.subscribeEvents(onEvent);
+  const unsubscribe = supervisor.subscribeEvents(onEvent);
+  let detached = false;
+  const detach = () => {
+    if (detached) return;
+    detached = true;
+    unsubscribe();
+    // A restarted supervisor (or another) can register in the same registry afterwards.
+    for (const name of METRIC_NAMES) registry.removeSingleMetric(`${p}${name}`);
+  };
   return { registry, detach };
+}
+
+/** Sets a per-endpoint gauge: endpoints that share a label (BYOK keys of one template) show the largest value. */
+function setMax(
+  gauge: Gauge<'endpoint'>,
+  health: readonly EndpointHealth[],
+  value: (h: EndpointHealth) => number,
+): void {
+  const byLabel = new Map<string, number>();
+  for (const h of health) {
+    const label = endpointLabel(h.id);
+    byLabel.set(label, Math.max(byLabel.get(label) ?? Number.NEGATIVE_INFINITY, value(h)));
+  }
+  for (const [endpoint, v] of byLabel) gauge.set({ endpoint }, v);
 }

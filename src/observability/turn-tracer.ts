@@ -2,6 +2,7 @@ import {
   type Attributes,
   type Context,
   context,
+  ROOT_CONTEXT,
   type Span,
   SpanKind,
   SpanStatusCode,
@@ -32,6 +33,8 @@ const GENAI_PROVIDER: Record<string, string> = {
   openai: 'openai',
   anthropic: 'anthropic',
   gemini: 'gcp.gemini',
+  // vLLM, Ollama and other servers of the OpenAI API: the conventions name the API's owner.
+  'openai-compatible': 'openai',
 };
 
 interface OpenTurn {
@@ -39,12 +42,14 @@ interface OpenTurn {
   readonly context: Context;
 }
 
+/** Ended turns kept for the attempts that report after their turn ended (a call cut by a cancel or a stop). */
+const ENDED_KEPT = 256;
+
 /**
  * Makes OpenTelemetry spans of an agent's turns: one span per turn (`invoke_agent {agent}`) with a child span
  * per upstream attempt (`chat {model}`, GenAI attributes), and token waits, cooling and fallback as span events.
- * Span times are on the runtime's clock (wall time, unless a scenario scales time). The turn span is a child of
- * whatever span was active where `ask()` was called. With no tracer provider registered every span is a
- * non-recording one and nothing else is done: tracing off costs one no-op span per turn.
+ * Span times are wall-clock times, whatever clock the run is on (a scenario's scaled clock included). The turn
+ * span is a child of whatever span was active where `ask()` was called; a HALF-OPEN probe is a root span.
  *
  * @example
  * ```ts
@@ -54,8 +59,12 @@ interface OpenTurn {
 export class TurnTracer {
   readonly #tracer: Tracer;
   readonly #content: boolean;
-  /** The running turn of each agent whose span records (an agent runs one turn at a time). */
+  /** Turns running now, by turn id (recording spans only). */
   readonly #open = new Map<string, OpenTurn>();
+  /** The agent each open turn belongs to, for the scheduler's reports (which name the agent, not the turn). */
+  readonly #byAgent = new Map<string, string>();
+  /** Recently ended turns, oldest first: a cut call reports after its turn ended and still belongs to it. */
+  readonly #ended = new Map<string, OpenTurn>();
 
   constructor(options: TracingOptions = {}) {
     this.#tracer = options.tracer ?? trace.getTracer('breakwater');
@@ -67,42 +76,56 @@ export class TurnTracer {
     return context.active();
   }
 
-  /** A turn starts running (it reached the front of its agent's asks). */
-  begin(agent: string, tier: string, parent: Context | undefined, prompt: string, at: number): void {
+  /** A turn starts running (it reached the front of its agent's asks, or was restored mid-way). */
+  begin(turnId: string, agent: string, tier: string, parent: Context | undefined, prompt: string): void {
+    const base = parent ?? ROOT_CONTEXT;
     const span = this.#tracer.startSpan(
       `invoke_agent ${agent}`,
       {
         kind: SpanKind.INTERNAL,
-        startTime: at,
+        startTime: Date.now(),
         attributes: {
           'gen_ai.operation.name': 'invoke_agent',
           'gen_ai.agent.name': agent,
           'breakwater.agent': agent,
           'breakwater.tier': tier,
+          'breakwater.turn.id': turnId,
         },
       },
-      parent ?? context.active(),
+      base,
     );
     if (!span.isRecording()) return;
     if (this.#content) span.setAttribute('gen_ai.input.messages', contentJson('user', prompt));
-    this.#open.set(agent, { span, context: trace.setSpan(parent ?? context.active(), span) });
+    this.#open.set(turnId, { span, context: trace.setSpan(base, span) });
+    this.#byAgent.set(agent, turnId);
   }
 
-  /** One upstream attempt of `record.agent`'s running turn (a probe has no agent and no turn: its own span). */
-  attempt(record: CallRecordEvent, chainPosition: number, breakerState: string | undefined): void {
-    const open = record.agent !== undefined ? this.#open.get(record.agent) : undefined;
-    if (!open && !record.probe) return;
+  /** The ids of a running turn's span, for log lines (`trace_id`, `span_id`, as OpenTelemetry logs name them). */
+  idsOf(turnId: string): { trace_id: string; span_id: string } | undefined {
+    const open = this.#open.get(turnId) ?? this.#ended.get(turnId);
+    if (!open) return undefined;
+    const { traceId, spanId } = open.span.spanContext();
+    return { trace_id: traceId, span_id: spanId };
+  }
+
+  /** One upstream attempt: a child of its turn's span (even one that ended meanwhile); a probe is a root span. */
+  attempt(record: CallRecordEvent, breakerState: string | undefined): void {
+    const turn =
+      record.turnId !== undefined
+        ? (this.#open.get(record.turnId) ?? this.#ended.get(record.turnId))
+        : undefined;
+    if (!turn && !record.probe) return;
+    const position = record.chainPosition ?? 0;
     const attributes: Attributes = {
       'gen_ai.operation.name': 'chat',
       'gen_ai.provider.name': GENAI_PROVIDER[record.provider] ?? record.provider,
       'gen_ai.request.model': record.requestModel ?? record.model,
       'breakwater.endpoint.id': record.endpointId,
-      'breakwater.chain.position': chainPosition,
+      'breakwater.chain.position': position,
       'breakwater.tier': record.tier,
     };
     if (breakerState) attributes['breakwater.breaker.state'] = breakerState;
     if (record.probe) attributes['breakwater.probe'] = true;
-    if (record.memoized) attributes['breakwater.memoized'] = true;
     if (record.outcome === 'ok') {
       attributes['gen_ai.response.model'] = record.model;
       if (record.usage) {
@@ -110,11 +133,11 @@ export class TurnTracer {
         attributes['gen_ai.usage.output_tokens'] = record.usage.outputTokens;
       }
     }
-    const parent = open?.context ?? context.active();
+    const end = Date.now();
     const span = this.#tracer.startSpan(
       `chat ${record.requestModel ?? record.model}`,
-      { kind: SpanKind.CLIENT, startTime: record.startedAt, attributes },
-      parent,
+      { kind: SpanKind.CLIENT, startTime: Math.min(end, record.wallStartedAt ?? end), attributes },
+      turn?.context ?? ROOT_CONTEXT,
     );
     if (record.fault) {
       const f = record.fault;
@@ -124,49 +147,50 @@ export class TurnTracer {
       if (f.retryAfterMs !== undefined) span.setAttribute('breakwater.retry_after_ms', f.retryAfterMs);
       span.setStatus({ code: SpanStatusCode.ERROR, message: scrubSecrets(f.message) });
     }
-    span.end(record.at);
-    if (open && chainPosition > 0)
-      open.span.addEvent(
+    span.end(end);
+    if (turn && position > 0)
+      turn.span.addEvent(
         'breakwater.fallback',
-        { 'breakwater.endpoint.id': record.endpointId, 'breakwater.chain.position': chainPosition },
-        record.startedAt,
+        { 'breakwater.endpoint.id': record.endpointId, 'breakwater.chain.position': position },
+        record.wallStartedAt ?? end,
       );
-  }
-
-  /** The ids of `agent`'s running turn span, for log lines (`trace_id`, `span_id`, as OpenTelemetry logs name them). */
-  idsOf(agent: string): { trace_id: string; span_id: string } | undefined {
-    const open = this.#open.get(agent);
-    if (!open) return undefined;
-    const { traceId, spanId } = open.span.spanContext();
-    return { trace_id: traceId, span_id: spanId };
   }
 
   /** A scheduler decision about an agent with a running turn: token waits, cooling and denial become span events. */
   report(r: SchedulerReport): void {
     if (r.type !== 'token.granted' && r.type !== 'token.wait' && r.type !== 'token.denied') return;
-    const open = this.#open.get(r.agent);
+    const turnId = this.#byAgent.get(r.agent);
+    const open = turnId !== undefined ? this.#open.get(turnId) : undefined;
     if (!open) return;
+    const now = Date.now();
     if (r.type === 'token.granted') {
       if (r.waitedMs > 0)
         open.span.addEvent(
           'breakwater.token_wait',
           { 'breakwater.wait_ms': r.waitedMs, 'breakwater.endpoint.id': r.endpointId },
-          r.at,
+          now,
         );
     } else if (r.type === 'token.wait')
       open.span.addEvent(
         'breakwater.cooling',
-        { 'breakwater.endpoint.id': r.endpointId, 'breakwater.cause': r.cause, 'breakwater.until': r.until },
-        r.at,
+        {
+          'breakwater.endpoint.id': r.endpointId,
+          'breakwater.cause': r.cause,
+          'breakwater.until_ms': r.until - r.at,
+        },
+        now,
       );
-    else open.span.addEvent('breakwater.degrading', { 'breakwater.reason': scrubSecrets(r.reason) }, r.at);
+    else open.span.addEvent('breakwater.degrading', { 'breakwater.reason': scrubSecrets(r.reason) }, now);
   }
 
-  /** The agent's running turn ended with `turn`. */
-  end(agent: string, turn: Turn): void {
-    const open = this.#open.get(agent);
+  /** A running turn ended with `turn`. */
+  end(turn: Turn): void {
+    const open = this.#open.get(turn.turnId);
     if (!open) return;
-    this.#open.delete(agent);
+    this.#open.delete(turn.turnId);
+    if (this.#byAgent.get(turn.agent) === turn.turnId) this.#byAgent.delete(turn.agent);
+    this.#ended.set(turn.turnId, open);
+    if (this.#ended.size > ENDED_KEPT) this.#ended.delete(this.#ended.keys().next().value as string);
     const { span } = open;
     span.setAttributes({
       'breakwater.turn.outcome': turn.outcome,
@@ -186,7 +210,7 @@ export class TurnTracer {
       span.setAttribute('error.type', last?.kind ?? 'internal');
       span.setStatus({ code: SpanStatusCode.ERROR, message: scrubSecrets(turn.error ?? 'failed') });
     }
-    span.end(turn.finishedAt);
+    span.end(Date.now());
   }
 }
 

@@ -210,6 +210,8 @@ export class LlmAgentHandle implements ManagedHandle {
         settled: false,
         offAbort: undefined,
       };
+      // Its span starts here (the one it had died with the process that ran it).
+      hooks.tracer?.begin(t.turnId, name, tier, undefined, t.prompt);
     }
     // One observer per agent: state changes, and a finished turn (a new `lastTurn` in context). A class with
     // prototype methods, not closures: an idle agent should cost as little as possible.
@@ -345,7 +347,7 @@ export class LlmAgentHandle implements ManagedHandle {
     this.#current = ask;
     ask.started = true;
     const at = this.#o.clock.now();
-    this.#o.tracer?.begin(this.name, this.tier, ask.trace, ask.prompt, at);
+    this.#o.tracer?.begin(ask.turnId, this.name, this.tier, ask.trace, ask.prompt);
     this.actor.send({ type: 'ASK', turnId: ask.turnId, key: ask.key, prompt: ask.prompt, at });
   }
 
@@ -380,7 +382,7 @@ export class LlmAgentHandle implements ManagedHandle {
     if (ask.settled) return;
     ask.settled = true;
     // Only a started ask has a span (a queued one settling must not end the running turn's).
-    if (ask.started) this.#o.tracer?.end(this.name, turn);
+    if (ask.started) this.#o.tracer?.end(turn);
     ask.offAbort?.();
     this.#o.keepAlive.release();
     ask.resolve(turn);

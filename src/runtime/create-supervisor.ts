@@ -15,7 +15,7 @@ import { RetryBudget } from '../resilience/retry-budget.ts';
 import { MemoryTokenScheduler } from '../scheduler/memory-token-scheduler.ts';
 import { TimerHeap } from '../scheduler/timer-heap.ts';
 import { onAbort } from './abort-fanout.ts';
-import { createAgentActors } from './agent-actors.ts';
+import { type CallRecordEvent, createAgentActors } from './agent-actors.ts';
 import { type AgentDefinition, isNoAgentDefinition, type LlmAgentDefinition } from './agent-definition.ts';
 import {
   type AgentHandleHooks,
@@ -24,6 +24,7 @@ import {
   type ManagedHandle,
 } from './agent-handle.ts';
 import { KeepAlive } from './keep-alive.ts';
+import { reportedCall } from './key-check-record.ts';
 import { NoAgentHandle } from './no-agent-handle.ts';
 import { createProbeRunner } from './probe-runner.ts';
 import { agentSettings, type Supervisor, type SupervisorOptions } from './supervisor-types.ts';
@@ -110,7 +111,7 @@ export function createSupervisor(
     withToken: async (label, run, signal) => {
       const grant = await scheduler.acquireProbe(label, signal);
       try {
-        return await run(grant.signal);
+        return await reportedCall(label, () => run(grant.signal), clock, reportCall);
       } finally {
         scheduler.release(grant.leaseId, { kind: 'unused' });
       }
@@ -123,6 +124,11 @@ export function createSupervisor(
     },
   });
   const probes = { request: (id: string) => probeRunner.request(id) };
+  /** A probe's or a key check's upstream call, as the call log, metrics and traces see it. */
+  const reportCall = (c: CallRecordEvent) => {
+    emit(callEvent(c));
+    tracer?.attempt(c, endpoints.get(c.endpointId)?.health.breakerState);
+  };
   const endpoints = new EndpointRegistry(config.endpoints, config.chains, {
     timers,
     createEngine: build,
@@ -190,10 +196,7 @@ export function createSupervisor(
     clock,
     logger,
     maxTokens: config.probeMaxTokens,
-    onCall: (c) => {
-      emit(callEvent(c));
-      tracer?.attempt(c, 0, endpoints.get(c.endpointId)?.health.breakerState);
-    },
+    onCall: reportCall,
   });
 
   const definitions = new Map<string, AgentDefinition>();
@@ -211,18 +214,10 @@ export function createSupervisor(
       sessionOf: (agent) => sessions.get(agent),
       endpointsOf: (agent, chain) => endpointsOf(chain, sessions.get(agent)),
       ...(options.memo ? { memo: options.memo } : {}),
-      ...(tracer ? { traceIdsOf: (agent: string) => tracer.idsOf(agent) } : {}),
+      ...(tracer ? { traceIdsOf: (turnId: string) => tracer.idsOf(turnId) } : {}),
       onCall: (c) => {
         if (eventListeners.size > 0) emit(callEvent(c));
-        if (tracer && c.agent !== undefined) {
-          const chain = definitions.get(c.agent);
-          const ids = chain && 'chain' in chain ? endpointsOf(chain.chain, sessions.get(c.agent)) : [];
-          tracer.attempt(
-            c,
-            Math.max(0, ids.indexOf(c.endpointId)),
-            endpoints.get(c.endpointId)?.health.breakerState,
-          );
-        }
+        tracer?.attempt(c, endpoints.get(c.endpointId)?.health.breakerState);
       },
     }),
   });

@@ -23,6 +23,7 @@ export function callEvent(c: CallRecordEvent): RuntimeEvent {
       latencyMs: c.at - c.startedAt,
       provider: c.provider,
       model: c.model,
+      ...(c.requestModel !== undefined && c.requestModel !== c.model ? { requestModel: c.requestModel } : {}),
       ...(c.probe ? { probe: true } : {}),
       ...(c.fault
         ? {

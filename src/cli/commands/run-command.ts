@@ -287,7 +287,7 @@ interface RunFlags {
 
 function portNumber(flag: string, value: string): number {
   const port = Number(value);
-  if (value.trim() === '' || !Number.isInteger(port) || port < 0 || port > 65_535)
+  if (!/^\d{1,5}$/.test(value.trim()) || port > 65_535)
     throw new CliError(`${flag} ${value} is not a port; give 0–65535`);
   return port;
 }
