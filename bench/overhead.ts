@@ -22,11 +22,6 @@ import { createEngine } from '../src/engines/create-engine.ts';
 import { describeEndpoint, type ParsedEndpointConfig } from '../src/engines/endpoint-config.ts';
 import type { Engine, EngineResult } from '../src/engines/engine-types.ts';
 import { createSupervisor, type Supervisor } from '../src/runtime/create-supervisor.ts';
-import {
-  BasicTracerProvider,
-  InMemorySpanExporter,
-  SimpleSpanProcessor,
-} from '@opentelemetry/sdk-trace-base';
 import { row, writeResult } from './lib/bench-result.ts';
 import { type EmulatorProcess, startEmulatorProcess } from './lib/emulator-process.ts';
 import { mean, percentile, round, summarize } from './lib/stats.ts';
@@ -57,6 +52,8 @@ const PROMPT =
 
 type Mode = 'bare' | 'adapter' | 'breakwater' | 'runtime' | 'traced';
 const MODES = args.modes.split(',') as Mode[];
+// The OpenTelemetry SDK is an optional dependency: loaded only when the `traced` mode runs.
+const otelSdk = MODES.includes('traced') ? await import('@opentelemetry/sdk-trace-base') : undefined;
 
 /** One client under test: `call(i)` makes call number `i` with worker `w`. */
 interface Client {
@@ -103,12 +100,12 @@ function adapterClient(emu: EmulatorProcess): Client {
  */
 function breakwaterClient(emu: EmulatorProcess, workers: number, inMemory = false, traced = false): Client {
   // `traced`: spans of every turn and attempt through the OpenTelemetry SDK into its in-memory exporter.
-  const exporter = traced ? new InMemorySpanExporter() : undefined;
+  const exporter = traced && otelSdk ? new otelSdk.InMemorySpanExporter() : undefined;
   const tracing = exporter
     ? {
         tracing: {
-          tracer: new BasicTracerProvider({
-            spanProcessors: [new SimpleSpanProcessor(exporter)],
+          tracer: new otelSdk!.BasicTracerProvider({
+            spanProcessors: [new otelSdk!.SimpleSpanProcessor(exporter)],
           }).getTracer('bench'),
         },
       }

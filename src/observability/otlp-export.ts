@@ -2,8 +2,12 @@ import { trace } from '@opentelemetry/api';
 
 /** Tracing to an OTLP collector, set up for the CLI. */
 export interface OtlpTracing {
+  /** Where spans go (scheme, host and port only: never a path's credentials). */
+  readonly origin: string;
   /** Sends what is buffered and stops (call before the process exits). */
   shutdown(): Promise<void>;
+  /** Exports that failed so far, with the first one's error name (the collector refused or was unreachable). */
+  failures(): { readonly count: number; readonly first?: string };
 }
 
 /**
@@ -20,7 +24,19 @@ export interface OtlpTracing {
  * ```
  */
 export async function startOtlpTracing(env: NodeJS.ProcessEnv): Promise<OtlpTracing | undefined> {
-  if (!env.OTEL_EXPORTER_OTLP_ENDPOINT && !env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) return undefined;
+  const endpoint = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT || env.OTEL_EXPORTER_OTLP_ENDPOINT;
+  if (!endpoint) return undefined;
+  let origin: string;
+  try {
+    const url = new URL(endpoint);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http');
+    origin = url.origin;
+  } catch {
+    // The value is not echoed: a collector URL may carry a token.
+    throw new Error(
+      'OTEL_EXPORTER_OTLP_ENDPOINT is not an http(s) URL; give the collector like http://127.0.0.1:4318, or unset it',
+    );
+  }
   let sdk: typeof import('@opentelemetry/sdk-trace-base');
   let otlp: typeof import('@opentelemetry/exporter-trace-otlp-http');
   let resources: typeof import('@opentelemetry/resources');
@@ -35,13 +51,28 @@ export async function startOtlpTracing(env: NodeJS.ProcessEnv): Promise<OtlpTrac
         '@opentelemetry/resources) or unset it',
     );
   }
+  let count = 0;
+  let first: string | undefined;
+  const exporter = new otlp.OTLPTraceExporter();
+  // Count failed exports (the SDK reports them to its diagnostics only): the CLI says so in one line at the end.
+  const exportSpans = exporter.export.bind(exporter);
+  exporter.export = (spans, done) =>
+    exportSpans(spans, (result) => {
+      if (result.code !== 0) {
+        count++;
+        first ??= result.error?.name ?? 'error';
+      }
+      done(result);
+    });
   const provider = new sdk.BasicTracerProvider({
     // The standard OTEL_SERVICE_NAME names the service; without it, `breakwater`.
     resource: resources.resourceFromAttributes({ 'service.name': env.OTEL_SERVICE_NAME || 'breakwater' }),
-    spanProcessors: [new sdk.BatchSpanProcessor(new otlp.OTLPTraceExporter())],
+    spanProcessors: [new sdk.BatchSpanProcessor(exporter)],
   });
   trace.setGlobalTracerProvider(provider);
   return {
+    origin,
+    failures: () => ({ count, ...(first !== undefined ? { first } : {}) }),
     async shutdown() {
       await provider.shutdown();
       trace.disable();

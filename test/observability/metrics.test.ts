@@ -1,4 +1,6 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 // @ts-expect-error: the parser ships no types; its output shape is checked below.
@@ -193,4 +195,39 @@ emulator:
     expect(lastCalls).toBeGreaterThan(0);
     expect(maxHeld).toBeGreaterThan(0);
   }, 180_000);
+
+  it('a --metrics-port in use stops the command in one line before any run is stored', async () => {
+    const taken = createServer();
+    await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const data = join(dir, 'data-taken');
+      const run = await finished(
+        spawnCli(
+          [
+            'run',
+            join(dir, 'scenario.yaml'),
+            '--metrics-port',
+            String(port),
+            '--no-live',
+            '--no-stdin',
+            '--data-dir',
+            data,
+          ],
+          cleanEnv({ DATABASE_URL: '' }),
+        ),
+      );
+      expect(run.code).not.toBe(0);
+      expect(run.stderr.trimEnd().split('\n')).toEqual([
+        `breakwater run: --metrics-port ${port}: the port is in use on 127.0.0.1; give another, or 0 for any free port`,
+      ]);
+      const runs = await finished(
+        spawnCli(['runs', '--json', '--data-dir', data], cleanEnv({ DATABASE_URL: '' })),
+      );
+      expect(runs.code, runs.stderr).toBe(0);
+      expect(JSON.parse(runs.stdout)).toEqual([]);
+    } finally {
+      await new Promise<void>((r) => taken.close(() => r()));
+    }
+  }, 120_000);
 });

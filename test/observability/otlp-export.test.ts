@@ -79,4 +79,44 @@ describe('breakwater run with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(all).toMatch(/"key":"service\.name","value":\{"stringValue":"breakwater"\}/);
     expect(all).not.toContain(KEY);
   }, 120_000);
+
+  it('a collector that refuses: the run completes, one line says the traces were lost, the process exits', async () => {
+    // A port nobody listens on (bound, then closed).
+    const probe = createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
+    const deadPort = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const started = Date.now();
+    const run = await finished(
+      spawnCli(
+        ['run', join(dir, 'scenario.yaml'), '--no-live', '--no-stdin', '--data-dir', join(dir, 'data2')],
+        cleanEnv({ DATABASE_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${deadPort}` }),
+      ),
+    );
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(/^result PASS/m);
+    const lines = run.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `^breakwater run: traces could not all be sent to http://127\\.0\\.0\\.1:${deadPort} \\(.+\\); the run itself is unaffected$`,
+      ),
+    );
+    // Bounded: the flush gives up after 5 s; the whole run is far below the test's own limit.
+    expect(Date.now() - started).toBeLessThan(100_000);
+  }, 120_000);
+
+  it('an endpoint that is not a URL: one line, non-zero, the value not echoed', async () => {
+    const run = await finished(
+      spawnCli(
+        ['run', join(dir, 'scenario.yaml'), '--no-live', '--no-stdin', '--data-dir', join(dir, 'data3')],
+        cleanEnv({ DATABASE_URL: '', OTEL_EXPORTER_OTLP_ENDPOINT: 'not a url token=s3cr3t' }),
+      ),
+    );
+    expect(run.code).not.toBe(0);
+    expect(run.stderr.trimEnd().split('\n')).toEqual([
+      'breakwater run: OTEL_EXPORTER_OTLP_ENDPOINT is not an http(s) URL; give the collector like http://127.0.0.1:4318, or unset it',
+    ]);
+    expect(run.stderr + run.stdout).not.toContain('s3cr3t');
+  }, 60_000);
 });

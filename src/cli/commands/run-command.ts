@@ -10,8 +10,9 @@ import { openCommandInput } from '../../byok/command-input.ts';
 import { createLiveView, type LiveView } from '../../live/live-view.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { type MetricsServer, startMetricsServer } from '../../observability/metrics-server.ts';
-import { startOtlpTracing } from '../../observability/otlp-export.ts';
+import { type OtlpTracing, startOtlpTracing } from '../../observability/otlp-export.ts';
 import { createBreakwaterMetrics } from '../../observability/prometheus-metrics.ts';
+import { Registry } from 'prom-client';
 import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
@@ -97,6 +98,7 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   let live: LiveView | undefined;
   let viz: VizServer | undefined;
   let metrics: MetricsServer | undefined;
+  const metricsRegistry = new Registry();
   let byokConsole: ByokConsole | undefined;
   let started: { runId: string; rounds: number } | undefined;
   let committed = 0;
@@ -118,6 +120,9 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
       scenarioSource = resolveScenario(options.scenario ?? DEFAULT_SCENARIO);
     }
     const scenario = loadScenario(scenarioSource);
+    // Bound before the run exists: a port in use stops the command before anything is stored.
+    if (options.metricsPort !== undefined)
+      metrics = await listenForMetrics(metricsRegistry, options.metricsPort);
     const showLive = options.live !== false && !options.json;
     const result = await runScenario({
       scenario,
@@ -162,10 +167,8 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
           if (live) live.log(`visualizer: ${viz.url}`);
           else note(`visualizer: ${viz.url}`);
         }
-        if (options.metricsPort !== undefined && supervisor) {
-          metrics = await startMetricsServer(createBreakwaterMetrics(supervisor).registry, {
-            port: options.metricsPort,
-          });
+        if (metrics && supervisor) {
+          createBreakwaterMetrics(supervisor, { registry: metricsRegistry });
           if (live) live.log(`metrics: ${metrics.url}`);
           else note(`metrics: ${metrics.url}`);
         }
@@ -203,6 +206,20 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
     await viz?.close();
     await metrics?.close();
     await database.close();
+  }
+}
+
+/** The `/metrics` server of `--metrics-port`; a port in use is one line naming the flag. */
+async function listenForMetrics(registry: Registry, port: number): Promise<MetricsServer> {
+  try {
+    return await startMetricsServer(registry, { port });
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    throw new CliError(
+      code === 'EADDRINUSE'
+        ? `--metrics-port ${port}: the port is in use on 127.0.0.1; give another, or 0 for any free port`
+        : `--metrics-port ${port}: cannot listen (${String(code ?? (e as Error).message)})`,
+    );
   }
 }
 
@@ -317,6 +334,28 @@ function sharedOptions(flags: RunFlags): RunCommandOptions {
 /** How long the CLI waits for buffered spans to reach the collector before it exits anyway. */
 const OTLP_FLUSH_MS = 5_000;
 
+/** Sends the buffered spans, for at most OTLP_FLUSH_MS; says in one line when spans were lost, and never hangs. */
+async function flushOtlp(otlp: OtlpTracing): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const flushed = await Promise.race([
+    otlp.shutdown().then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(false), OTLP_FLUSH_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  const { count, first } = otlp.failures();
+  if (!flushed || count > 0)
+    process.stderr.write(
+      `breakwater run: traces could not all be sent to ${otlp.origin} (${count > 0 ? `${count} failed exports, first: ${first}` : `no answer within ${OTLP_FLUSH_MS} ms`}); the run itself is unaffected\n`,
+    );
+  // A collector that never answers keeps sockets open: they must not keep the finished command alive.
+  if (!flushed) setTimeout(() => process.exit(process.exitCode ?? 0), 100).unref();
+}
+
 async function act(options: RunCommandOptions): Promise<void> {
   const otlp = await startOtlpTracing(process.env).catch((e: unknown) => {
     throw new CliError(e instanceof Error ? e.message : String(e));
@@ -326,16 +365,7 @@ async function act(options: RunCommandOptions): Promise<void> {
     await runRunCommand({ ...options, signal: stop.signal });
   } finally {
     stop.dispose();
-    if (otlp) {
-      let timer: NodeJS.Timeout | undefined;
-      await Promise.race([
-        otlp.shutdown().catch(() => {}),
-        new Promise<void>((r) => {
-          timer = setTimeout(r, OTLP_FLUSH_MS);
-        }),
-      ]);
-      clearTimeout(timer);
-    }
+    if (otlp) await flushOtlp(otlp);
   }
 }
 
