@@ -1,11 +1,12 @@
 /**
  * bench:overhead — what breakwater adds on top of the bare SDK.
  *
- * Three clients call the same emulator (its own process, zero latency, quotas so large they never
- * bind) with the same request, in interleaved rounds so drift on a shared machine hits all three alike:
+ * The clients call the same emulator (its own process, zero latency, quotas so large they never
+ * bind) with the same request, in interleaved rounds so drift on a shared machine hits all of them alike:
  * - `bare`: the OpenAI SDK as a user would call it (`chat.completions.create`);
  * - `adapter`: `createEngine(...).call()` — the unified adapter alone (deadlines, classification);
  * - `breakwater`: `agent.ask()` — agent actor → supervisor token → breaker → buckets → adapter → SDK.
+ * - `traced`: the `breakwater` path with OpenTelemetry tracing on (spans into the SDK's in-memory exporter);
  * - `runtime` (diagnostic): the same `agent.ask()` path over an in-memory engine that answers at once —
  *   the actors' own cost per call, with no HTTP at all.
  * Latency is measured per call at concurrency 1 (added p50/p99 = breakwater − bare), throughput at
@@ -31,7 +32,7 @@ const { values: args } = parseArgs({
     rounds: { type: 'string', default: '10' },
     warmup: { type: 'string', default: '300' },
     // For profiling one path: `--modes breakwater --concurrency 32` under `node --cpu-prof`.
-    modes: { type: 'string', default: 'bare,adapter,breakwater,runtime' },
+    modes: { type: 'string', default: 'bare,adapter,breakwater,runtime,traced' },
     concurrency: { type: 'string', default: '1,32' },
   },
 });
@@ -49,8 +50,10 @@ const PROMPT =
   'the most likely cause, the immediate mitigation, and what to check before tomorrow morning. Keep it ' +
   'under 80 words and name one owner for each action.';
 
-type Mode = 'bare' | 'adapter' | 'breakwater' | 'runtime';
+type Mode = 'bare' | 'adapter' | 'breakwater' | 'runtime' | 'traced';
 const MODES = args.modes.split(',') as Mode[];
+// The OpenTelemetry SDK is an optional dependency: loaded only when the `traced` mode runs.
+const otelSdk = MODES.includes('traced') ? await import('@opentelemetry/sdk-trace-base') : undefined;
 
 /** One client under test: `call(i)` makes call number `i` with worker `w`. */
 interface Client {
@@ -95,7 +98,18 @@ function adapterClient(emu: EmulatorProcess): Client {
  * A fresh supervisor with one agent per worker. Tokens ≥ concurrency and an endpoint without limits:
  * what is measured is the path's cost, not pacing. `historyTurns: 0` so the prompt is the bare one.
  */
-function breakwaterClient(emu: EmulatorProcess, workers: number, inMemory = false): Client {
+function breakwaterClient(emu: EmulatorProcess, workers: number, inMemory = false, traced = false): Client {
+  // `traced`: spans of every turn and attempt through the OpenTelemetry SDK into its in-memory exporter.
+  const exporter = traced && otelSdk ? new otelSdk.InMemorySpanExporter() : undefined;
+  const tracing = exporter
+    ? {
+        tracing: {
+          tracer: new otelSdk!.BasicTracerProvider({
+            spanProcessors: [new otelSdk!.SimpleSpanProcessor(exporter)],
+          }).getTracer('bench'),
+        },
+      }
+    : {};
   const supervisor: Supervisor = createSupervisor(
     {
       endpoints: [
@@ -111,7 +125,7 @@ function breakwaterClient(emu: EmulatorProcess, workers: number, inMemory = fals
       concurrency: { limit: Math.max(64, workers) },
       agentDefaults: { maxTokens: MAX_TOKENS, historyTurns: 0 },
     },
-    inMemory ? { createEngine: instantEngine } : {},
+    { ...(inMemory ? { createEngine: instantEngine } : {}), ...tracing },
   );
   const agents = Array.from({ length: workers }, (_, w) =>
     supervisor.spawnAgent({ name: `agent-${w}`, chain: 'main' }),
@@ -122,7 +136,10 @@ function breakwaterClient(emu: EmulatorProcess, workers: number, inMemory = fals
       if (turn.outcome !== 'answered')
         throw new Error(`turn ${i} ended ${turn.outcome}: ${turn.error ?? ''}`);
     },
-    close: () => supervisor.stop(),
+    close: async () => {
+      await supervisor.stop();
+      exporter?.reset();
+    },
   };
 }
 
@@ -145,7 +162,7 @@ function instantEngine(config: ParsedEndpointConfig): Engine {
 function makeClient(mode: Mode, emu: EmulatorProcess, workers: number): Client {
   if (mode === 'bare') return bareClient(emu);
   if (mode === 'adapter') return adapterClient(emu);
-  return breakwaterClient(emu, workers, mode === 'runtime');
+  return breakwaterClient(emu, workers, mode === 'runtime', mode === 'traced');
 }
 
 /** Runs `calls` calls over `workers` concurrent loops; returns per-call latencies (ms) and wall time (ms). */
@@ -248,7 +265,7 @@ async function main(): Promise<void> {
     await emu.close();
   }
 
-  const full = MODES.length === 4 && CONCURRENCIES.join(',') === '1,32';
+  const full = MODES.length === 5 && CONCURRENCIES.join(',') === '1,32';
   if (!full) {
     for (const c of CONCURRENCIES)
       for (const m of MODES) {
@@ -288,6 +305,7 @@ async function main(): Promise<void> {
         adapter: view(c, 'adapter'),
         breakwater: view(c, 'breakwater'),
         runtimeOnly: view(c, 'runtime'),
+        traced: view(c, 'traced'),
         adapterAddedP50Ms: added(c, 'adapter', 50),
         adapterAddedP99Ms: added(c, 'adapter', 99),
         addedP50Ms: added(c, 'breakwater', 50),
@@ -299,7 +317,7 @@ async function main(): Promise<void> {
   );
 
   console.log();
-  console.log(row('', 'bare SDK', 'adapter', 'breakwater', 'runtime only'));
+  console.log(row('', 'bare SDK', 'adapter', 'breakwater', 'runtime only', 'traced'));
   for (const c of CONCURRENCIES) {
     const v = (m: Mode) => view(c, m);
     const line = (label: string, get: (m: Mode) => number | string) =>
@@ -314,11 +332,20 @@ async function main(): Promise<void> {
     line('throughput ÷ bare', (m) => (m === 'runtime' ? '—' : ratio(c, m)));
   }
 
+  // Tracing on (spans into the SDK's in-memory exporter) against off (the default: no provider, no tracer).
+  const tracingAddedP50Ms = round(
+    percentile(results[1]!.traced.latencies, 50) - percentile(results[1]!.breakwater.latencies, 50),
+  );
+  const tracingAddedCpuUs = round(
+    view(1, 'traced').clientCpuUsPerCall - view(1, 'breakwater').clientCpuUsPerCall,
+    0,
+  );
   const addedP50Ms = added(1, 'breakwater', 50);
   const addedP99Ms = added(1, 'breakwater', 99);
   const throughputRatio = ratio(32, 'breakwater');
-  const targets = { addedP50Ms: 0.2, addedP99Ms: 1, throughputRatio: 0.9 };
+  const targets = { addedP50Ms: 0.2, addedP99Ms: 1, throughputRatio: 0.9, tracingAddedP50Ms: 0.1 };
   const met = {
+    tracingAddedP50Ms: tracingAddedP50Ms <= targets.tracingAddedP50Ms,
     addedP50Ms: addedP50Ms <= targets.addedP50Ms,
     addedP99Ms: addedP99Ms <= targets.addedP99Ms,
     throughputRatio: throughputRatio >= targets.throughputRatio,
@@ -329,10 +356,15 @@ async function main(): Promise<void> {
       `added p99 ${addedP99Ms} ms (target ≤ ${targets.addedP99Ms}: ${met.addedP99Ms ? 'met' : 'MISSED'}), ` +
       `throughput ${throughputRatio}× bare at c=32 (target ≥ ${targets.throughputRatio}: ${met.throughputRatio ? 'met' : 'MISSED'})`,
   );
+  console.log(
+    `tracing on adds ${tracingAddedP50Ms} ms p50 at c=1 (target ≤ ${targets.tracingAddedP50Ms}: ${met.tracingAddedP50Ms ? 'met' : 'MISSED'}), ${tracingAddedCpuUs} µs of CPU per call; off is the default path (no tracer object at all)`,
+  );
   const path = await writeResult('overhead', {
     addedP50Ms,
     addedP99Ms,
     throughputRatio,
+    tracingAddedP50Ms,
+    tracingAddedCpuUs,
     latencyAt: 'concurrency 1 (added = breakwater − bare, same percentile)',
     throughputAt: 'concurrency 32',
     targets,

@@ -381,9 +381,11 @@ const engineCall = agentSetup.createStateConfig({
     src: 'callEngine',
     input: ({ context }) => ({
       agent: context.settings.name,
+      turnId: context.turn!.turnId,
       tier: context.settings.tier,
       leaseId: context.turn!.leaseId!,
       endpointId: context.turn!.endpointId!,
+      chainPosition: context.turn!.endpointIndex ?? 0,
       prompt: promptOf(context),
       waitMs: context.turn!.waitMs,
     }),

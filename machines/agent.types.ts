@@ -81,10 +81,14 @@ export type CallOutcome =
 
 export interface CallEngineInput {
   readonly agent: string;
+  /** The turn the call belongs to (its attempts are reported with it). */
+  readonly turnId: string;
   readonly tier: string;
   /** The grant the call spends (the implementation claims it, and releases it with the outcome). */
   readonly leaseId: string;
   readonly endpointId: string;
+  /** The endpoint's place in the agent's chain (0 = primary). */
+  readonly chainPosition: number;
   /** What the request is built from (the runtime builds it: the same memory gives the same prompt). */
   readonly prompt: PromptParts;
   readonly waitMs: number;

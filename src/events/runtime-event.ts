@@ -35,6 +35,8 @@ export type RuntimeEvent =
         latencyMs: number;
         provider: string;
         model: string;
+        /** The model the request named, when the answer came from another (a dated version, say). */
+        requestModel?: string;
         faultKind?: FaultKind;
         status?: number;
         retryAfterMs?: number;
@@ -46,7 +48,12 @@ export type RuntimeEvent =
       },
       'endpoint'
     >
-  | Ev<'token.granted', { leaseId: string; waitedMs: number; held: number }, 'agent' | 'endpoint'>
+  | Ev<
+      'token.granted',
+      // `tier` is absent from events stored before it was recorded.
+      { leaseId: string; waitedMs: number; held: number; tier?: string },
+      'agent' | 'endpoint'
+    >
   | Ev<'token.released', { leaseId: string; held: number }, 'agent' | 'endpoint'>
   | Ev<'token.reclaimed', { leaseId: string; holder: string }, 'endpoint'>
   | Ev<'token.wait', { until: number; cause: string }, 'agent' | 'endpoint'>

@@ -64,17 +64,30 @@ export interface AgentActorDeps {
   readonly memo?: CallMemo;
   /** Receives one record per upstream attempt (the call log as data). */
   readonly onCall?: (record: CallRecordEvent) => void;
+  /** The trace and span ids of an agent's running turn, for its log lines (when tracing is on). */
+  readonly traceIdsOf?: (turnId: string) => { trace_id: string; span_id: string } | undefined;
 }
 
 /** One upstream attempt, as the runtime reports it. */
 export interface CallRecordEvent {
   /** The agent whose call it was; absent for a HALF-OPEN probe. */
   readonly agent?: string;
+  /** The turn whose call it was; absent for a probe. */
+  readonly turnId?: string;
+  /** The endpoint's place in the agent's chain (0 = primary); absent for a probe. */
+  readonly chainPosition?: number;
+  /** Wall-clock start (`Date.now()`), whatever clock the run is on: traces are on wall time. */
+  readonly wallStartedAt?: number;
   readonly tier: string;
   readonly endpointId: string;
   readonly provider: string;
+  /** The model that answered (on success) or the endpoint's model. */
   readonly model: string;
+  /** The model the request named (the endpoint's). */
+  readonly requestModel?: string;
   readonly outcome: 'ok' | 'fault';
+  /** Tokens the provider counted, on success. */
+  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number };
   readonly startedAt: number;
   readonly at: number;
   readonly fault?: Fault;
@@ -248,8 +261,12 @@ export function createAgentActors(deps: AgentActorDeps) {
       if (remembered) return { ok: true, result: remembered, at: clock.now(), memoized: true };
       const engine = endpoints.get(input.endpointId)?.engine;
       const started = clock.now();
+      const wallStartedAt = Date.now();
       const describe = (outcome: 'ok' | 'fault', at: number, fault?: Fault): CallRecordEvent => ({
         agent: input.agent,
+        turnId: input.turnId,
+        chainPosition: input.chainPosition,
+        wallStartedAt,
         tier: input.tier,
         endpointId: input.endpointId,
         provider: engine?.endpoint.provider ?? 'unknown',
@@ -264,6 +281,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         tier: input.tier,
         endpoint: input.endpointId,
         waitMs: input.waitMs,
+        ...deps.traceIdsOf?.(input.turnId),
       });
       if (!engine) {
         // A BYOK key that expired or was revoked between the grant and the call: nothing was sent, and another
@@ -293,7 +311,12 @@ export function createAgentActors(deps: AgentActorDeps) {
             },
             'call',
           );
-        deps.onCall?.({ ...describe('ok', at), model: result.model });
+        deps.onCall?.({
+          ...describe('ok', at),
+          model: result.model,
+          requestModel: engine.endpoint.model,
+          usage: result.usage,
+        });
         remember(key, result);
         return { ok: true, result, at, memoized: false };
       } catch (e) {

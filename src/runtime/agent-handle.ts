@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import type { Actor, AnyActorRef } from 'xstate';
 import type { AgentContext, agentMachine } from '../../machines/agent.machine.ts';
@@ -6,6 +7,7 @@ import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import { onAbort } from './abort-fanout.ts';
 import type { KeepAlive } from './keep-alive.ts';
 import type { AgentMemory, Turn } from './turn.ts';
+import type { TurnTracer } from '../observability/turn-tracer.ts';
 
 /** The states an agent is seen in. */
 export type AgentStateName =
@@ -91,6 +93,8 @@ interface PendingAsk {
   readonly prompt: string;
   readonly meta: TurnMeta | undefined;
   readonly resolve: (t: Turn) => void;
+  /** The OpenTelemetry context where `ask()` was called (the turn span's parent), when tracing is on. */
+  readonly trace?: Context | undefined;
   started: boolean;
   settled: boolean;
   offAbort: (() => void) | undefined;
@@ -110,6 +114,8 @@ export interface AgentHandleHooks {
   readonly onStopped: (name: string) => void;
   /** Stops the actor (its owner does: the actor runs on the supervisor's system). */
   readonly stopActor: (actor: Actor<typeof agentMachine>) => void;
+  /** Spans of turns and attempts (OpenTelemetry); absent when tracing is off. */
+  readonly tracer?: TurnTracer | undefined;
 }
 
 /** Forwards an actor's snapshots and its failure to its handle. */
@@ -204,6 +210,8 @@ export class LlmAgentHandle implements ManagedHandle {
         settled: false,
         offAbort: undefined,
       };
+      // Its span starts here (the one it had died with the process that ran it).
+      hooks.tracer?.begin(t.turnId, name, tier, undefined, t.prompt);
     }
     // One observer per agent: state changes, and a finished turn (a new `lastTurn` in context). A class with
     // prototype methods, not closures: an idle agent should cost as little as possible.
@@ -241,6 +249,7 @@ export class LlmAgentHandle implements ManagedHandle {
         prompt,
         meta: options.meta,
         resolve,
+        trace: this.#o.tracer?.capture(),
         started: false,
         settled: false,
         offAbort: undefined,
@@ -337,13 +346,9 @@ export class LlmAgentHandle implements ManagedHandle {
     if (!ask) return;
     this.#current = ask;
     ask.started = true;
-    this.actor.send({
-      type: 'ASK',
-      turnId: ask.turnId,
-      key: ask.key,
-      prompt: ask.prompt,
-      at: this.#o.clock.now(),
-    });
+    const at = this.#o.clock.now();
+    this.#o.tracer?.begin(ask.turnId, this.name, this.tier, ask.trace, ask.prompt);
+    this.actor.send({ type: 'ASK', turnId: ask.turnId, key: ask.key, prompt: ask.prompt, at });
   }
 
   #cancel(ask: PendingAsk): void {
@@ -376,6 +381,8 @@ export class LlmAgentHandle implements ManagedHandle {
   #settle(ask: PendingAsk, turn: Turn): void {
     if (ask.settled) return;
     ask.settled = true;
+    // Only a started ask has a span (a queued one settling must not end the running turn's).
+    if (ask.started) this.#o.tracer?.end(turn);
     ask.offAbort?.();
     this.#o.keepAlive.release();
     ask.resolve(turn);

@@ -15,7 +15,7 @@ import { RetryBudget } from '../resilience/retry-budget.ts';
 import { MemoryTokenScheduler } from '../scheduler/memory-token-scheduler.ts';
 import { TimerHeap } from '../scheduler/timer-heap.ts';
 import { onAbort } from './abort-fanout.ts';
-import { createAgentActors } from './agent-actors.ts';
+import { type CallRecordEvent, createAgentActors } from './agent-actors.ts';
 import { type AgentDefinition, isNoAgentDefinition, type LlmAgentDefinition } from './agent-definition.ts';
 import {
   type AgentHandleHooks,
@@ -24,10 +24,13 @@ import {
   type ManagedHandle,
 } from './agent-handle.ts';
 import { KeepAlive } from './keep-alive.ts';
+import { reportedCall } from './key-check-record.ts';
 import { NoAgentHandle } from './no-agent-handle.ts';
 import { createProbeRunner } from './probe-runner.ts';
 import { agentSettings, type Supervisor, type SupervisorOptions } from './supervisor-types.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
+import { globalTracingRegistered } from '../observability/global-tracing.ts';
+import { TurnTracer } from '../observability/turn-tracer.ts';
 import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
 import { DEFAULT_BYOK_SESSION, wireByok } from './supervisor-byok.ts';
 import { emptyMemory } from './turn.ts';
@@ -80,6 +83,11 @@ export function createSupervisor(
       }
     }
   };
+  // Tracing is on when a tracer is given, or when the app registered a tracer provider before this point.
+  const tracer =
+    options.tracing === false || (!options.tracing?.tracer && !globalTracingRegistered())
+      ? undefined
+      : new TurnTracer(options.tracing || {});
   const timers = new TimerHeap(clock);
   const keepAlive = new KeepAlive(options.keepAlive ?? true);
   let scheduler!: MemoryTokenScheduler;
@@ -103,7 +111,7 @@ export function createSupervisor(
     withToken: async (label, run, signal) => {
       const grant = await scheduler.acquireProbe(label, signal);
       try {
-        return await run(grant.signal);
+        return await reportedCall(label, () => run(grant.signal), clock, reportCall);
       } finally {
         scheduler.release(grant.leaseId, { kind: 'unused' });
       }
@@ -116,6 +124,11 @@ export function createSupervisor(
     },
   });
   const probes = { request: (id: string) => probeRunner.request(id) };
+  /** A probe's or a key check's upstream call, as the call log, metrics and traces see it. */
+  const reportCall = (c: CallRecordEvent) => {
+    emit(callEvent(c));
+    tracer?.attempt(c, endpoints.get(c.endpointId)?.health.breakerState);
+  };
   const endpoints = new EndpointRegistry(config.endpoints, config.chains, {
     timers,
     createEngine: build,
@@ -168,6 +181,7 @@ export function createSupervisor(
       } catch (err) {
         listenerFailed('onReport', err);
       }
+      tracer?.report(r);
       if (eventListeners.size > 0) emit(reportToEvent(r));
     },
     onForcedReclaim: (g) =>
@@ -182,7 +196,7 @@ export function createSupervisor(
     clock,
     logger,
     maxTokens: config.probeMaxTokens,
-    onCall: (c) => emit(callEvent(c)),
+    onCall: reportCall,
   });
 
   const definitions = new Map<string, AgentDefinition>();
@@ -200,8 +214,10 @@ export function createSupervisor(
       sessionOf: (agent) => sessions.get(agent),
       endpointsOf: (agent, chain) => endpointsOf(chain, sessions.get(agent)),
       ...(options.memo ? { memo: options.memo } : {}),
+      ...(tracer ? { traceIdsOf: (turnId: string) => tracer.idsOf(turnId) } : {}),
       onCall: (c) => {
         if (eventListeners.size > 0) emit(callEvent(c));
+        tracer?.attempt(c, endpoints.get(c.endpointId)?.health.breakerState);
       },
     }),
   });
@@ -236,6 +252,7 @@ export function createSupervisor(
     },
     onStopped: forget,
     stopActor: (actor) => lifecycle.send({ type: 'AGENT.STOP', agent: actor }),
+    tracer,
   };
 
   // The lifecycle: the drain waits for every ask given (or cancels them all when a stop signal aborts).

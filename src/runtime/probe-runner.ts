@@ -57,6 +57,7 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       return;
     }
     const started = clock.now();
+    const wallStartedAt = Date.now();
     entry.health.startProbe(started);
     deps.logger.info({ endpoint: id }, 'probe');
     let settlement: CallSettlement;
@@ -89,6 +90,7 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       model: settlement.kind === 'success' ? settlement.result.model : entry.health.descriptor.model,
       outcome: settlement.kind === 'success' ? 'ok' : 'fault',
       startedAt: started,
+      wallStartedAt,
       at,
       ...(settlement.kind === 'fault' ? { fault: settlement.fault } : {}),
       probe: true,

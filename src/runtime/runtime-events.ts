@@ -23,6 +23,7 @@ export function callEvent(c: CallRecordEvent): RuntimeEvent {
       latencyMs: c.at - c.startedAt,
       provider: c.provider,
       model: c.model,
+      ...(c.requestModel !== undefined && c.requestModel !== c.model ? { requestModel: c.requestModel } : {}),
       ...(c.probe ? { probe: true } : {}),
       ...(c.fault
         ? {
@@ -71,7 +72,7 @@ export function reportToEvent(r: SchedulerReport): RuntimeEvent {
         at: r.at,
         agent: r.agent,
         endpoint: r.endpointId,
-        data: { leaseId: r.leaseId, waitedMs: r.waitedMs, held: r.held },
+        data: { leaseId: r.leaseId, waitedMs: r.waitedMs, held: r.held, tier: r.tier },
       };
     case 'token.released':
       return {

@@ -1,3 +1,4 @@
+import type { TracingOptions } from '../observability/turn-tracer.ts';
 import type { AnyActorRef, InspectionEvent } from 'xstate';
 import type { AgentSettings } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
@@ -47,6 +48,12 @@ export interface SupervisorOptions {
    * agents all wait out a cooldown would otherwise exit with its asks unsettled). Default true.
    */
   readonly keepAlive?: boolean;
+  /**
+   * OpenTelemetry spans of turns and upstream attempts (GenAI conventions), through `@opentelemetry/api`.
+   * Default: on when the app registered a tracer provider before creating the supervisor, else off (no cost).
+   * `false` turns it off; `{ tracer }` uses that tracer; `{ captureContent: true }` records prompts and answers.
+   */
+  readonly tracing?: TracingOptions | false;
 }
 
 /** Options of {@link Supervisor.spawnAgent}. */

@@ -366,6 +366,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
       type: 'token.granted',
       at: now,
       agent: holder,
+      tier,
       endpointId,
       leaseId: grant.leaseId,
       waitedMs: now - w.enqueuedAt,

@@ -77,6 +77,7 @@ export type SchedulerReport =
       type: 'token.granted';
       at: number;
       agent: string;
+      tier: string;
       endpointId: string;
       leaseId: string;
       waitedMs: number;

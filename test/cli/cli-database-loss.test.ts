@@ -133,7 +133,7 @@ describe.each(['freeze', 'garbage', 'freeze, then every connection reset'] as co
       expect(run.stderr).not.toMatch(/Unhandled|at .+\.js:\d+/);
       expect(lines[0]).toMatch(
         new RegExp(
-          `^breakwater run: the database stopped answering \\(PostgreSQL at postgres://postgres@127\\.0\\.0\\.1:${proxy.port}/test: .+\\); run ${runId} stopped: round 1 of 4 is committed, round 2 was not committed; continue it with \`breakwater resume ${runId}\` once the database answers again$`,
+          `^breakwater run: the database stopped answering \\(PostgreSQL at postgres://postgres@127\\.0\\.0\\.1:${proxy.port}${server.pathname}: .+\\); run ${runId} stopped: round 1 of 4 is committed, round 2 was not committed; continue it with \`breakwater resume ${runId}\` once the database answers again$`,
         ),
       );
       expect(run.stdout + run.stderr).not.toContain(PASSWORD);

@@ -9,6 +9,10 @@ import {
 import { openCommandInput } from '../../byok/command-input.ts';
 import { createLiveView, type LiveView } from '../../live/live-view.ts';
 import { createLogger } from '../../logging/logger.ts';
+import { type MetricsServer, startMetricsServer } from '../../observability/metrics-server.ts';
+import { type OtlpTracing, startOtlpTracing } from '../../observability/otlp-export.ts';
+import { createBreakwaterMetrics } from '../../observability/prometheus-metrics.ts';
+import { Registry } from 'prom-client';
 import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
@@ -52,6 +56,8 @@ export interface RunCommandOptions {
   readonly emulatorUrl?: string;
   /** Serve the live state visualizer on 127.0.0.1 (0 = any free port). Default: off. */
   readonly vizPort?: number;
+  /** Serve Prometheus metrics at `/metrics` on 127.0.0.1 (0 = any free port). Default: off. */
+  readonly metricsPort?: number;
   /** Show the live view. Default true. */
   readonly live?: boolean;
   /**
@@ -91,6 +97,8 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   const store = createRunStore(database);
   let live: LiveView | undefined;
   let viz: VizServer | undefined;
+  let metrics: MetricsServer | undefined;
+  const metricsRegistry = new Registry();
   let byokConsole: ByokConsole | undefined;
   let started: { runId: string; rounds: number } | undefined;
   let committed = 0;
@@ -112,6 +120,9 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
       scenarioSource = resolveScenario(options.scenario ?? DEFAULT_SCENARIO);
     }
     const scenario = loadScenario(scenarioSource);
+    // Bound before the run exists: a port in use stops the command before anything is stored.
+    if (options.metricsPort !== undefined)
+      metrics = await listenForMetrics(metricsRegistry, options.metricsPort);
     const showLive = options.live !== false && !options.json;
     const result = await runScenario({
       scenario,
@@ -156,6 +167,11 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
           if (live) live.log(`visualizer: ${viz.url}`);
           else note(`visualizer: ${viz.url}`);
         }
+        if (metrics && supervisor) {
+          createBreakwaterMetrics(supervisor, { registry: metricsRegistry });
+          if (live) live.log(`metrics: ${metrics.url}`);
+          else note(`metrics: ${metrics.url}`);
+        }
         byokConsole = startStdinByok(options, supervisor, (line) => {
           // Above the live frame; on stderr when stdout carries the JSON report.
           if (live) live.log(line);
@@ -188,7 +204,22 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
     byokConsole?.stop();
     live?.stop();
     await viz?.close();
+    await metrics?.close();
     await database.close();
+  }
+}
+
+/** The `/metrics` server of `--metrics-port`; a port in use is one line naming the flag. */
+async function listenForMetrics(registry: Registry, port: number): Promise<MetricsServer> {
+  try {
+    return await startMetricsServer(registry, { port });
+  } catch (e) {
+    const code = (e as { code?: unknown }).code;
+    throw new CliError(
+      code === 'EADDRINUSE'
+        ? `--metrics-port ${port}: the port is in use on 127.0.0.1; give another, or 0 for any free port`
+        : `--metrics-port ${port}: cannot listen (${String(code ?? (e as Error).message)})`,
+    );
   }
 }
 
@@ -266,16 +297,21 @@ interface RunFlags {
   emulatorUrl?: string;
   viz?: boolean;
   port?: string;
+  metricsPort?: string;
   live?: boolean;
   stdin?: boolean;
 }
 
+function portNumber(flag: string, value: string): number {
+  const port = Number(value);
+  if (!/^\d{1,5}$/.test(value.trim()) || port > 65_535)
+    throw new CliError(`${flag} ${value} is not a port; give 0–65535`);
+  return port;
+}
+
 function vizPort(flags: RunFlags): number | undefined {
   if (!flags.viz) return undefined;
-  const port = flags.port === undefined ? 0 : Number(flags.port);
-  if (!Number.isInteger(port) || port < 0 || port > 65_535)
-    throw new CliError(`--port ${flags.port} is not a port; give 0–65535`);
-  return port;
+  return flags.port === undefined ? 0 : portNumber('--port', flags.port);
 }
 
 /** The options `run` and `resume` take alike. */
@@ -287,17 +323,49 @@ function sharedOptions(flags: RunFlags): RunCommandOptions {
     ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
     ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
     ...(port !== undefined ? { vizPort: port } : {}),
+    ...(flags.metricsPort !== undefined
+      ? { metricsPort: portNumber('--metrics-port', flags.metricsPort) }
+      : {}),
     live: flags.live !== false,
     stdin: flags.stdin !== false,
   };
 }
 
+/** How long the CLI waits for buffered spans to reach the collector before it exits anyway. */
+const OTLP_FLUSH_MS = 5_000;
+
+/** Sends the buffered spans, for at most OTLP_FLUSH_MS; says in one line when spans were lost, and never hangs. */
+async function flushOtlp(otlp: OtlpTracing): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const flushed = await Promise.race([
+    otlp.shutdown().then(
+      () => true,
+      () => false,
+    ),
+    new Promise<boolean>((r) => {
+      timer = setTimeout(() => r(false), OTLP_FLUSH_MS);
+    }),
+  ]);
+  clearTimeout(timer);
+  const { count, first } = otlp.failures();
+  if (!flushed || count > 0)
+    process.stderr.write(
+      `breakwater run: traces could not all be sent to ${otlp.origin} (${count > 0 ? `${count} failed exports, first: ${first}` : `no answer within ${OTLP_FLUSH_MS} ms`}); the run itself is unaffected\n`,
+    );
+  // A collector that never answers keeps sockets open: they must not keep the finished command alive.
+  if (!flushed) setTimeout(() => process.exit(process.exitCode ?? 0), 100).unref();
+}
+
 async function act(options: RunCommandOptions): Promise<void> {
+  const otlp = await startOtlpTracing(process.env).catch((e: unknown) => {
+    throw new CliError(e instanceof Error ? e.message : String(e));
+  });
   const stop = listenForStop({ forceExitAfterMs: STOP_GRACE_MS });
   try {
     await runRunCommand({ ...options, signal: stop.signal });
   } finally {
     stop.dispose();
+    if (otlp) await flushOtlp(otlp);
   }
 }
 
@@ -318,6 +386,10 @@ const storeFlags = (cmd: Command) =>
     )
     .option('--viz', 'serve the live state visualizer on 127.0.0.1 while the run goes')
     .option('--port <n>', 'visualizer port with --viz (default: any free port)')
+    .option(
+      '--metrics-port <n>',
+      'serve Prometheus metrics at /metrics on 127.0.0.1 while the run goes (0: any free port)',
+    )
     .option('--no-live', 'no live view; just the report at the end')
     .option('--no-stdin', 'do not read /byok PROVIDER KEY lines from stdin while the run goes');
 
