@@ -25,14 +25,16 @@ import {
 } from './agent-handle.ts';
 import { KeepAlive } from './keep-alive.ts';
 import { NoAgentHandle } from './no-agent-handle.ts';
+import { createOneOffCaller } from './one-off-call.ts';
 import { createProbeRunner } from './probe-runner.ts';
-import { agentSettings, type Supervisor, type SupervisorOptions } from './supervisor-types.ts';
+import { agentSettings } from './agent-settings.ts';
+import type { Supervisor, SupervisorOptions } from './supervisor-types.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
 import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
 import { DEFAULT_BYOK_SESSION, wireByok } from './supervisor-byok.ts';
 import { emptyMemory } from './turn.ts';
 
-export type { AgentStateChange, AgentStateName } from './agent-handle.ts';
+export type { AgentStateChange, AgentStateName } from './agent-handle-types.ts';
 export type { TokenView } from '../scheduler/token-scheduler.ts';
 export type { SpawnOptions, Supervisor, SupervisorOptions, SupervisorState } from './supervisor-types.ts';
 
@@ -361,11 +363,14 @@ export function createSupervisor(
     return h;
   };
 
+  const call = createOneOffCaller(spawnAgent);
+
   return {
     config,
     actor: lifecycle,
     clock,
     spawnAgent,
+    call,
     agent: (name) => handles.get(name),
     agents: () => [...handles.values()],
     subscribe(listener) {

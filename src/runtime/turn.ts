@@ -1,5 +1,5 @@
 import type { DegradedAnswer } from '../degraded/decision-tree.ts';
-import type { ChatMessage, ToolCall, Usage } from '../engines/engine-types.ts';
+import type { ChatMessage, StopReason, ToolCall, Usage } from '../engines/engine-types.ts';
 import type { Fault } from '../faults/fault.ts';
 
 /**
@@ -42,6 +42,13 @@ export interface Turn {
   readonly usage: Usage;
   /** Tool calls and results exchanged inside this turn, in order. */
   readonly messages: readonly ChatMessage[];
+  /** Why the model stopped, when an engine answered (`answered`, `fallback`). */
+  readonly stopReason?: StopReason;
+  /**
+   * The tool calls of the last answer that breakwater did not run: calls of tools without `run` (the caller runs
+   * them and calls again with their results, as the AI SDK does). Absent when there are none.
+   */
+  readonly toolCalls?: readonly ToolCall[];
   readonly startedAt: number;
   readonly finishedAt: number;
   /** For `failed`: one line saying what went wrong and what to do. */

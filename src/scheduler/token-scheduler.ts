@@ -1,4 +1,4 @@
-import type { CallSettlement, WaitCause } from '../health/endpoint-health.ts';
+import type { CallSettlement, WaitCause } from '../health/endpoint-health-view.ts';
 
 /** What an agent asks the scheduler for: a concurrency token and an endpoint of its chain to spend it on. */
 export interface TokenRequest {

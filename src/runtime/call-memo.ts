@@ -1,0 +1,34 @@
+import type { Fault } from '../faults/fault.ts';
+
+/**
+ * A memo of finished calls keyed by idempotency key. The durable store implements it, so a call whose
+ * result was committed is read back instead of being asked again (XState re-runs an invoked promise
+ * that was in flight when the process died).
+ */
+export interface CallMemo {
+  recall(key: string): Promise<unknown | undefined>;
+  /**
+   * Writes a finished call's result. The runtime does not wait for it (the concurrency token is given back
+   * first); whoever commits must call {@link CallMemo.settle} before committing.
+   */
+  remember(key: string, value: unknown): Promise<void>;
+  /** Resolves when every write started so far has landed. */
+  settle?(): Promise<void>;
+}
+
+/** One upstream attempt, as the runtime reports it. */
+export interface CallRecordEvent {
+  /** The agent whose call it was; absent for a HALF-OPEN probe. */
+  readonly agent?: string;
+  readonly tier: string;
+  readonly endpointId: string;
+  readonly provider: string;
+  readonly model: string;
+  readonly outcome: 'ok' | 'fault';
+  readonly startedAt: number;
+  readonly at: number;
+  readonly fault?: Fault;
+  readonly memoized?: boolean;
+  /** A HALF-OPEN health probe (an upstream call no agent asked for). */
+  readonly probe?: boolean;
+}
