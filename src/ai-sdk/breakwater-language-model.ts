@@ -16,7 +16,14 @@ import type { Turn } from '../runtime/turn.ts';
 import { BreakwaterTurnFailedError } from './ai-sdk-errors.ts';
 import { mapCallOptions } from './prompt-mapping.ts';
 
-/** Settings of one model (`bw('premium', settings)`); each overrides the provider's default of the same name. */
+/**
+ * Settings of one model (`bw('premium', settings)`); each overrides the provider's default of the same name.
+ *
+ * @example
+ * ```ts
+ * const model = bw('premium', { tier: 'analysis', maxWaitMs: 20_000 });
+ * ```
+ */
 export interface BreakwaterModelSettings {
   /** Priority tier of the calls' tokens (one of the config's `tiers`). Default: the last (lowest) tier. */
   readonly tier?: string;
@@ -30,7 +37,15 @@ export interface BreakwaterModelSettings {
   readonly decisionTree?: (context: DegradedContext) => DegradedAnswer;
 }
 
-/** Which endpoint answered and what was met on the way: `result.providerMetadata.breakwater`. */
+/**
+ * Which endpoint answered and what was met on the way: `result.providerMetadata.breakwater`.
+ *
+ * @example
+ * ```ts
+ * const m = result.providerMetadata?.breakwater as BreakwaterMetadata;
+ * console.log(m.outcome, m.endpointId, m.faults);
+ * ```
+ */
 export interface BreakwaterMetadata extends JSONObject {
   /** `answered` (the chain's first endpoint), `fallback` (a later one) or `degraded` (no engine could answer). */
   outcome: string;
@@ -56,6 +71,12 @@ export interface BreakwaterMetadata extends JSONObject {
  *
  * `doStream` is not token-by-token yet: the call runs to its end through the chain (a fallback mid-stream would
  * otherwise show the user two answers), then the finished turn is emitted as stream parts.
+ *
+ * @example
+ * ```ts
+ * const model = new BreakwaterLanguageModel(supervisor, 'premium', { tier: 'analysis' });
+ * const { text } = await generateText({ model, prompt: 'Hi' });
+ * ```
  */
 export class BreakwaterLanguageModel implements LanguageModelV3 {
   readonly specificationVersion = 'v3' as const;

@@ -20,7 +20,15 @@ export {
   UnsupportedPromptError,
 } from './ai-sdk-errors.ts';
 
-/** A breakwater provider: call it with a chain's name to get that chain as an AI SDK language model. */
+/**
+ * A breakwater provider: call it with a chain's name to get that chain as an AI SDK language model.
+ *
+ * @example
+ * ```ts
+ * const bw: BreakwaterProvider = createBreakwater(supervisor);
+ * bw('premium') === bw.languageModel('premium'); // false: a new model object, the same chain
+ * ```
+ */
 export interface BreakwaterProvider {
   (chain: string, settings?: BreakwaterModelSettings): BreakwaterLanguageModel;
   /** The same as calling the provider. */

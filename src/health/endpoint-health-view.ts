@@ -12,7 +12,14 @@ export type BreakerState = 'closed' | 'open' | 'halfOpen';
 /** Why an endpoint cannot take a call right now. */
 export type WaitCause = 'pacing' | 'concurrency' | 'cooldown' | 'open' | 'disabled';
 
-/** Plain-data view of one endpoint's health, for the live view and the visualizer. */
+/**
+ * Plain-data view of one endpoint's health, for the live view and the visualizer.
+ *
+ * @example
+ * ```ts
+ * for (const h of supervisor.health()) console.log(h.id, h.breaker, h.cooldownUntil, h.inFlight);
+ * ```
+ */
 export interface EndpointHealth {
   readonly id: string;
   readonly descriptor: EndpointDescriptor;

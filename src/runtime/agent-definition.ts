@@ -1,7 +1,14 @@
 import type { JsonSchema } from '../engines/engine-types.ts';
 import type { DegradedAnswer } from '../degraded/decision-tree.ts';
 
-/** What a tool implementation gets besides its arguments. */
+/**
+ * What a tool implementation gets besides its arguments.
+ *
+ * @example
+ * ```ts
+ * run: async (args, { signal, idempotencyKey }) => fetch(url, { signal, headers: { 'Idempotency-Key': idempotencyKey } })
+ * ```
+ */
 export interface ToolRunContext {
   /** Aborts when the turn is cancelled or the agent stops. */
   readonly signal: AbortSignal;
@@ -52,7 +59,14 @@ export interface ClientTool {
   readonly run?: undefined;
 }
 
-/** The context a decision tree sees when the agent must answer without an engine. */
+/**
+ * The context a decision tree sees when the agent must answer without an engine.
+ *
+ * @example
+ * ```ts
+ * decisionTree: (c: DegradedContext) => ({ summary: `No live answer (${c.reason})`, source: 'decision_tree', reason: c.reason })
+ * ```
+ */
 export interface DegradedContext {
   readonly agent: string;
   readonly prompt: string;
@@ -119,7 +133,14 @@ export interface NoAgentDefinition {
   run(input: string, context: { readonly signal: AbortSignal }): Promise<unknown>;
 }
 
-/** Either kind of agent. */
+/**
+ * Either kind of agent.
+ *
+ * @example
+ * ```ts
+ * const agents: AgentDefinition[] = [{ name: 'Kai', chain: 'premium' }, { name: 'flusher', noAgent: true, run: flush }];
+ * ```
+ */
 export type AgentDefinition = LlmAgentDefinition | NoAgentDefinition;
 
 /** True for plain-code work. */
@@ -127,7 +148,15 @@ export function isNoAgentDefinition(def: AgentDefinition): def is NoAgentDefinit
   return (def as NoAgentDefinition).noAgent === true;
 }
 
-/** Identity helper that gives an agent definition its type (and its editor help). */
+/**
+ * Identity helper that gives an agent definition its type (and its editor help).
+ *
+ * @example
+ * ```ts
+ * const analyst = defineAgent({ name: 'analyst', chain: 'premium', tier: 'analysis', role: 'You are a macro analyst.' });
+ * supervisor.spawnAgent(analyst);
+ * ```
+ */
 export function defineAgent<const D extends AgentDefinition>(definition: D): D {
   return definition;
 }

@@ -1,7 +1,14 @@
 import type { RuntimeActor } from './runtime-actor.ts';
 import type { AgentMemory, Turn } from './turn.ts';
 
-/** The states an agent is seen in. */
+/**
+ * The states an agent is seen in.
+ *
+ * @example
+ * ```ts
+ * const busy = (s: AgentStateName) => s === 'calling' || s === 'fallback';
+ * ```
+ */
 export type AgentStateName =
   | 'idle'
   | 'queued'
@@ -12,7 +19,14 @@ export type AgentStateName =
   | 'degraded'
   | 'stopped';
 
-/** One agent state change, as `subscribe` reports it. */
+/**
+ * One agent state change, as `subscribe` reports it.
+ *
+ * @example
+ * ```ts
+ * supervisor.subscribe((c: AgentStateChange) => console.log(c.agent, c.previous, '→', c.state));
+ * ```
+ */
 export interface AgentStateChange {
   readonly agent: string;
   readonly state: AgentStateName;
@@ -20,7 +34,14 @@ export interface AgentStateChange {
   readonly at: number;
 }
 
-/** Options of {@link AgentHandle.ask}. */
+/**
+ * Options of {@link AgentHandle.ask}.
+ *
+ * @example
+ * ```ts
+ * await agent.ask('Item 3?', { signal: AbortSignal.timeout(60_000), meta: { round: 2, itemId: 'U03' } });
+ * ```
+ */
 export interface AskOptions {
   /**
    * Cancels the ask: a queued ask settles at once with nothing sent; a running one has its call aborted and its
@@ -35,13 +56,29 @@ export interface AskOptions {
   readonly meta?: TurnMeta;
 }
 
-/** Where a turn belongs in a run. */
+/**
+ * Where a turn belongs in a run.
+ *
+ * @example
+ * ```ts
+ * const meta: TurnMeta = { round: 2, itemId: 'U03' };
+ * ```
+ */
 export interface TurnMeta {
   readonly round?: number;
   readonly itemId?: string;
 }
 
-/** A running agent, as the embedding program sees it. */
+/**
+ * A running agent, as the embedding program sees it.
+ *
+ * @example
+ * ```ts
+ * const kai: AgentHandle = supervisor.spawnAgent({ name: 'Kai', chain: 'premium' });
+ * const turn = await kai.ask('Summarize item 3');
+ * kai.stop();
+ * ```
+ */
 export interface AgentHandle {
   readonly name: string;
   readonly tier: string;

@@ -4,7 +4,14 @@ import { ConfigError } from '../errors/config-error.ts';
 import { ToolArgumentsError } from '../errors/tool-arguments-error.ts';
 import type { AgentTool, ToolRunContext } from './agent-definition.ts';
 
-/** What {@link defineTool} takes: a zod object schema for the arguments, and the code that runs the tool. */
+/**
+ * What {@link defineTool} takes: a zod object schema for the arguments, and the code that runs the tool.
+ *
+ * @example
+ * ```ts
+ * const spec: ToolSpec<typeof schema> = { parameters: schema, run: async (args) => lookup(args.ticker) };
+ * ```
+ */
 export interface ToolSpec<S extends z.ZodType> {
   /** What the tool does, for the model. Default: none. */
   readonly description?: string;
@@ -17,7 +24,15 @@ export interface ToolSpec<S extends z.ZodType> {
   run(args: z.output<S>, context: ToolRunContext): Promise<unknown> | unknown;
 }
 
-/** A tool made by {@link defineTool}: an {@link AgentTool} that also carries its zod schema. */
+/**
+ * A tool made by {@link defineTool}: an {@link AgentTool} that also carries its zod schema.
+ *
+ * @example
+ * ```ts
+ * const quote: TypedTool<typeof schema> = defineTool({ parameters: schema, run: async ({ ticker }) => lookup(ticker) });
+ * quote.parameters; // the JSON Schema the model sees
+ * ```
+ */
 export interface TypedTool<S extends z.ZodType> extends AgentTool {
   /** The schema `run`'s arguments are checked against. */
   readonly schema: S;

@@ -7,7 +7,15 @@ import type { DegradedAnswer } from '../degraded/decision-tree.ts';
 import type { SpawnOptions } from './supervisor-types.ts';
 import type { Turn } from './turn.ts';
 
-/** Options of {@link Supervisor.call}: one request, no agent memory. */
+/**
+ * Options of {@link Supervisor.call}: one request, no agent memory.
+ *
+ * @example
+ * ```ts
+ * const options: CallOptions = { chain: 'premium', messages: [{ role: 'user', content: 'Hi' }], signal };
+ * const turn = await supervisor.call(options);
+ * ```
+ */
 export interface CallOptions {
   /** The engine chain to call (one of the config's `chains`). */
   readonly chain: string;

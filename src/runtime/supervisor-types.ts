@@ -19,7 +19,14 @@ import type { Logger } from 'pino';
  * the agent machine's settings. `create-supervisor.ts` builds it.
  */
 
-/** Options of {@link createSupervisor}. Every one is optional. */
+/**
+ * Options of {@link createSupervisor}. Every one is optional.
+ *
+ * @example
+ * ```ts
+ * createSupervisor(config, { clock: createManualClock(0), onEvent: (e) => log.push(e), keepAlive: false });
+ * ```
+ */
 export interface SupervisorOptions {
   /** Time source for every deadline, cooldown and bucket. Default: the system clock. */
   readonly clock?: Clock;
@@ -48,7 +55,14 @@ export interface SupervisorOptions {
   readonly keepAlive?: boolean;
 }
 
-/** Options of {@link Supervisor.spawnAgent}. */
+/**
+ * Options of {@link Supervisor.spawnAgent}.
+ *
+ * @example
+ * ```ts
+ * supervisor.spawnAgent(definition, { memory: saved.memory, snapshot: saved.snapshot });
+ * ```
+ */
 export interface SpawnOptions {
   /** Working memory to start from (a resumed run). Default: empty, with the definition's initial slots. */
   readonly memory?: AgentMemory;
@@ -59,11 +73,25 @@ export interface SpawnOptions {
   readonly snapshot?: unknown;
 }
 
-/** Where the supervisor is in its life. */
+/**
+ * Where the supervisor is in its life.
+ *
+ * @example
+ * ```ts
+ * if (supervisor.state() !== 'running') return;
+ * ```
+ */
 export type SupervisorState = 'running' | 'draining' | 'stopped';
 
 /**
  * A running breakwater runtime: the supervisor with its agents, tokens and endpoint health.
+ *
+ * @example
+ * ```ts
+ * const supervisor: Supervisor = createSupervisor(config);
+ * console.log(supervisor.tokens().held, supervisor.health().map((h) => h.breaker));
+ * await supervisor.stop();
+ * ```
  */
 export interface Supervisor {
   readonly config: RuntimeConfig;

@@ -10,17 +10,37 @@ import type { Fault } from '../faults/fault.ts';
  * - `failed`: a fault no engine swap can fix (bad request, a bug); `error` says what.
  * - `cancelled`: the caller aborted.
  * - `no_agent`: plain code ran (no LLM).
+ *
+ * @example
+ * ```ts
+ * const ok = (o: TurnOutcome) => o === 'answered' || o === 'fallback';
+ * ```
  */
 export type TurnOutcome = 'answered' | 'fallback' | 'degraded' | 'failed' | 'cancelled' | 'no_agent';
 
-/** The answer of a turn. */
+/**
+ * The answer of a turn.
+ *
+ * @example
+ * ```ts
+ * const text = turn.answer.degraded ? `(degraded) ${turn.answer.text}` : turn.answer.text;
+ * ```
+ */
 export interface TurnAnswer {
   readonly text: string;
   /** Present on degraded answers: the structured summary and where it came from. */
   readonly degraded?: DegradedAnswer;
 }
 
-/** One finished turn of one agent: what `agent.ask()` resolves with. Plain data. */
+/**
+ * One finished turn of one agent: what `agent.ask()` resolves with. Plain data.
+ *
+ * @example
+ * ```ts
+ * const turn: Turn = await agent.ask('Item 3?');
+ * console.log(turn.outcome, turn.endpointId, turn.faults.map((f) => f.kind), turn.waitMs);
+ * ```
+ */
 export interface Turn {
   readonly turnId: string;
   readonly agent: string;

@@ -58,7 +58,14 @@ export interface TokenTicket {
   withdraw(reason?: unknown): void;
 }
 
-/** The token state at a glance. */
+/**
+ * The token state at a glance.
+ *
+ * @example
+ * ```ts
+ * const { limit, held, waiting } = supervisor.tokens();
+ * ```
+ */
 export interface TokenView {
   readonly limit: number;
   readonly held: number;

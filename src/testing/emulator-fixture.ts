@@ -22,7 +22,14 @@ const MODEL_OF: Readonly<Record<EmulatorFlavor, string>> = {
   'gemini-compat': 'gemini-2.5-flash',
 };
 
-/** Options of {@link EmulatorFixture.endpoint}. */
+/**
+ * Options of {@link EmulatorFixture.endpoint}.
+ *
+ * @example
+ * ```ts
+ * fixture.endpoint('primary', 'anthropic', { model: 'claude-opus-4-1', headersTimeoutMs: 2_000 });
+ * ```
+ */
 export interface FixtureEndpointOptions {
   /** Model name. Default: a usual one for the flavor (`claude-sonnet-4-6`, `gpt-4o-mini`, `gemini-2.5-flash`, …). */
   readonly model?: string;
@@ -34,7 +41,15 @@ export interface FixtureEndpointOptions {
   readonly idleTimeoutMs?: number;
 }
 
-/** A running in-process emulator plus endpoint configs that point at it. */
+/**
+ * A running in-process emulator plus endpoint configs that point at it.
+ *
+ * @example
+ * ```ts
+ * const fixture: EmulatorFixture = await startEmulatorFixture();
+ * fixture.emulator.addFault({ kind: 'overloaded', match: { flavor: 'anthropic' } });
+ * ```
+ */
 export interface EmulatorFixture {
   /** The emulator itself: `addFault`, `stats`, `reset`, `clearFaults`, `baseURL`. */
   readonly emulator: Emulator;
