@@ -4,7 +4,8 @@
  * 429 — and the agent simply finishes on the fallback. Run it: `npx tsx examples/embed-supervisor.ts` (no network, no API key: the provider emulator stands in).
  */
 import { pathToFileURL } from 'node:url';
-import { createSupervisor, defineAgent, startEmulator, type Turn } from '../src/index.ts';
+import { startEmulator } from '../src/entries/emulator-entry.ts';
+import { createSupervisor, defineAgent, type Turn } from '../src/index.ts';
 
 /** What the example saw: both turns, and every time the tool actually ran (with the model's arguments). */
 export interface EmbedResult {

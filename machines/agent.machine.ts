@@ -1,6 +1,6 @@
 import { assign, emit, fromCallback, fromPromise, setup } from 'xstate';
 import type { DegradedAnswer } from '../src/degraded/decision-tree.ts';
-import type { ChatMessage, ToolCall } from '../src/engines/engine-types.ts';
+import type { ChatMessage, StopReason, ToolCall } from '../src/engines/engine-types.ts';
 import type { Fault, FaultKind } from '../src/faults/fault.ts';
 import type { PromptParts } from '../src/runtime/prompt-builder.ts';
 import type { AgentMemory, Turn, TurnOutcome } from '../src/runtime/turn.ts';
@@ -75,7 +75,14 @@ function finishTurn(
   at: number,
   outcome: TurnOutcome,
   answer: { text: string; degraded?: DegradedAnswer },
-  extra: { endpointId?: string; model?: string; error?: string; degradedReason?: string } = {},
+  extra: {
+    endpointId?: string;
+    model?: string;
+    error?: string;
+    degradedReason?: string;
+    stopReason?: StopReason;
+    toolCalls?: readonly ToolCall[];
+  } = {},
 ): { turn: Turn; memory: AgentMemory } {
   const t = ctx.turn!;
   const turn: Turn = {
@@ -90,7 +97,7 @@ function finishTurn(
     waitMs: t.waitMs + (t.waitingSince !== undefined ? Math.max(0, at - t.waitingSince) : 0),
     attempts: t.attempts,
     usage: { inputTokens: t.inputTokens, outputTokens: t.outputTokens },
-    messages: t.messages.slice(1),
+    messages: t.messages.slice(t.given ?? 1),
     startedAt: t.startedAt,
     finishedAt: at,
     ...extra,
@@ -184,7 +191,10 @@ const agentSetup = setup({
     callSucceeded: ({ event }) => outputOf<CallOutcome>(event).ok,
     wantsTools: ({ context, event }) => {
       const out = outputOf<CallOutcome>(event);
-      return out.ok && out.result.toolCalls.length > 0 && context.settings.tools.length > 0;
+      if (!out.ok || out.result.toolCalls.length === 0 || context.settings.tools.length === 0) return false;
+      // A call of a tool the caller runs ends the turn: the caller gets the calls (`turn.toolCalls`).
+      const client = context.settings.clientTools;
+      return !client?.length || !out.result.toolCalls.some((c) => client.includes(c.name));
     },
     faultIsFinal: ({ event }) => {
       const out = outputOf<CallOutcome>(event);
@@ -201,7 +211,8 @@ const agentSetup = setup({
         key: event.key,
         prompt: event.prompt,
         startedAt: event.at,
-        messages: [{ role: 'user', content: event.prompt }],
+        messages: event.messages ?? [{ role: 'user', content: event.prompt }],
+        ...(event.messages ? { given: event.messages.length } : {}),
         step: 0,
         stepAttempts: 0,
         attempts: 0,
@@ -291,7 +302,12 @@ const agentSetup = setup({
         out.at,
         outcome,
         { text: out.result.text },
-        { endpointId: out.result.endpoint.id, model: out.result.model },
+        {
+          endpointId: out.result.endpoint.id,
+          model: out.result.model,
+          stopReason: out.result.stopReason,
+          ...(out.result.toolCalls.length > 0 ? { toolCalls: out.result.toolCalls } : {}),
+        },
       );
       return { turn: null, memory, lastTurn: turn };
     }),

@@ -26,6 +26,11 @@ export interface AgentSettings {
   readonly toolResultsKept: number;
   readonly probeIntervalMs: number;
   readonly tools: readonly ToolDefinition[];
+  /**
+   * Tools the caller runs itself (they have no `run`): a model asking for one ends the turn with its tool calls
+   * (`turn.toolCalls`) instead of running them. Default none.
+   */
+  readonly clientTools?: readonly string[];
 }
 
 /** The agent machine's input: its settings and (on resume) its remembered memory. */
@@ -43,6 +48,11 @@ export interface ActiveTurn {
   readonly startedAt: number;
   /** This turn's messages: user prompt, tool calls, tool results. */
   readonly messages: readonly ChatMessage[];
+  /**
+   * How many of `messages` the caller gave (a one-off call's conversation); the rest were exchanged inside the
+   * turn. Absent: 1 (the prompt).
+   */
+  readonly given?: number;
   /** Engine call number inside the turn (grows with each tool round trip). */
   readonly step: number;
   /** Upstream attempts made for the current step. */
@@ -164,7 +174,15 @@ export interface AnswerDegradedInput {
 
 /** Events the agent takes from its handle. Everything else reaches it as the output of its own actors. */
 export type AgentEvent =
-  | { type: 'ASK'; turnId: string; key: string; prompt: string; at: number }
+  | {
+      type: 'ASK';
+      turnId: string;
+      key: string;
+      prompt: string;
+      at: number;
+      /** The whole conversation to send (a one-off call); default: `prompt` as one user message. */
+      messages?: readonly ChatMessage[];
+    }
   | { type: 'CANCEL'; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }
   /** From `acquireToken`: the scheduler's answer (or the request failed: a bug). */

@@ -97,7 +97,7 @@ export async function runBareSdk(spec: ScenarioSpec): Promise<BareRunResult> {
         for (const call of out.toolCalls) messages.push({ role: 'tool_call', call });
         for (const call of out.toolCalls) {
           const t = agent.tools?.[call.name];
-          const value = t
+          const value = t?.run
             ? await t.run(call.arguments, {
                 signal: new AbortController().signal,
                 agent: agent.name,

@@ -3,11 +3,9 @@
  */
 import type { Clock } from '../clock/clock.ts';
 import type { CallCredential } from '../engines/call-credential.ts';
-import { createAnthropicEngine } from '../engines/anthropic-engine.ts';
+import { deferredSdkEngine } from '../engines/deferred-engine.ts';
 import { type ParsedEndpointConfig, parseEndpointConfig } from '../engines/endpoint-config.ts';
 import type { EndpointDescriptor, Engine } from '../engines/engine-types.ts';
-import { createGeminiEngine } from '../engines/gemini-engine.ts';
-import { createOpenAIEngine } from '../engines/openai-engine.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import type { ByokTemplate, ProviderName } from './byok-types.ts';
 
@@ -119,13 +117,5 @@ export function buildByokEngine(
   clock: Clock,
   credential: CallCredential,
 ): Engine {
-  switch (config.provider) {
-    case 'anthropic':
-      return createAnthropicEngine(config, endpoint, clock, Date.now, credential);
-    case 'gemini':
-      return createGeminiEngine(config, endpoint, clock, Date.now, credential);
-    case 'openai':
-    case 'openai-compatible':
-      return createOpenAIEngine(config, endpoint, clock, Date.now, credential);
-  }
+  return deferredSdkEngine(config, endpoint, clock, Date.now, credential);
 }

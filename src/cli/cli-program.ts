@@ -1,5 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
+import { packageManifest } from '../config/package-root.ts';
 import { isConfigError } from '../errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { isMigrationError } from '../store/store-errors.ts';
@@ -23,10 +23,7 @@ export const DEBUG_ENV = 'BREAKWATER_DEBUG';
 
 function packageVersion(): string {
   try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as {
-      version?: string;
-    };
-    return pkg.version ?? '0.0.0';
+    return packageManifest().version;
   } catch {
     return '0.0.0';
   }

@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { type CommandRegistrar, runCli } from './cli-program.ts';
 
 /*

@@ -37,7 +37,14 @@ export function hostDelay(ms: number): number {
   return Number.isNaN(ms) ? 0 : Math.min(MAX_HOST_DELAY_MS, Math.max(0, ms));
 }
 
-/** The real clock: `Date.now()` and the host timers. Timers are `unref`'d so they never hold a process open. */
+/**
+ * The real clock: `Date.now()` and the host timers. Timers are `unref`'d so they never hold a process open.
+ *
+ * @example
+ * ```ts
+ * createSupervisor(config, { clock: systemClock }); // the default
+ * ```
+ */
 export const systemClock: Clock = Object.freeze({
   now: () => Date.now(),
   setTimeout: (fn: () => void, ms: number) => {
@@ -48,7 +55,15 @@ export const systemClock: Clock = Object.freeze({
   clearTimeout: (handle: unknown) => clearTimeout(handle as NodeJS.Timeout),
 });
 
-/** A clock that moves only when told to. */
+/**
+ * A clock that moves only when told to.
+ *
+ * @example
+ * ```ts
+ * const clock: ManualClock = createManualClock(Date.parse('2026-08-17T07:00:00Z'));
+ * clock.advance(30_000);
+ * ```
+ */
 export interface ManualClock extends Clock {
   /** Move time forward by `ms`, firing every timer that falls due, in order. */
   advance(ms: number): void;

@@ -1,6 +1,5 @@
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { ConfigError } from '../errors/config-error.ts';
-import { createAnthropicEngine } from './anthropic-engine.ts';
 import {
   describeEndpoint,
   describeEnvName,
@@ -8,9 +7,8 @@ import {
   endpointCredential,
   parseEndpointConfig,
 } from './endpoint-config.ts';
+import { deferredSdkEngine } from './deferred-engine.ts';
 import type { Engine } from './engine-types.ts';
-import { createGeminiEngine } from './gemini-engine.ts';
-import { createOpenAIEngine } from './openai-engine.ts';
 
 /** Options of {@link createEngine}. */
 export interface CreateEngineOptions {
@@ -62,13 +60,5 @@ export function createEngine(config: EndpointConfig, options: CreateEngineOption
   const endpoint = describeEndpoint(parsed);
   const clock = options.clock ?? systemClock;
   const wallNow = options.wallNow ?? Date.now;
-  switch (parsed.provider) {
-    case 'anthropic':
-      return createAnthropicEngine(parsed, endpoint, clock, wallNow, credential);
-    case 'gemini':
-      return createGeminiEngine(parsed, endpoint, clock, wallNow, credential);
-    case 'openai':
-    case 'openai-compatible':
-      return createOpenAIEngine(parsed, endpoint, clock, wallNow, credential);
-  }
+  return deferredSdkEngine(parsed, endpoint, clock, wallNow, credential);
 }

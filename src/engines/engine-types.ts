@@ -23,7 +23,14 @@ export interface ToolDefinition {
   readonly parameters: JsonSchema;
 }
 
-/** A tool call the model asked for, with its arguments already parsed from JSON. */
+/**
+ * A tool call the model asked for, with its arguments already parsed from JSON.
+ *
+ * @example
+ * ```ts
+ * for (const call of turn.toolCalls ?? []) results.push(await tools[call.name](call.arguments));
+ * ```
+ */
 export interface ToolCall {
   /** Provider's call id (Gemini has none on the wire: the adapter makes a stable one). */
   readonly id: string;
@@ -37,6 +44,15 @@ export interface ToolCall {
  * - `tool_call`: the assistant asked for a tool (consecutive tool calls after an assistant
  *   message belong to that same assistant turn on the wire).
  * - `tool_result`: what the tool returned for the call with `toolCallId`.
+ *
+ * @example
+ * ```ts
+ * const messages: ChatMessage[] = [
+ *   { role: 'user', content: 'EURUSD?' },
+ *   { role: 'tool_call', call: { id: 'c1', name: 'fx_rate', arguments: { pair: 'EURUSD' } } },
+ *   { role: 'tool_result', toolCallId: 'c1', toolName: 'fx_rate', content: '1.0842' },
+ * ];
+ * ```
  */
 export type ChatMessage =
   | { readonly role: 'user'; readonly content: string }
@@ -69,7 +85,14 @@ export interface EngineRequest {
   readonly idempotencyKey: string;
 }
 
-/** Why the model stopped. */
+/**
+ * Why the model stopped.
+ *
+ * @example
+ * ```ts
+ * if (turn.stopReason === 'max_tokens') console.warn('answer cut at maxTokens');
+ * ```
+ */
 export type StopReason = 'end_turn' | 'tool_use' | 'max_tokens' | 'refusal' | 'other';
 
 /** One rate-limit dimension as the provider reported it. Absent fields were not reported. */
@@ -95,7 +118,14 @@ export interface RateLimitState {
   readonly retryAfterMs?: number;
 }
 
-/** Token usage of one call. */
+/**
+ * Token usage of one call.
+ *
+ * @example
+ * ```ts
+ * const { inputTokens, outputTokens } = turn.usage;
+ * ```
+ */
 export interface Usage {
   readonly inputTokens: number;
   readonly outputTokens: number;

@@ -24,7 +24,14 @@ export class ConfigError extends Error {
   }
 }
 
-/** Type guard for {@link ConfigError}. */
+/**
+ * Type guard for {@link ConfigError}.
+ *
+ * @example
+ * ```ts
+ * try { createSupervisor(input); } catch (e) { if (isConfigError(e)) console.error(e.message); else throw e; }
+ * ```
+ */
 export function isConfigError(e: unknown): e is ConfigError {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'CONFIG_INVALID';
 }

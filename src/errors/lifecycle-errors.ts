@@ -25,7 +25,14 @@ export class AgentStoppedError extends Error {
   }
 }
 
-/** Type guard for {@link AgentStoppedError}. */
+/**
+ * Type guard for {@link AgentStoppedError}.
+ *
+ * @example
+ * ```ts
+ * const turn = await agent.ask('x').catch((e: unknown) => { if (isAgentStoppedError(e)) return undefined; throw e; });
+ * ```
+ */
 export function isAgentStoppedError(e: unknown): e is AgentStoppedError {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'AGENT_STOPPED';
 }

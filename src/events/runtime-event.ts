@@ -4,6 +4,11 @@ import type { FaultKind } from '../faults/fault.ts';
  * Everything that happens in a run, as plain data: the event log the report and the state visualizer
  * read. One row per event in the `events` table (`seq`, `at`, `type`, `agent`, `endpoint`, `data`).
  * `at` is on the run's clock (simulated time in a time-scaled scenario).
+ *
+ * @example
+ * ```ts
+ * supervisor.subscribeEvents((e: RuntimeEvent) => { if (e.type === 'breaker.state') console.log(e.endpoint, e.data); });
+ * ```
  */
 export type RuntimeEvent =
   | Ev<
@@ -110,8 +115,23 @@ type Ev<T extends string, D, K extends 'agent' | 'endpoint' | never = never> = {
   readonly data: D;
 } & { readonly [P in K]: string } & { readonly agent?: string; readonly endpoint?: string };
 
-/** Every event type name. */
+/**
+ * Every event type name.
+ *
+ * @example
+ * ```ts
+ * const wanted: RuntimeEventType[] = ['turn.completed', 'call.attempt'];
+ * ```
+ */
 export type RuntimeEventType = RuntimeEvent['type'];
 
-/** A sink for runtime events. */
+/**
+ * A sink for runtime events.
+ *
+ * @example
+ * ```ts
+ * const listener: RuntimeEventListener = (e) => events.push(e);
+ * createSupervisor(config, { onEvent: listener });
+ * ```
+ */
 export type RuntimeEventListener = (event: RuntimeEvent) => void;

@@ -11,6 +11,11 @@ import type { ProviderKind } from '../engines/engine-types.ts';
  * - `auth`: bad or unauthorized key.
  * - `bad_request`: the request itself is wrong; no engine swap fixes it.
  * - `cancelled`: the caller aborted.
+ *
+ * @example
+ * ```ts
+ * const capacity = (k: FaultKind) => k === 'rate_limited' || k === 'credit_exhausted';
+ * ```
  */
 export type FaultKind =
   | 'rate_limited'
@@ -36,7 +41,14 @@ export const FAULT_KINDS: readonly FaultKind[] = Object.freeze([
   'cancelled',
 ]);
 
-/** A classified failure. Plain data: safe to put in snapshots, logs and the database. */
+/**
+ * A classified failure. Plain data: safe to put in snapshots, logs and the database.
+ *
+ * @example
+ * ```ts
+ * for (const f of turn.faults) console.log(f.kind, f.endpointId, f.status, f.retryAfterMs);
+ * ```
+ */
 export interface Fault {
   readonly kind: FaultKind;
   readonly provider: ProviderKind;
@@ -104,7 +116,14 @@ export class EngineFaultError extends Error {
   }
 }
 
-/** Type guard for {@link EngineFaultError}. */
+/**
+ * Type guard for {@link EngineFaultError}.
+ *
+ * @example
+ * ```ts
+ * try { await engine.call(request); } catch (e) { if (isEngineFaultError(e)) console.log(e.fault.kind); }
+ * ```
+ */
 export function isEngineFaultError(e: unknown): e is EngineFaultError {
   return (
     e instanceof EngineFaultError ||

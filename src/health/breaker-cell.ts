@@ -7,7 +7,8 @@ import {
 } from '../../machines/breaker.machine.ts';
 
 /** The three states of a breaker. */
-export type BreakerState = 'closed' | 'open' | 'halfOpen';
+export type { BreakerState } from './endpoint-health-view.ts';
+import type { BreakerState } from './endpoint-health-view.ts';
 
 /** What one event did to a breaker. */
 export interface BreakerStep {

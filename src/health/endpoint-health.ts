@@ -5,40 +5,18 @@ import { AimdLimiter } from '../resilience/aimd-limiter.ts';
 import { backoffDelay } from '../resilience/backoff.ts';
 import { TokenBucket } from '../resilience/token-bucket.ts';
 import type { TimerEntry, TimerHeap } from '../scheduler/timer-heap.ts';
-import { BreakerCell, type BreakerState } from './breaker-cell.ts';
+import { BreakerCell } from './breaker-cell.ts';
+import type { BreakerState, CallSettlement, EndpointHealth, WaitCause } from './endpoint-health-view.ts';
+
+export type { CallSettlement, EndpointHealth, WaitCause } from './endpoint-health-view.ts';
 
 /** While a breaker waits for its probe (HALF-OPEN, or OPEN past its deadline), callers look again after this long, ms. */
 export const HALF_OPEN_RECHECK_MS = 1_000;
-
-/** Why an endpoint cannot take a call right now. */
-export type WaitCause = 'pacing' | 'concurrency' | 'cooldown' | 'open' | 'disabled';
 
 /** When an endpoint can take a call, if not now. */
 export interface Readiness {
   readonly until: number;
   readonly cause: WaitCause;
-}
-
-/** How a call (or a probe) that held the endpoint ended. */
-export type CallSettlement =
-  | { readonly kind: 'success'; readonly result: EngineResult }
-  | { readonly kind: 'fault'; readonly fault: Fault }
-  /** Granted, but nothing went upstream (a memoized answer, a holder that left first): the room is given back. */
-  | { readonly kind: 'unused' };
-
-/** Plain-data view of one endpoint's health, for the live view and the visualizer. */
-export interface EndpointHealth {
-  readonly id: string;
-  readonly descriptor: EndpointDescriptor;
-  readonly breaker: BreakerState;
-  readonly openUntil: number | null;
-  readonly cooldownUntil: number;
-  readonly disabledUntil: number;
-  readonly disabledReason?: string;
-  readonly inFlight: number;
-  readonly concurrencyLimit?: number;
-  readonly rpm?: { readonly capacity?: number; readonly available?: number };
-  readonly tpm?: { readonly capacity?: number; readonly available?: number };
 }
 
 /** The runtime-wide settings every endpoint's health follows. */

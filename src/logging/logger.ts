@@ -1,4 +1,5 @@
-import { type DestinationStream, type Logger, pino } from 'pino';
+import { createRequire } from 'node:module';
+import type { DestinationStream, Logger, pino as Pino } from 'pino';
 import { scrubSecrets, scrubValue } from '../redact/secret-scrubber.ts';
 
 /** Field paths pino removes outright, whatever their value. */
@@ -34,7 +35,7 @@ export interface LoggerOptions {
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
   const level = options.level ?? process.env.BREAKWATER_LOG_LEVEL ?? 'silent';
-  return pino(
+  return loadPino()(
     {
       level,
       base: undefined,
@@ -51,4 +52,16 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     },
     options.destination,
   );
+}
+
+let pinoFactory: typeof Pino | undefined;
+
+/**
+ * pino, required when the first logger is made rather than imported with breakwater: it is a CommonJS package
+ * (so `require` gives the very module an `import` would) and costs 30–80 ms to load, which a program importing
+ * breakwater should not pay before it creates a supervisor.
+ */
+function loadPino(): typeof Pino {
+  pinoFactory ??= (createRequire(import.meta.url)('pino') as { pino: typeof Pino }).pino;
+  return pinoFactory;
 }

@@ -30,24 +30,9 @@ import {
   type TokenTicket,
 } from '../scheduler/token-scheduler.ts';
 import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
+import type { CallMemo, CallRecordEvent } from './call-memo.ts';
 import { buildRequest, estimateRequestTokens, type PromptParts } from './prompt-builder.ts';
 import type { ToolResultRecord } from './turn.ts';
-
-/**
- * A memo of finished calls keyed by idempotency key. The durable store implements it, so a call whose
- * result was committed is read back instead of being asked again (XState re-runs an invoked promise
- * that was in flight when the process died).
- */
-export interface CallMemo {
-  recall(key: string): Promise<unknown | undefined>;
-  /**
-   * Writes a finished call's result. The runtime does not wait for it (the concurrency token is given back
-   * first); whoever commits must call {@link CallMemo.settle} before committing.
-   */
-  remember(key: string, value: unknown): Promise<void>;
-  /** Resolves when every write started so far has landed. */
-  settle?(): Promise<void>;
-}
 
 export interface AgentActorDeps {
   readonly endpoints: EndpointRegistry;
@@ -68,33 +53,7 @@ export interface AgentActorDeps {
   readonly traceIdsOf?: (turnId: string) => { trace_id: string; span_id: string } | undefined;
 }
 
-/** One upstream attempt, as the runtime reports it. */
-export interface CallRecordEvent {
-  /** The agent whose call it was; absent for a HALF-OPEN probe. */
-  readonly agent?: string;
-  /** The turn whose call it was; absent for a probe. */
-  readonly turnId?: string;
-  /** The endpoint's place in the agent's chain (0 = primary); absent for a probe. */
-  readonly chainPosition?: number;
-  /** Wall-clock start (`Date.now()`), whatever clock the run is on: traces are on wall time. */
-  readonly wallStartedAt?: number;
-  readonly tier: string;
-  readonly endpointId: string;
-  readonly provider: string;
-  /** The model that answered (on success) or the endpoint's model. */
-  readonly model: string;
-  /** The model the request named (the endpoint's). */
-  readonly requestModel?: string;
-  readonly outcome: 'ok' | 'fault';
-  /** Tokens the provider counted, on success. */
-  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number };
-  readonly startedAt: number;
-  readonly at: number;
-  readonly fault?: Fault;
-  readonly memoized?: boolean;
-  /** A HALF-OPEN health probe (an upstream call no agent asked for). */
-  readonly probe?: boolean;
-}
+export type { CallMemo, CallRecordEvent } from './call-memo.ts';
 
 /** Real ms a cut call keeps its token after it ended on our side (socket teardown, not simulated time). */
 const ABORT_SETTLE_MS = 10;
@@ -370,11 +329,16 @@ export function createAgentActors(deps: AgentActorDeps) {
       }
       const tool = def?.tools?.[call.name];
       let record: ToolResultRecord;
-      if (!tool) {
+      if (!tool?.run) {
         record = { turnId: input.turnId, call, result: `unknown tool "${call.name}"`, isError: true };
       } else {
         try {
-          const value = await tool.run(call.arguments, { signal, agent: input.agent, idempotencyKey: key });
+          const value = await tool.run(call.arguments, {
+            signal,
+            agent: input.agent,
+            idempotencyKey: key,
+            toolName: call.name,
+          });
           record = {
             turnId: input.turnId,
             call,

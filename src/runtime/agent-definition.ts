@@ -1,25 +1,72 @@
 import type { JsonSchema } from '../engines/engine-types.ts';
 import type { DegradedAnswer } from '../degraded/decision-tree.ts';
 
-/** What a tool implementation gets besides its arguments. */
+/**
+ * What a tool implementation gets besides its arguments.
+ *
+ * @example
+ * ```ts
+ * run: async (args, { signal, idempotencyKey }) => fetch(url, { signal, headers: { 'Idempotency-Key': idempotencyKey } })
+ * ```
+ */
 export interface ToolRunContext {
   /** Aborts when the turn is cancelled or the agent stops. */
   readonly signal: AbortSignal;
   readonly agent: string;
   /** Stable key of this tool call (memoized by the durable store: a committed result is not run again). */
   readonly idempotencyKey: string;
+  /** The name the model called the tool by (the key in `tools`). Absent when a program runs the tool itself. */
+  readonly toolName?: string;
 }
 
-/** A tool an agent offers its model. */
+/**
+ * A tool an agent offers its model. {@link defineTool} makes one from a zod schema, typed.
+ *
+ * @example
+ * ```ts
+ * const clock: AgentTool = {
+ *   description: 'The time now, ISO 8601',
+ *   parameters: { type: 'object', properties: {} },
+ *   run: async () => new Date().toISOString(),
+ * };
+ * ```
+ */
 export interface AgentTool {
   readonly description?: string;
   /** JSON Schema of the arguments object. */
   readonly parameters: JsonSchema;
-  /** Runs the tool. The returned value is sent back to the model as JSON (strings as they are). */
+  /**
+   * Runs the tool. The returned value is sent back to the model as JSON (strings as they are); a thrown error goes
+   * back to the model as a tool error.
+   */
   run(args: Readonly<Record<string, unknown>>, context: ToolRunContext): Promise<unknown>;
 }
 
-/** The context a decision tree sees when the agent must answer without an engine. */
+/**
+ * A tool the caller runs itself: offered to the model like any tool, but a model asking for it ends the turn with
+ * its calls in `turn.toolCalls`, for the caller to run and answer in its next call (how the AI SDK provider hands
+ * tool calls to `generateText`).
+ *
+ * @example
+ * ```ts
+ * const lookup: ClientTool = { description: 'Look a ticker up', parameters: { type: 'object', properties: { ticker: { type: 'string' } } } };
+ * ```
+ */
+export interface ClientTool {
+  readonly description?: string;
+  /** JSON Schema of the arguments object. */
+  readonly parameters: JsonSchema;
+  readonly run?: undefined;
+}
+
+/**
+ * The context a decision tree sees when the agent must answer without an engine.
+ *
+ * @example
+ * ```ts
+ * decisionTree: (c: DegradedContext) => ({ summary: `No live answer (${c.reason})`, source: 'decision_tree', reason: c.reason })
+ * ```
+ */
 export interface DegradedContext {
   readonly agent: string;
   readonly prompt: string;
@@ -58,8 +105,8 @@ export interface LlmAgentDefinition {
   readonly session?: string;
   /** Initial memory slots, rendered into the system prompt. Default: none. */
   readonly memory?: Readonly<Record<string, string>>;
-  /** Tools the model may call. Default: none. */
-  readonly tools?: Readonly<Record<string, AgentTool>>;
+  /** Tools the model may call: run by breakwater ({@link AgentTool}) or by the caller ({@link ClientTool}). Default: none. */
+  readonly tools?: Readonly<Record<string, AgentTool | ClientTool>>;
   /** Structured answer when no engine can answer and the answer cache has nothing close. Default: a summary of memory and prompt. */
   readonly decisionTree?: (context: DegradedContext) => DegradedAnswer;
   /** Overrides of the config's `agentDefaults`. */
@@ -86,7 +133,14 @@ export interface NoAgentDefinition {
   run(input: string, context: { readonly signal: AbortSignal }): Promise<unknown>;
 }
 
-/** Either kind of agent. */
+/**
+ * Either kind of agent.
+ *
+ * @example
+ * ```ts
+ * const agents: AgentDefinition[] = [{ name: 'Kai', chain: 'premium' }, { name: 'flusher', noAgent: true, run: flush }];
+ * ```
+ */
 export type AgentDefinition = LlmAgentDefinition | NoAgentDefinition;
 
 /** True for plain-code work. */
@@ -94,7 +148,15 @@ export function isNoAgentDefinition(def: AgentDefinition): def is NoAgentDefinit
   return (def as NoAgentDefinition).noAgent === true;
 }
 
-/** Identity helper that gives an agent definition its type (and its editor help). */
+/**
+ * Identity helper that gives an agent definition its type (and its editor help).
+ *
+ * @example
+ * ```ts
+ * const analyst = defineAgent({ name: 'analyst', chain: 'premium', tier: 'analysis', role: 'You are a macro analyst.' });
+ * supervisor.spawnAgent(analyst);
+ * ```
+ */
 export function defineAgent<const D extends AgentDefinition>(definition: D): D {
   return definition;
 }

@@ -1,81 +1,30 @@
 import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
-import type { Actor, AnyActorRef } from 'xstate';
+import type { Actor } from 'xstate';
 import type { AgentContext, agentMachine } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
+import type { ChatMessage } from '../engines/engine-types.ts';
 import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import { onAbort } from './abort-fanout.ts';
 import type { KeepAlive } from './keep-alive.ts';
+import type { ConversationAskOptions } from './one-off-call.ts';
+import type {
+  AgentHandle,
+  AgentStateChange,
+  AgentStateName,
+  AskOptions,
+  TurnMeta,
+} from './agent-handle-types.ts';
 import type { AgentMemory, Turn } from './turn.ts';
 import type { TurnTracer } from '../observability/turn-tracer.ts';
 
-/** The states an agent is seen in. */
-export type AgentStateName =
-  | 'idle'
-  | 'queued'
-  | 'calling'
-  | 'fallback'
-  | 'tools'
-  | 'cooling'
-  | 'degraded'
-  | 'stopped';
-
-/** One agent state change, as `subscribe` reports it. */
-export interface AgentStateChange {
-  readonly agent: string;
-  readonly state: AgentStateName;
-  readonly previous: AgentStateName;
-  readonly at: number;
-}
-
-/** Options of {@link AgentHandle.ask}. */
-export interface AskOptions {
-  /**
-   * Cancels the ask: a queued ask settles at once with nothing sent; a running one has its call aborted and its
-   * token released. Either way the turn resolves with outcome `cancelled`. Default: none.
-   */
-  readonly signal?: AbortSignal;
-  /** Id of the turn. Default: a random UUID. */
-  readonly turnId?: string;
-  /** Prefix of the turn's idempotency keys (the round runner uses run:round:item:agent). Default `<agent>:<turnId>`. */
-  readonly key?: string;
-  /** Where the turn belongs (round, agenda item); carried on its `turn.completed` event. Default none. */
-  readonly meta?: TurnMeta;
-}
-
-/** Where a turn belongs in a run. */
-export interface TurnMeta {
-  readonly round?: number;
-  readonly itemId?: string;
-}
-
-/** A running agent, as the embedding program sees it. */
-export interface AgentHandle {
-  readonly name: string;
-  readonly tier: string;
-  /** The agent's XState actor (inspect, subscribe); `undefined` for `no_agent` work. */
-  readonly actor?: AnyActorRef;
-  /**
-   * Gives the agent one piece of work and resolves with the finished turn: the answer, the endpoint used,
-   * whether it is degraded, the faults met and the wait. Never rejects for an upstream fault: a fault no
-   * engine swap can fix gives a turn with outcome `failed` and an `error`; a cancelled ask (its signal, the
-   * agent's or the supervisor's stop) gives outcome `cancelled`. Asks to one agent run one at a time, in order.
-   * Rejects with `AgentStoppedError` when the agent is already stopped.
-   */
-  ask(prompt: string, options?: AskOptions): Promise<Turn>;
-  /** `stopped` once stopped. */
-  state(): AgentStateName;
-  /** The agent's working memory (utterances, slots, tool results): plain JSON. */
-  memory(): AgentMemory;
-  /** XState persisted snapshot of the agent actor (for the durable store). */
-  persistedSnapshot(): unknown;
-  /** Sets memory slots (merged). */
-  setMemory(slots: Readonly<Record<string, string>>): void;
-  /** Resolves when the asks given so far have settled, or when `signal` aborts. */
-  drain(signal?: AbortSignal): Promise<void>;
-  /** Stops the agent: every pending ask settles `cancelled` (a call in flight is aborted); its name is free again. */
-  stop(): void;
-}
+export type {
+  AgentHandle,
+  AgentStateChange,
+  AgentStateName,
+  AskOptions,
+  TurnMeta,
+} from './agent-handle-types.ts';
 
 /** What the supervisor needs of every handle it owns (beyond the public {@link AgentHandle}). */
 export interface ManagedHandle extends AgentHandle {
@@ -91,6 +40,8 @@ interface PendingAsk {
   readonly turnId: string;
   readonly key: string;
   readonly prompt: string;
+  /** A one-off call's conversation (sent instead of `prompt` as one user message). */
+  readonly messages?: readonly ChatMessage[];
   readonly meta: TurnMeta | undefined;
   readonly resolve: (t: Turn) => void;
   /** The OpenTelemetry context where `ask()` was called (the turn span's parent), when tracing is on. */
@@ -243,10 +194,12 @@ export class LlmAgentHandle implements ManagedHandle {
         unstartedCancelledTurn(this.name, this.tier, { turnId, prompt }, this.#o.clock.now()),
       );
     return new Promise<Turn>((resolve) => {
+      const messages = (options as ConversationAskOptions).messages;
       const ask: PendingAsk = {
         turnId,
         key: options.key ?? `${this.name}:${turnId}`,
         prompt,
+        ...(messages ? { messages } : {}),
         meta: options.meta,
         resolve,
         trace: this.#o.tracer?.capture(),
@@ -346,9 +299,15 @@ export class LlmAgentHandle implements ManagedHandle {
     if (!ask) return;
     this.#current = ask;
     ask.started = true;
-    const at = this.#o.clock.now();
     this.#o.tracer?.begin(ask.turnId, this.name, this.tier, ask.trace, ask.prompt);
-    this.actor.send({ type: 'ASK', turnId: ask.turnId, key: ask.key, prompt: ask.prompt, at });
+    this.actor.send({
+      type: 'ASK',
+      turnId: ask.turnId,
+      key: ask.key,
+      prompt: ask.prompt,
+      at: this.#o.clock.now(),
+      ...(ask.messages ? { messages: ask.messages } : {}),
+    });
   }
 
   #cancel(ask: PendingAsk): void {

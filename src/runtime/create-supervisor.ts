@@ -26,8 +26,10 @@ import {
 import { KeepAlive } from './keep-alive.ts';
 import { reportedCall } from './key-check-record.ts';
 import { NoAgentHandle } from './no-agent-handle.ts';
+import { createOneOffCaller } from './one-off-call.ts';
 import { createProbeRunner } from './probe-runner.ts';
-import { agentSettings, type Supervisor, type SupervisorOptions } from './supervisor-types.ts';
+import { agentSettings } from './agent-settings.ts';
+import type { Supervisor, SupervisorOptions } from './supervisor-types.ts';
 import { type RuntimeConfig, type RuntimeConfigInput, defineConfig } from './runtime-config.ts';
 import { globalTracingRegistered } from '../observability/global-tracing.ts';
 import { TurnTracer } from '../observability/turn-tracer.ts';
@@ -35,7 +37,7 @@ import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
 import { DEFAULT_BYOK_SESSION, wireByok } from './supervisor-byok.ts';
 import { emptyMemory } from './turn.ts';
 
-export type { AgentStateChange, AgentStateName } from './agent-handle.ts';
+export type { AgentStateChange, AgentStateName } from './agent-handle-types.ts';
 export type { TokenView } from '../scheduler/token-scheduler.ts';
 export type { SpawnOptions, Supervisor, SupervisorOptions, SupervisorState } from './supervisor-types.ts';
 
@@ -378,11 +380,14 @@ export function createSupervisor(
     return h;
   };
 
+  const call = createOneOffCaller(spawnAgent);
+
   return {
     config,
     actor: lifecycle,
     clock,
     spawnAgent,
+    call,
     agent: (name) => handles.get(name),
     agents: () => [...handles.values()],
     subscribe(listener) {

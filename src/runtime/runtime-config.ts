@@ -236,9 +236,27 @@ export const runtimeConfigSchema = z
       });
   });
 
-/** What a user writes (defaults optional). */
+/**
+ * What a user writes (defaults optional).
+ *
+ * @example
+ * ```ts
+ * const input: RuntimeConfigInput = {
+ *   endpoints: [{ id: 'mini', provider: 'openai', model: 'gpt-4o-mini', apiKeyEnv: 'OPENAI_API_KEY' }],
+ *   chains: { main: ['mini'] },
+ * };
+ * ```
+ */
 export type RuntimeConfigInput = z.input<typeof runtimeConfigSchema>;
-/** A validated config with every default filled in. */
+/**
+ * A validated config with every default filled in.
+ *
+ * @example
+ * ```ts
+ * const config: RuntimeConfig = defineConfig(input);
+ * config.concurrency.limit; // defaults filled in
+ * ```
+ */
 export type RuntimeConfig = Omit<z.output<typeof runtimeConfigSchema>, 'endpoints'> & {
   readonly endpoints: readonly ParsedEndpointConfig[];
 };

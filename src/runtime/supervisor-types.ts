@@ -1,19 +1,18 @@
 import type { TracingOptions } from '../observability/turn-tracer.ts';
-import type { AnyActorRef, InspectionEvent } from 'xstate';
-import type { AgentSettings } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import type { Engine } from '../engines/engine-types.ts';
 import type { RuntimeEventListener } from '../events/runtime-event.ts';
-import type { EndpointHealth } from '../health/endpoint-health.ts';
+import type { EndpointHealth } from '../health/endpoint-health-view.ts';
 import type { SchedulerReport, TokenView } from '../scheduler/token-scheduler.ts';
-import type { CallMemo } from './agent-actors.ts';
-import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
-import type { AgentHandle, AgentStateChange } from './agent-handle.ts';
-import { MAX_REMEMBERED_TOOL_RESULTS } from './prompt-builder.ts';
+import type { CallMemo } from './call-memo.ts';
+import type { AgentDefinition } from './agent-definition.ts';
+import type { AgentHandle, AgentStateChange } from './agent-handle-types.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
+import type { ActorInspectionEvent, RuntimeActor } from './runtime-actor.ts';
 import type { SupervisorByok } from './supervisor-byok.ts';
-import type { AgentMemory } from './turn.ts';
+import type { CallOptions } from './one-off-call.ts';
+import type { AgentMemory, Turn } from './turn.ts';
 import type { Logger } from 'pino';
 
 /*
@@ -21,7 +20,14 @@ import type { Logger } from 'pino';
  * the agent machine's settings. `create-supervisor.ts` builds it.
  */
 
-/** Options of {@link createSupervisor}. Every one is optional. */
+/**
+ * Options of {@link createSupervisor}. Every one is optional.
+ *
+ * @example
+ * ```ts
+ * createSupervisor(config, { clock: createManualClock(0), onEvent: (e) => log.push(e), keepAlive: false });
+ * ```
+ */
 export interface SupervisorOptions {
   /** Time source for every deadline, cooldown and bucket. Default: the system clock. */
   readonly clock?: Clock;
@@ -30,7 +36,7 @@ export interface SupervisorOptions {
   /** Builds an endpoint's engine. Default: the unified adapter (`createEngine`). */
   readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
   /** XState inspection events of every actor (each agent, the supervisor's lifecycle): the visualizer's feed. Default none. */
-  readonly inspect?: (event: InspectionEvent) => void;
+  inspect?(event: ActorInspectionEvent): void;
   /** Memo of finished calls by idempotency key (the durable store). Default: none (in-memory only). */
   readonly memo?: CallMemo;
   /** Receives the scheduler's decisions (grants, waits, denials, reclaims, probes). Default none. */
@@ -56,7 +62,14 @@ export interface SupervisorOptions {
   readonly tracing?: TracingOptions | false;
 }
 
-/** Options of {@link Supervisor.spawnAgent}. */
+/**
+ * Options of {@link Supervisor.spawnAgent}.
+ *
+ * @example
+ * ```ts
+ * supervisor.spawnAgent(definition, { memory: saved.memory, snapshot: saved.snapshot });
+ * ```
+ */
 export interface SpawnOptions {
   /** Working memory to start from (a resumed run). Default: empty, with the definition's initial slots. */
   readonly memory?: AgentMemory;
@@ -67,16 +80,30 @@ export interface SpawnOptions {
   readonly snapshot?: unknown;
 }
 
-/** Where the supervisor is in its life. */
+/**
+ * Where the supervisor is in its life.
+ *
+ * @example
+ * ```ts
+ * if (supervisor.state() !== 'running') return;
+ * ```
+ */
 export type SupervisorState = 'running' | 'draining' | 'stopped';
 
 /**
  * A running breakwater runtime: the supervisor with its agents, tokens and endpoint health.
+ *
+ * @example
+ * ```ts
+ * const supervisor: Supervisor = createSupervisor(config);
+ * console.log(supervisor.tokens().held, supervisor.health().map((h) => h.breaker));
+ * await supervisor.stop();
+ * ```
  */
 export interface Supervisor {
   readonly config: RuntimeConfig;
   /** The supervisor's lifecycle actor (system id `supervisor`): running → draining → stopped. */
-  readonly actor: AnyActorRef;
+  readonly actor: RuntimeActor;
   /** The clock every deadline runs on. */
   readonly clock: Clock;
   /**
@@ -84,6 +111,24 @@ export interface Supervisor {
    * name in use, and AgentStoppedError once the supervisor is stopping. O(1).
    */
   spawnAgent(definition: AgentDefinition, options?: SpawnOptions): AgentHandle;
+  /**
+   * One call with no agent memory, under the same protection as an agent's turn: a token, the chain's breakers
+   * and cooldowns, fallback, the degraded layer. Resolves with the same {@link Turn} (`outcome`, `endpointId`,
+   * `faults`, `answer`); never rejects for an upstream fault. Rejects with a ConfigError for an unknown chain or
+   * tier, and with AgentStoppedError once the supervisor is stopping.
+   *
+   * @example
+   * ```ts
+   * const turn = await supervisor.call({
+   *   chain: 'premium',
+   *   system: 'Answer in one sentence.',
+   *   messages: [{ role: 'user', content: 'What moved EURUSD overnight?' }],
+   *   signal: AbortSignal.timeout(30_000),
+   * });
+   * console.log(turn.outcome, turn.endpointId, turn.answer.text);
+   * ```
+   */
+  call(options: CallOptions): Promise<Turn>;
   agent(name: string): AgentHandle | undefined;
   agents(): readonly AgentHandle[];
   /** Calls `listener` on every agent state change. Returns the unsubscribe function. */
@@ -108,31 +153,4 @@ export interface Supervisor {
    * Resolves once stopped; every ask has settled by then. Calling it again returns the same stop.
    */
   stop(options?: { signal?: AbortSignal }): Promise<void>;
-}
-
-/** The agent machine's settings from a definition and the config's defaults. */
-export function agentSettings(
-  definition: LlmAgentDefinition,
-  tier: string,
-  config: RuntimeConfig,
-): AgentSettings {
-  const d = config.agentDefaults;
-  return {
-    name: definition.name,
-    tier,
-    chain: definition.chain,
-    ...(definition.role ? { role: definition.role } : {}),
-    maxWaitMs: definition.maxWaitMs ?? d.maxWaitMs,
-    maxAttempts: definition.maxAttempts ?? d.maxAttempts,
-    maxTokens: definition.maxTokens ?? d.maxTokens,
-    ...(definition.temperature !== undefined ? { temperature: definition.temperature } : {}),
-    historyTurns: definition.historyTurns ?? d.historyTurns,
-    toolResultsKept: MAX_REMEMBERED_TOOL_RESULTS,
-    probeIntervalMs: d.probeIntervalMs,
-    tools: Object.entries(definition.tools ?? {}).map(([name, t]) => ({
-      name,
-      ...(t.description ? { description: t.description } : {}),
-      parameters: t.parameters,
-    })),
-  };
 }

@@ -1,5 +1,5 @@
 import type { DegradedAnswer } from '../degraded/decision-tree.ts';
-import type { ChatMessage, ToolCall, Usage } from '../engines/engine-types.ts';
+import type { ChatMessage, StopReason, ToolCall, Usage } from '../engines/engine-types.ts';
 import type { Fault } from '../faults/fault.ts';
 
 /**
@@ -10,17 +10,37 @@ import type { Fault } from '../faults/fault.ts';
  * - `failed`: a fault no engine swap can fix (bad request, a bug); `error` says what.
  * - `cancelled`: the caller aborted.
  * - `no_agent`: plain code ran (no LLM).
+ *
+ * @example
+ * ```ts
+ * const ok = (o: TurnOutcome) => o === 'answered' || o === 'fallback';
+ * ```
  */
 export type TurnOutcome = 'answered' | 'fallback' | 'degraded' | 'failed' | 'cancelled' | 'no_agent';
 
-/** The answer of a turn. */
+/**
+ * The answer of a turn.
+ *
+ * @example
+ * ```ts
+ * const text = turn.answer.degraded ? `(degraded) ${turn.answer.text}` : turn.answer.text;
+ * ```
+ */
 export interface TurnAnswer {
   readonly text: string;
   /** Present on degraded answers: the structured summary and where it came from. */
   readonly degraded?: DegradedAnswer;
 }
 
-/** One finished turn of one agent: what `agent.ask()` resolves with. Plain data. */
+/**
+ * One finished turn of one agent: what `agent.ask()` resolves with. Plain data.
+ *
+ * @example
+ * ```ts
+ * const turn: Turn = await agent.ask('Item 3?');
+ * console.log(turn.outcome, turn.endpointId, turn.faults.map((f) => f.kind), turn.waitMs);
+ * ```
+ */
 export interface Turn {
   readonly turnId: string;
   readonly agent: string;
@@ -42,6 +62,13 @@ export interface Turn {
   readonly usage: Usage;
   /** Tool calls and results exchanged inside this turn, in order. */
   readonly messages: readonly ChatMessage[];
+  /** Why the model stopped, when an engine answered (`answered`, `fallback`). */
+  readonly stopReason?: StopReason;
+  /**
+   * The tool calls of the last answer that breakwater did not run: calls of tools without `run` (the caller runs
+   * them and calls again with their results, as the AI SDK does). Absent when there are none.
+   */
+  readonly toolCalls?: readonly ToolCall[];
   readonly startedAt: number;
   readonly finishedAt: number;
   /** For `failed`: one line saying what went wrong and what to do. */

@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { LineCounter, parseDocument } from 'yaml';
+import { PACKAGE_ROOT } from '../config/package-root.ts';
 import { ConfigError } from '../errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { applyJobOverrides } from './job-overrides.ts';
@@ -9,15 +9,7 @@ import { describeIssue, formatPath, lineOf } from './scenario-issue.ts';
 import { scenarioSchema } from './scenario-schema.ts';
 import type { ScenarioSpec } from './scenario-types.ts';
 
-/**
- * The package root (where `scenarios/` ships), whatever the working directory.
- *
- * @example
- * ```ts
- * join(PACKAGE_ROOT, 'scenarios', 'agent8-storm', 'scenario.yaml');
- * ```
- */
-export const PACKAGE_ROOT: string = fileURLToPath(new URL('../../', import.meta.url));
+export { PACKAGE_ROOT };
 
 const SCENARIO_FILES = ['scenario.yaml', 'scenario.yml', 'scenario.json'];
 

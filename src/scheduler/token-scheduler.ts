@@ -1,4 +1,4 @@
-import type { CallSettlement, WaitCause } from '../health/endpoint-health.ts';
+import type { CallSettlement, WaitCause } from '../health/endpoint-health-view.ts';
 
 /** What an agent asks the scheduler for: a concurrency token and an endpoint of its chain to spend it on. */
 export interface TokenRequest {
@@ -58,7 +58,14 @@ export interface TokenTicket {
   withdraw(reason?: unknown): void;
 }
 
-/** The token state at a glance. */
+/**
+ * The token state at a glance.
+ *
+ * @example
+ * ```ts
+ * const { limit, held, waiting } = supervisor.tokens();
+ * ```
+ */
 export interface TokenView {
   readonly limit: number;
   readonly held: number;

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 
@@ -11,11 +12,19 @@ const PAGE_DIR = fileURLToPath(new URL('./page/', import.meta.url));
 
 let script: Promise<string> | undefined;
 
+/** The page's script as the build bundled it (`dist/src/viz/page/viz-page.js`); absent in the sources. */
+const PREBUILT = `${PAGE_DIR}viz-page.js`;
+
 /**
- * The page's script: `src/viz/page/viz-page.ts` bundled with the reducer (`viz-state.ts`) into one ES
- * module, in memory, once per process. esbuild runs locally: nothing is fetched and nothing is written.
+ * The page's script: `src/viz/page/viz-page.ts` bundled with the reducer (`viz-state.ts`) into one ES module.
+ * The installed package serves the bundle its build wrote; the sources (tests, a checkout) bundle it in
+ * memory, once per process, with esbuild (a devDependency): nothing is fetched and nothing is written.
  */
 function pageScript(): Promise<string> {
+  if (existsSync(PREBUILT)) {
+    script ??= readFile(PREBUILT, 'utf8');
+    return script;
+  }
   // esbuild is loaded only when a page is served: importing the visualizer costs nothing until then.
   script ??= import('esbuild')
     .then(({ build }) =>

@@ -1,41 +1,9 @@
 import type { AnyStateMachine } from 'xstate';
 import { toDirectedGraph } from 'xstate/graph';
 import { agentMachine } from '../../machines/agent.machine.ts';
+import type { VizChart, VizChartEdge, VizChartNode } from './viz-chart.ts';
 
-/** One state of a statechart, as the page draws it. Plain JSON. */
-export interface VizChartNode {
-  /** Full id (`agent.degraded.resting`). */
-  readonly id: string;
-  /** Path below the root (`degraded.resting`); `''` for the root. */
-  readonly path: string;
-  /** Own key (`resting`). */
-  readonly key: string;
-  readonly type: string;
-  /** Path of the initial child, for compound states. */
-  readonly initial: string | null;
-  /** Actors it invokes (`callEngine`). */
-  readonly invokes: readonly string[];
-  readonly children: readonly VizChartNode[];
-}
-
-/** One transition (parallel transitions with the same source, target and event are merged). */
-export interface VizChartEdge {
-  /** Source path (`queued`). */
-  readonly source: string;
-  /** Target path (`calling`). */
-  readonly target: string;
-  /** Readable event: `ASK`, `done(callEngine)`, `after coolingDelay`. */
-  readonly event: string;
-  /** Guards of the merged transitions (`isPrimary`); empty when unguarded. */
-  readonly guards: readonly string[];
-}
-
-/** A statechart drawn from a machine's real definition (`toDirectedGraph`). */
-export interface VizChart {
-  readonly machine: string;
-  readonly root: VizChartNode;
-  readonly edges: readonly VizChartEdge[];
-}
+export type { VizChart, VizChartEdge, VizChartNode } from './viz-chart.ts';
 
 interface GraphNode {
   readonly id: string;

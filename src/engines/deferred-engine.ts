@@ -1,0 +1,64 @@
+import type { Clock } from '../clock/clock.ts';
+import type { CallCredential } from './call-credential.ts';
+import type { ParsedEndpointConfig } from './endpoint-config.ts';
+import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from './engine-types.ts';
+
+/**
+ * The engine of a parsed endpoint, its provider SDK loaded on the first call. The three SDKs cost about half a
+ * second to import together; a program that embeds breakwater pays for the ones its endpoints use, when they
+ * are first used. Once loaded, a call goes straight to the SDK's engine (no extra await on the hot path).
+ *
+ * @example
+ * ```ts
+ * const engine = deferredSdkEngine(parsed, describeEndpoint(parsed), systemClock, Date.now, credential);
+ * await engine.call({ messages: [{ role: 'user', content: 'Hi' }], maxTokens: 64, idempotencyKey: 'k1' });
+ * ```
+ */
+export function deferredSdkEngine(
+  config: ParsedEndpointConfig,
+  endpoint: EndpointDescriptor,
+  clock: Clock,
+  wallNow: () => number,
+  credential: CallCredential | undefined,
+): Engine {
+  return deferredEngine(endpoint, async () => {
+    switch (config.provider) {
+      case 'anthropic': {
+        const { createAnthropicEngine } = await import('./anthropic-engine.ts');
+        return createAnthropicEngine(config, endpoint, clock, wallNow, credential);
+      }
+      case 'gemini': {
+        const { createGeminiEngine } = await import('./gemini-engine.ts');
+        return createGeminiEngine(config, endpoint, clock, wallNow, credential);
+      }
+      case 'openai':
+      case 'openai-compatible': {
+        const { createOpenAIEngine } = await import('./openai-engine.ts');
+        return createOpenAIEngine(config, endpoint, clock, wallNow, credential);
+      }
+    }
+  });
+}
+
+function deferredEngine(endpoint: EndpointDescriptor, load: () => Promise<Engine>): Engine {
+  let engine: Engine | undefined;
+  let loading: Promise<Engine> | undefined;
+  return {
+    endpoint,
+    call(request: EngineRequest): Promise<EngineResult> {
+      if (engine) return engine.call(request);
+      loading ??= load().then(
+        (e) => {
+          engine = e;
+          return e;
+        },
+        (e: unknown) => {
+          // A failed import (a broken install) is tried again on the next call rather than remembered.
+          loading = undefined;
+          throw e;
+        },
+      );
+      return loading.then((e) => e.call(request));
+    },
+  };
+}

@@ -1,0 +1,42 @@
+/**
+ * `breakwater/viz`: the state visualizer. A live feed over a running supervisor, the reducer the page and the
+ * replay share, and a 127.0.0.1 server for the page (bundled at build time: no bundler at run time).
+ *
+ * @example
+ * ```ts
+ * import { createLiveSource, startVizServer } from 'breakwater/viz';
+ * const live = createLiveSource(supervisor, { runId: 'r1' });
+ * const viz = await startVizServer({ live, port: 0 });
+ * console.log(`visualizer: ${viz.url}`);
+ * ```
+ */
+export {
+  createLiveSource,
+  turnFromRecord,
+  type LiveSource,
+  type LiveSourceOptions,
+  type VizAgentDetail,
+  type VizLiveSource,
+  type VizTurn,
+} from '../viz/live-source.ts';
+export type { VizChart, VizChartEdge, VizChartNode } from '../viz/viz-chart.ts';
+export {
+  startVizServer,
+  type VizPageConfig,
+  type VizServer,
+  type VizServerOptions,
+} from '../viz/viz-server.ts';
+export {
+  applyEvent,
+  breakerLabel,
+  emptyVizState,
+  eventFromRecord,
+  foldEvents,
+  stateAt,
+  type VizAgent,
+  type VizEndpoint,
+  type VizEvent,
+  type VizSampleEvent,
+  type VizState,
+  type VizTokens,
+} from '../viz/viz-state.ts';

@@ -1,0 +1,42 @@
+import type { EndpointDescriptor, EngineResult } from '../engines/engine-types.ts';
+import type { Fault } from '../faults/fault.ts';
+
+/*
+ * The plain-data views of endpoint health that the public API hands out, apart from the classes that keep it (which
+ * carry XState's types along).
+ */
+
+/** A circuit breaker's state: CLOSED lets calls through, OPEN sends nothing, HALF-OPEN lets one probe through. */
+export type BreakerState = 'closed' | 'open' | 'halfOpen';
+
+/** Why an endpoint cannot take a call right now. */
+export type WaitCause = 'pacing' | 'concurrency' | 'cooldown' | 'open' | 'disabled';
+
+/**
+ * Plain-data view of one endpoint's health, for the live view and the visualizer.
+ *
+ * @example
+ * ```ts
+ * for (const h of supervisor.health()) console.log(h.id, h.breaker, h.cooldownUntil, h.inFlight);
+ * ```
+ */
+export interface EndpointHealth {
+  readonly id: string;
+  readonly descriptor: EndpointDescriptor;
+  readonly breaker: BreakerState;
+  readonly openUntil: number | null;
+  readonly cooldownUntil: number;
+  readonly disabledUntil: number;
+  readonly disabledReason?: string;
+  readonly inFlight: number;
+  readonly concurrencyLimit?: number;
+  readonly rpm?: { readonly capacity?: number; readonly available?: number };
+  readonly tpm?: { readonly capacity?: number; readonly available?: number };
+}
+
+/** How a call (or a probe) that held the endpoint ended. */
+export type CallSettlement =
+  | { readonly kind: 'success'; readonly result: EngineResult }
+  | { readonly kind: 'fault'; readonly fault: Fault }
+  /** Granted, but nothing went upstream (a memoized answer, a holder that left first): the room is given back. */
+  | { readonly kind: 'unused' };

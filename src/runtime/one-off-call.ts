@@ -1,0 +1,111 @@
+import { randomUUID } from 'node:crypto';
+import type { ChatMessage } from '../engines/engine-types.ts';
+import { ConfigError } from '../errors/config-error.ts';
+import type { AgentTool, ClientTool, DegradedContext, LlmAgentDefinition } from './agent-definition.ts';
+import type { AgentHandle, AskOptions } from './agent-handle-types.ts';
+import type { DegradedAnswer } from '../degraded/decision-tree.ts';
+import type { SpawnOptions } from './supervisor-types.ts';
+import type { Turn } from './turn.ts';
+
+/**
+ * Options of {@link Supervisor.call}: one request, no agent memory.
+ *
+ * @example
+ * ```ts
+ * const options: CallOptions = { chain: 'premium', messages: [{ role: 'user', content: 'Hi' }], signal };
+ * const turn = await supervisor.call(options);
+ * ```
+ */
+export interface CallOptions {
+  /** The engine chain to call (one of the config's `chains`). */
+  readonly chain: string;
+  /** Priority tier of its token (one of the config's `tiers`). Default: the last (lowest) tier. */
+  readonly tier?: string;
+  /** System prompt. Default: none. */
+  readonly system?: string;
+  /**
+   * The conversation to send, oldest first; at least one message, the last normally the user's. Tool calls and
+   * results of earlier steps go in as `tool_call` / `tool_result` messages.
+   */
+  readonly messages: readonly ChatMessage[];
+  /**
+   * Tools the model may call. Tools with `run` (e.g. {@link defineTool}) are run by breakwater inside the call,
+   * as an agent's are; a call of a tool without `run` ends the call with `turn.toolCalls` for you to run.
+   * Default: none.
+   */
+  readonly tools?: Readonly<Record<string, AgentTool | ClientTool>>;
+  /** Cancels the call: a queued call settles at once with nothing sent, a running one is aborted. The turn resolves `cancelled`. Default: none. */
+  readonly signal?: AbortSignal;
+  /** Upper bound on output tokens. Default: the config's `agentDefaults.maxTokens`. */
+  readonly maxTokens?: number;
+  /** Sampling temperature. Default: the provider's. */
+  readonly temperature?: number;
+  /** How long the call may wait for a token or a cooldown before it answers degraded, ms. Default: `agentDefaults.maxWaitMs`. */
+  readonly maxWaitMs?: number;
+  /** Upstream attempts per engine step before it answers degraded. Default: `agentDefaults.maxAttempts`. */
+  readonly maxAttempts?: number;
+  /** Structured answer when no engine can answer. Default: a summary of the prompt. */
+  readonly decisionTree?: (context: DegradedContext) => DegradedAnswer;
+  /** Name the call carries in events and logs (the `agent` of its turn). Default: `call-<8 hex digits>`, unique. */
+  readonly name?: string;
+  /** Prefix of the call's idempotency keys (a retried request that must not be asked twice). Default: `<name>:<turnId>`. */
+  readonly key?: string;
+}
+
+/** What the handle takes beyond the public {@link AskOptions}: the conversation of a one-off call. @internal */
+export interface ConversationAskOptions extends AskOptions {
+  readonly messages?: readonly ChatMessage[];
+}
+
+/**
+ * `supervisor.call`: a one-off call under the same protection as an agent's turn. It runs as a short-lived agent
+ * (the same statechart: tokens, breakers, cooldowns, fallback, the degraded layer) that remembers nothing and is
+ * stopped when its one turn ends, so two calls never see each other's messages.
+ */
+export function createOneOffCaller(
+  spawn: (definition: LlmAgentDefinition, options?: SpawnOptions) => AgentHandle,
+): (options: CallOptions) => Promise<Turn> {
+  return async (options) => {
+    const messages = options.messages;
+    if (!Array.isArray(messages) || messages.length === 0)
+      throw new ConfigError({
+        source: 'supervisor.call',
+        path: 'messages',
+        message: 'give at least one message (e.g. [{ role: "user", content: "…" }])',
+      });
+    const name = options.name ?? `call-${randomUUID().slice(0, 8)}`;
+    const handle = spawn({
+      name,
+      chain: options.chain,
+      ...(options.tier !== undefined ? { tier: options.tier } : {}),
+      ...(options.system !== undefined ? { role: options.system } : {}),
+      ...(options.tools !== undefined ? { tools: options.tools } : {}),
+      ...(options.maxTokens !== undefined ? { maxTokens: options.maxTokens } : {}),
+      ...(options.temperature !== undefined ? { temperature: options.temperature } : {}),
+      ...(options.maxWaitMs !== undefined ? { maxWaitMs: options.maxWaitMs } : {}),
+      ...(options.maxAttempts !== undefined ? { maxAttempts: options.maxAttempts } : {}),
+      ...(options.decisionTree !== undefined ? { decisionTree: options.decisionTree } : {}),
+      // No memory: the prompt is exactly the messages given.
+      historyTurns: 0,
+    });
+    const ask: ConversationAskOptions = {
+      messages,
+      ...(options.signal ? { signal: options.signal } : {}),
+      ...(options.key !== undefined ? { key: options.key } : {}),
+    };
+    try {
+      return await handle.ask(promptOf(messages), ask);
+    } finally {
+      handle.stop();
+    }
+  };
+}
+
+/** The text the degraded layer and the event log know the call by: its last user message. */
+function promptOf(messages: readonly ChatMessage[]): string {
+  for (let i = messages.length - 1; i >= 0; i--) {
+    const m = messages[i]!;
+    if (m.role === 'user') return m.content;
+  }
+  return '';
+}
