@@ -6,6 +6,9 @@ import { backoffDelay } from '../resilience/backoff.ts';
 import { TokenBucket } from '../resilience/token-bucket.ts';
 import type { TimerEntry, TimerHeap } from '../scheduler/timer-heap.ts';
 import { BreakerCell, type BreakerState } from './breaker-cell.ts';
+import type { Snapshot } from 'xstate';
+import { BREAKER_MACHINE_VERSION } from '../../machines/breaker.machine.ts';
+import type { TokenBucketExport } from '../resilience/token-bucket.ts';
 
 /** While a breaker waits for its probe (HALF-OPEN, or OPEN past its deadline), callers look again after this long, ms. */
 export const HALF_OPEN_RECHECK_MS = 1_000;
@@ -39,6 +42,25 @@ export interface EndpointHealth {
   readonly concurrencyLimit?: number;
   readonly rpm?: { readonly capacity?: number; readonly available?: number };
   readonly tpm?: { readonly capacity?: number; readonly available?: number };
+}
+
+/**
+ * What an endpoint's health holds, as plain data: committed with every round and put back on resume, so an OPEN
+ * breaker stays OPEN until its time, a key without credit stays disabled, and pacing goes on where it was.
+ */
+export interface EndpointHealthExport {
+  /** `BREAKER_MACHINE_VERSION` of the breaker snapshot; another version is not restored (the breaker starts closed). */
+  readonly breakerVersion: number;
+  /** The breaker's XState persisted snapshot (state, window of outcomes, `openUntil`). */
+  readonly breaker: unknown;
+  readonly cooldownUntil: number;
+  readonly disabledUntil: number;
+  readonly disabledReason?: string;
+  readonly consecutiveFaults: number;
+  readonly rpm: TokenBucketExport;
+  readonly tpm: TokenBucketExport;
+  /** The AIMD limiter's adapted value, when adaptive. */
+  readonly aimd?: number;
 }
 
 /** The runtime-wide settings every endpoint's health follows. */
@@ -100,7 +122,7 @@ export class EndpointHealthTracker {
   readonly #timers: TimerHeap;
   readonly #hooks: EndpointHealthHooks;
   readonly #random: () => number;
-  readonly #breaker: BreakerCell;
+  #breaker: BreakerCell;
   readonly #rpm: TokenBucket;
   readonly #tpm: TokenBucket;
   readonly #limiter: AimdLimiter | undefined;
@@ -266,6 +288,49 @@ export class EndpointHealthTracker {
       rpm: this.#rpm.state(now),
       tpm: this.#tpm.state(now),
     };
+  }
+
+  /** Everything this endpoint's health holds, at `now` (see {@link EndpointHealthExport}). */
+  export(now: number): EndpointHealthExport {
+    return {
+      breakerVersion: BREAKER_MACHINE_VERSION,
+      breaker: this.#breaker.persisted(),
+      cooldownUntil: this.#cooldownUntil,
+      disabledUntil: this.#disabledUntil,
+      ...(this.#disabledReason ? { disabledReason: this.#disabledReason } : {}),
+      consecutiveFaults: this.#consecutiveFaults,
+      rpm: this.#rpm.export(now),
+      tpm: this.#tpm.export(now),
+      ...(this.#limiter ? { aimd: this.#limiter.state().value } : {}),
+    };
+  }
+
+  /**
+   * Puts back what {@link EndpointHealthTracker.export} gave (a resumed run, before any call): the breaker in its
+   * state with its deadline re-armed on the timer heap (a deadline already past moves it on at once), the
+   * cooldown, the disable and its reason, the buckets' units, the AIMD limit. Calls in flight are not restored:
+   * none survive a process.
+   */
+  restore(data: EndpointHealthExport): void {
+    if (data.breakerVersion === BREAKER_MACHINE_VERSION && data.breaker) {
+      this.#breaker.stop();
+      this.#breaker = new BreakerCell(this.#settings.breaker, data.breaker as Snapshot<unknown>);
+      const state = this.#breaker.state;
+      const { openUntil } = this.#breaker.context;
+      if (state === 'open' && openUntil !== null) {
+        this.#tick?.cancel();
+        this.#tick = this.#timers.schedule(openUntil, () => this.#onTick());
+      }
+      if (this.wantsProbe()) this.#hooks.onProbeWanted?.(this.id);
+    }
+    this.#cooldownUntil = data.cooldownUntil;
+    this.#disabledUntil = data.disabledUntil;
+    this.#disabledReason = data.disabledReason;
+    this.#consecutiveFaults = data.consecutiveFaults;
+    this.#rpm.restore(data.rpm);
+    this.#tpm.restore(data.tpm);
+    if (data.aimd !== undefined) this.#limiter?.restoreValue(data.aimd);
+    this.#hooks.onReadinessChange?.(this.id);
   }
 
   /** The endpoint is gone (a BYOK key expired, the runtime stopped): its timer is dropped, it wants no probes. */

@@ -26,6 +26,14 @@ export interface TokenBucketState {
   readonly holdUntil?: number;
 }
 
+/** A bucket's content as plain data (see {@link TokenBucket.export}). */
+export interface TokenBucketExport {
+  readonly capacity?: number;
+  readonly holdUntil?: number;
+  /** `[at, units]` still in the window, oldest first. */
+  readonly used: readonly (readonly [number, number])[];
+}
+
 /**
  * RPM/TPM pacing for one endpoint, corrected by the provider's rate-limit headers.
  *
@@ -163,6 +171,29 @@ export class TokenBucket {
       available,
       ...(this.#holdUntil !== undefined ? { holdUntil: this.#holdUntil } : {}),
     };
+  }
+
+  /**
+   * What the bucket holds, as plain data: the capacity (learned from headers too), the units still in the
+   * window with when they were taken, and a provider hold. {@link TokenBucket.restore} puts it back.
+   */
+  export(now: number): TokenBucketExport {
+    this.#advance(now);
+    return {
+      ...(this.#capacity !== undefined ? { capacity: this.#capacity } : {}),
+      ...(this.#holdUntil !== undefined ? { holdUntil: this.#holdUntil } : {}),
+      used: this.#log.entries(),
+    };
+  }
+
+  /** Takes back what {@link TokenBucket.export} gave (a resumed run): the same units leave the window at the same instants. */
+  restore(data: TokenBucketExport): void {
+    if (data.capacity !== undefined && data.capacity > 0 && Number.isFinite(data.capacity))
+      this.#capacity = data.capacity;
+    if (data.holdUntil !== undefined && Number.isFinite(data.holdUntil)) this.#holdUntil = data.holdUntil;
+    for (const [at, cost] of data.used ?? []) {
+      if (Number.isFinite(at) && Number.isFinite(cost)) this.#log.add(at, cost);
+    }
   }
 
   /** Moves the bucket to `now` (never backwards): ends a hold that is over, forgets expired units. */

@@ -41,8 +41,8 @@ import type { ToolResultRecord } from './turn.ts';
 export interface CallMemo {
   recall(key: string): Promise<unknown | undefined>;
   /**
-   * Writes a finished call's result. The runtime does not wait for it (the concurrency token is given back
-   * first); whoever commits must call {@link CallMemo.settle} before committing.
+   * Writes a finished call's result durably. The runtime gives the concurrency token back first, then waits for
+   * this write before it reports the call (and so the turn) done.
    */
   remember(key: string, value: unknown): Promise<void>;
   /** Resolves when every write started so far has landed. */
@@ -141,14 +141,18 @@ export function createAgentActors(deps: AgentActorDeps) {
       b.parts.turnMessages === parts.turnMessages;
     return same ? b.request : buildRequest(parts);
   };
-  // The memo write happens off the call's path: the token goes back to the scheduler at once.
-  const remember = (key: string, value: unknown) => {
-    memo?.remember(key, value).catch((e: unknown) => {
+  // Durable before the call is reported done, but never holding a token (callers release it first). A failed
+  // write is logged, not fatal: the round's commit still records the turn; only a crash before it re-asks.
+  const remember = async (key: string, value: unknown): Promise<void> => {
+    if (!memo) return;
+    try {
+      await memo.remember(key, value);
+    } catch (e) {
       logger.warn(
         { key, error: scrubSecrets(e instanceof Error ? e.message : String(e)) },
         'call memo write failed',
       );
-    });
+    }
   };
 
   const acquireToken = fromCallback<AgentEvent, AcquireTokenInput>(({ input, sendBack }) => {
@@ -208,9 +212,14 @@ export function createAgentActors(deps: AgentActorDeps) {
     const controller = new AbortController();
     let left = false;
     let ended = false;
-    callEngineBody(input, controller).then(
-      (outcome) => {
+    let answered: [string, EngineResult] | undefined;
+    callEngineBody(input, controller, (key, result) => {
+      answered = [key, result];
+    }).then(
+      async (outcome) => {
         ended = true;
+        // The token is back already (the body released it); the answer is made durable before it is reported.
+        if (answered) await remember(answered[0], answered[1]);
         if (!left) sendBack({ type: 'CALL.DONE', output: outcome });
       },
       (e: unknown) => {
@@ -227,6 +236,7 @@ export function createAgentActors(deps: AgentActorDeps) {
   const callEngineBody = async (
     input: CallEngineInput,
     controller: AbortController,
+    onAnswer: (key: string, result: EngineResult) => void,
   ): Promise<CallOutcome> => {
     const { signal } = controller;
     const grant = scheduler.claim(input.leaseId, (reason) => controller.abort(reason));
@@ -294,7 +304,7 @@ export function createAgentActors(deps: AgentActorDeps) {
             'call',
           );
         deps.onCall?.({ ...describe('ok', at), model: result.model });
-        remember(key, result);
+        onAnswer(key, result);
         return { ok: true, result, at, memoized: false };
       } catch (e) {
         const at = clock.now();
@@ -364,7 +374,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         }
       }
       logger.info({ agent: input.agent, tool: call.name, isError: record.isError }, 'tool');
-      remember(key, record);
+      await remember(key, record);
       results.push(record);
     }
     return { results, at: clock.now() };
