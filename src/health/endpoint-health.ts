@@ -292,9 +292,12 @@ export class EndpointHealthTracker {
 
   /** Everything this endpoint's health holds, at `now` (see {@link EndpointHealthExport}). */
   export(now: number): EndpointHealthExport {
+    // The breaker's thresholds come from the settings on restore: only its state travels.
+    const persisted = this.#breaker.persisted() as { context?: Record<string, unknown> };
+    const { config: _config, ...context } = persisted.context ?? {};
     return {
       breakerVersion: BREAKER_MACHINE_VERSION,
-      breaker: this.#breaker.persisted(),
+      breaker: { ...persisted, context },
       cooldownUntil: this.#cooldownUntil,
       disabledUntil: this.#disabledUntil,
       ...(this.#disabledReason ? { disabledReason: this.#disabledReason } : {}),
@@ -313,8 +316,13 @@ export class EndpointHealthTracker {
    */
   restore(data: EndpointHealthExport): void {
     if (data.breakerVersion === BREAKER_MACHINE_VERSION && data.breaker) {
+      const stored = data.breaker as { context?: Record<string, unknown> };
+      const config = this.#breaker.context.config;
       this.#breaker.stop();
-      this.#breaker = new BreakerCell(this.#settings.breaker, data.breaker as Snapshot<unknown>);
+      this.#breaker = new BreakerCell(this.#settings.breaker, {
+        ...stored,
+        context: { ...(stored.context ?? {}), config },
+      } as unknown as Snapshot<unknown>);
       const state = this.#breaker.state;
       const { openUntil } = this.#breaker.context;
       if (state === 'open' && openUntil !== null) {

@@ -30,7 +30,7 @@ export interface TokenBucketState {
 export interface TokenBucketExport {
   readonly capacity?: number;
   readonly holdUntil?: number;
-  /** `[at, units]` still in the window, oldest first. */
+  /** `[at, units]` still in the window, oldest first, grouped in slots of 1/60 of the window (`at` = slot end). */
   readonly used: readonly (readonly [number, number])[];
 }
 
@@ -179,10 +179,21 @@ export class TokenBucket {
    */
   export(now: number): TokenBucketExport {
     this.#advance(now);
+    // Units are grouped in slots of 1/60 of the window, each stamped with its slot's END: a restored unit leaves
+    // the window at most one slot later than it would have, never earlier (so the restored bucket never lets
+    // more through than the provider allows), and the export holds at most 61 entries however busy the endpoint.
+    const slot = Math.max(1, Math.floor(this.windowMs / 60));
+    const used: [number, number][] = [];
+    for (const [at, cost] of this.#log.entries()) {
+      const end = Math.ceil(at / slot) * slot;
+      const last = used[used.length - 1];
+      if (last && last[0] === end) last[1] += cost;
+      else used.push([end, cost]);
+    }
     return {
       ...(this.#capacity !== undefined ? { capacity: this.#capacity } : {}),
       ...(this.#holdUntil !== undefined ? { holdUntil: this.#holdUntil } : {}),
-      used: this.#log.entries(),
+      used,
     };
   }
 

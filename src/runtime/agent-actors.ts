@@ -83,6 +83,9 @@ export interface CallRecordEvent {
   readonly probe?: boolean;
 }
 
+/** Prefix of a memo grant's lease id: the answer is memoized, no token was taken. */
+const MEMO_LEASE = 'memo:';
+
 /** Real ms a cut call keeps its token after it ended on our side (socket teardown, not simulated time). */
 const ABORT_SETTLE_MS = 10;
 
@@ -131,6 +134,8 @@ export function createAgentActors(deps: AgentActorDeps) {
   // The request an agent's token was estimated for: its call sends the same one (built once, not twice), unless
   // what it is built from changed in between.
   const built = new Map<string, { parts: PromptParts; request: Omit<EngineRequest, 'signal'> }>();
+  // Answers read from the memo before any token, by their memo grant, until `callEngine` takes them.
+  const memoized = new Map<string, EngineResult>();
   const requestFor = (agent: string, parts: PromptParts): Omit<EngineRequest, 'signal'> => {
     const b = built.get(agent);
     built.delete(agent);
@@ -155,49 +160,81 @@ export function createAgentActors(deps: AgentActorDeps) {
     }
   };
 
+  /**
+   * Asks the scheduler for a token and an endpoint. With a memo, the memo is read FIRST, holding nothing: a call
+   * whose answer is memoized (a resumed round) gets a memo grant (`memo:<key>`) that takes no token, and its
+   * `callEngine` answers from the memo without going upstream.
+   */
   const acquireToken = fromCallback<AgentEvent, AcquireTokenInput>(({ input, sendBack }) => {
     let left = false;
     let granted: string | undefined;
     let ticket: TokenTicket | undefined;
-    try {
-      const session = deps.sessionOf(input.agent);
-      const request = buildRequest(input.prompt);
-      built.set(input.agent, { parts: input.prompt, request });
-      ticket = scheduler.request({
-        holder: input.agent,
-        tier: input.tier,
-        chain: input.chain,
-        ...(session !== undefined ? { session } : {}),
-        estimatedTokens: estimateRequestTokens(request),
-        maxWaitMs: input.maxWaitMs,
-        retry: input.retry,
-        attempt: input.attempt,
-      });
-    } catch (e) {
-      // Reported as an event (the machine's failure path), not thrown into XState.
-      sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
-      return () => {};
+    const request = () => {
+      try {
+        const session = deps.sessionOf(input.agent);
+        const built0 = buildRequest(input.prompt);
+        built.set(input.agent, { parts: input.prompt, request: built0 });
+        ticket = scheduler.request({
+          holder: input.agent,
+          tier: input.tier,
+          chain: input.chain,
+          ...(session !== undefined ? { session } : {}),
+          estimatedTokens: estimateRequestTokens(built0),
+          maxWaitMs: input.maxWaitMs,
+          retry: input.retry,
+          attempt: input.attempt,
+        });
+      } catch (e) {
+        // Reported as an event (the machine's failure path), not thrown into XState.
+        sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
+        return;
+      }
+      ticket.decision.then(
+        (d) => {
+          if (d.kind === 'granted') granted = d.grant.leaseId;
+          else built.delete(input.agent);
+          // The agent left `queued` first (cancelled, stopped): nobody will call with this grant.
+          if (left) {
+            built.delete(input.agent);
+            if (granted) scheduler.releaseUnclaimed(granted);
+            return;
+          }
+          sendBack({ type: 'TOKEN.ANSWER', output: tokenAnswer(d) });
+        },
+        (e: unknown) => {
+          if (!left) sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
+        },
+      );
+    };
+    if (!memo) request();
+    else {
+      const key = input.prompt.idempotencyKey;
+      memo.recall(key).then(
+        (hit) => {
+          if (left) return;
+          if (hit === undefined || hit === null) return request();
+          const result = hit as EngineResult;
+          const leaseId = `${MEMO_LEASE}${key}`;
+          memoized.set(leaseId, result);
+          const ids = deps.endpointsOf(input.agent, input.chain);
+          const endpointId = result.endpoint?.id ?? ids[0] ?? 'memo';
+          const index = Math.max(0, ids.indexOf(endpointId));
+          sendBack({
+            type: 'TOKEN.ANSWER',
+            output: { kind: 'granted', leaseId, endpointId, index, at: clock.now() },
+          });
+        },
+        // A memo that cannot be read might hold the answer: asking upstream again could repeat a call that had
+        // returned, so the turn fails (a bug or a lost store, reported sanitized), holding nothing.
+        (e: unknown) => {
+          if (!left) sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
+        },
+      );
     }
-    ticket.decision.then(
-      (d) => {
-        if (d.kind === 'granted') granted = d.grant.leaseId;
-        else built.delete(input.agent);
-        // The agent left `queued` first (cancelled, stopped): nobody will call with this grant.
-        if (left) {
-          built.delete(input.agent);
-          if (granted) scheduler.releaseUnclaimed(granted);
-          return;
-        }
-        sendBack({ type: 'TOKEN.ANSWER', output: tokenAnswer(d) });
-      },
-      (e: unknown) => {
-        if (!left) sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
-      },
-    );
     return () => {
       left = true;
       if (!granted) built.delete(input.agent);
-      ticket.withdraw();
+      ticket?.withdraw();
       // Leaving `queued` for `calling` claims the grant in the same step; anything else leaves it unclaimed.
       if (granted) queueMicrotask(() => scheduler.releaseUnclaimed(granted!));
     };
@@ -239,6 +276,21 @@ export function createAgentActors(deps: AgentActorDeps) {
     onAnswer: (key: string, result: EngineResult) => void,
   ): Promise<CallOutcome> => {
     const { signal } = controller;
+    if (input.leaseId.startsWith(MEMO_LEASE)) {
+      // A memo grant: no token was taken and nothing goes upstream.
+      const key = input.leaseId.slice(MEMO_LEASE.length);
+      const result = (memoized.get(input.leaseId) ?? (await memo?.recall(key))) as EngineResult | undefined;
+      memoized.delete(input.leaseId);
+      if (result) return { ok: true, result, at: clock.now(), memoized: true };
+      const fault: Fault = {
+        kind: 'cancelled',
+        provider: 'openai',
+        code: 'lease_lost',
+        message: 'the memoized answer was gone before the call started; nothing was sent',
+        endpointId: input.endpointId,
+      };
+      return { ok: false, fault, at: clock.now(), leaseLost: true };
+    }
     const grant = scheduler.claim(input.leaseId, (reason) => controller.abort(reason));
     if (!grant) {
       const fault: Fault = {
@@ -254,8 +306,7 @@ export function createAgentActors(deps: AgentActorDeps) {
     try {
       const request = requestFor(input.agent, input.prompt);
       const key = request.idempotencyKey;
-      const remembered = (await memo?.recall(key)) as EngineResult | undefined;
-      if (remembered) return { ok: true, result: remembered, at: clock.now(), memoized: true };
+      // The memo was read before the token was asked for (acquireToken): nothing is read while holding it.
       const engine = endpoints.get(input.endpointId)?.engine;
       const started = clock.now();
       const describe = (outcome: 'ok' | 'fault', at: number, fault?: Fault): CallRecordEvent => ({

@@ -407,17 +407,18 @@ export function createRunStore(
       const id = requireId(op, 'runId', runId);
       const limit = requireInt(op, 'limit', opts.limit, 0, INT4_MAX);
       const outcomes = opts.outcomes?.map((o, i) => requireOneOf(op, `outcomes[${i}]`, o, TURN_OUTCOMES));
-      const out: Record<string, TurnRecord[]> = {};
-      for (const [i, a] of opts.agents.entries()) {
-        const agent = requireId(op, `agents[${i}]`, a);
-        out[agent] = [];
-        if (limit === 0) continue;
-        let query = db.selectFrom('turns').selectAll().where('run_id', '=', id).where('agent', '=', agent);
-        if (outcomes) query = query.where('outcome', 'in', outcomes);
-        const rows = await query.orderBy('agent_seq', 'desc').limit(limit).execute();
-        out[agent] = rows.reverse().map(toTurnRecord);
-      }
-      return out;
+      const agents = opts.agents.map((a, i) => requireId(op, `agents[${i}]`, a));
+      // One backward scan of (run_id, agent, agent_seq) per agent, all at once (a server runs them in parallel).
+      const lists = await Promise.all(
+        agents.map(async (agent) => {
+          if (limit === 0) return [];
+          let query = db.selectFrom('turns').selectAll().where('run_id', '=', id).where('agent', '=', agent);
+          if (outcomes) query = query.where('outcome', 'in', outcomes);
+          const rows = await query.orderBy('agent_seq', 'desc').limit(limit).execute();
+          return rows.reverse().map(toTurnRecord);
+        }),
+      );
+      return Object.fromEntries(agents.map((a, i) => [a, lists[i]!]));
     },
 
     async lastHealth(runId, opts = {}) {
