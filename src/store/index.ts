@@ -70,3 +70,8 @@ export {
   type RunLease,
   type RunLeaseOptions,
 } from './run-lease.ts';
+export {
+  DataDirInUseError,
+  PGLITE_LOCK_FILE,
+  isDataDirInUseError,
+} from './pglite-lock.ts';
