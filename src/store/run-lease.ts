@@ -33,6 +33,19 @@ export function isRunLeaseHeldError(e: unknown): e is RunLeaseHeldError {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'RUN_LEASE_HELD';
 }
 
+/** `host:pid:nonce` names a process of this host that no longer exists. */
+function deadOnThisHost(holder: string): boolean {
+  const [host, pidText] = holder.split(':');
+  const pid = Number(pidText);
+  if (host !== hostname() || !Number.isInteger(pid) || pid <= 0 || pid === process.pid) return false;
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (e) {
+    return (e as { code?: string }).code === 'ESRCH';
+  }
+}
+
 /** A held run lease: renewed by a heartbeat until released. */
 export interface RunLease {
   /** Who holds it: `host:pid:nonce`. */
@@ -52,9 +65,10 @@ export interface RunLeaseOptions {
 }
 
 /**
- * Takes the run's lease, so one process drives a run at a time: a row lock-free compare-and-set on `runs`
- * (`lease_holder`, `lease_expires_at`, with the database's own clock so every process agrees), renewed every
- * `heartbeatMs`. A holder that died stops renewing and its lease expires after `ttlMs`.
+ * Takes the run's lease, so one process drives a run at a time: a compare-and-set on `runs` (`lease_holder`,
+ * `lease_expires_at`, with the database's own clock so every process agrees), renewed every `heartbeatMs`. A
+ * holder that died stops renewing and its lease expires after `ttlMs`; one that died on this host (its pid is
+ * gone) is taken over at once.
  *
  * @throws {RunLeaseHeldError} naming the live holder
  * @throws {RunNotFoundError}
@@ -73,19 +87,34 @@ export async function acquireRunLease(
   const ttlMs = options.ttlMs ?? 15_000;
   const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const ttl = sql`make_interval(secs => ${ttlMs / 1000})`;
-  const took = await db
-    .updateTable('runs')
-    .set({ lease_holder: holder, lease_expires_at: sql<Date>`now() + ${ttl}` })
-    .where('run_id', '=', runId)
-    .where((eb) =>
-      eb.or([
-        eb('lease_holder', 'is', null),
-        eb('lease_expires_at', '<', sql<Date>`now()`),
-        eb('lease_holder', '=', holder),
-      ]),
-    )
-    .returning('run_id')
-    .executeTakeFirst();
+  const take = (from?: string) =>
+    db
+      .updateTable('runs')
+      .set({ lease_holder: holder, lease_expires_at: sql<Date>`now() + ${ttl}` })
+      .where('run_id', '=', runId)
+      .where((eb) =>
+        from !== undefined
+          ? eb('lease_holder', '=', from)
+          : eb.or([
+              eb('lease_holder', 'is', null),
+              eb('lease_expires_at', '<', sql<Date>`now()`),
+              eb('lease_holder', '=', holder),
+            ]),
+      )
+      .returning('run_id')
+      .executeTakeFirst();
+  let took = await take();
+  if (!took) {
+    const row = await db
+      .selectFrom('runs')
+      .select(['lease_holder', 'lease_expires_at'])
+      .where('run_id', '=', runId)
+      .executeTakeFirst();
+    if (!row) throw new RunNotFoundError(runId);
+    // A holder on this host whose process is gone (SIGKILL, a crash) cannot renew: its lease is void now, not
+    // only once it expires. Taken over with a compare-and-set on that exact holder, so two takers cannot both win.
+    if (row.lease_holder && deadOnThisHost(row.lease_holder)) took = await take(row.lease_holder);
+  }
   if (!took) {
     const row = await db
       .selectFrom('runs')
