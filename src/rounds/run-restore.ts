@@ -78,25 +78,27 @@ export async function loadRunRestore(
 ): Promise<RunRestore> {
   const states = await store.loadAgentStates(runId, { machineVersion: AGENT_MACHINE_VERSION });
   const llm = definitions.filter((d) => !isNoAgentDefinition(d));
+  // One read of each agent's last answered turns serves both its prompt window and the answer cache.
+  const limit = Math.max(RESTORED_ANSWERS_PER_AGENT, ...llm.map(historyTurns));
+  const recent = await store.recentTurns(runId, {
+    agents: llm.map((d) => d.name),
+    limit,
+    outcomes: ['answered', 'fallback', 'degraded'],
+  });
   const agents: Record<string, { snapshot: unknown; memory: AgentMemory }> = {};
-  const windows = await Promise.all(
-    llm.map(async (d) => {
-      const limit = historyTurns(d);
-      const turns = await store.recentTurns(runId, {
-        agents: [d.name],
-        limit,
-        outcomes: ['answered', 'fallback', 'degraded'],
-      });
-      return [d.name, turns[d.name] ?? []] as const;
-    }),
-  );
-  for (const [name, turns] of windows) {
-    const state = states[name];
+  const answers: { agent: string; prompt: string; answer: string }[] = [];
+  for (const d of llm) {
+    const turns = recent[d.name] ?? [];
+    const good = turns.filter((t) => t.outcome !== 'degraded');
+    for (const t of good.slice(-RESTORED_ANSWERS_PER_AGENT))
+      answers.push({ agent: d.name, prompt: textOf(t.prompt), answer: textOf(t.answer) });
+    const state = states[d.name];
     if (!state) continue;
-    agents[name] = {
+    const window = historyTurns(d);
+    agents[d.name] = {
       snapshot: state.snapshot,
       memory: {
-        utterances: turns.map(utteranceOf),
+        utterances: window > 0 ? turns.slice(-window).map(utteranceOf) : [],
         slots: state.slots as Record<string, string>,
         toolResults: state.toolResults as ToolResultRecord[],
       },
@@ -115,14 +117,6 @@ export async function loadRunRestore(
     }
     health = parsed.data as Record<string, EndpointHealthExport>;
   }
-  const good = await store.recentTurns(runId, {
-    agents: llm.map((d) => d.name),
-    limit: RESTORED_ANSWERS_PER_AGENT,
-    outcomes: ['answered', 'fallback'],
-  });
-  const answers = Object.entries(good).flatMap(([agent, turns]) =>
-    turns.map((t) => ({ agent, prompt: textOf(t.prompt), answer: textOf(t.answer) })),
-  );
   return { agents, ...(health ? { health } : {}), answers };
 }
 
