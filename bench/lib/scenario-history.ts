@@ -1,9 +1,10 @@
-import { agentSnapshotInput, toTurnInput } from '../../src/rounds/round-runner.ts';
 import { createHash } from 'node:crypto';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { describeEndpoint, type ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { Engine, EngineResult } from '../../src/engines/engine-types.ts';
 import { roundPrompt } from '../../src/rounds/round-prompt.ts';
+import { toTurnInput } from '../../src/rounds/round-runner.ts';
+import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import type { PeerAnswer } from '../../src/rounds/round-prompt.ts';
 import type { AgentDefinition } from '../../src/runtime/agent-definition.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
@@ -12,13 +13,13 @@ import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { scenarioRuntimeConfig } from '../../src/scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../../src/scenarios/scenario-tools.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import type { SnapshotInput, TurnInput } from '../../src/store/store-types.ts';
+import type { AgentStateInput, TurnInput } from '../../src/store/store-types.ts';
 
 /**
  * Realistic durable-state payloads for the durability benchmark, made by the real runtime: the agent8-storm
  * agents (roles, memory slots, tools) answer the scenario's round prompts (with the others' previous answers,
  * as the round runner builds them) from an in-memory engine whose answers are three sentences (~600 chars,
- * a "position in at most three sentences"). Turns and snapshots are built exactly as `runRounds` commits them.
+ * a "position in at most three sentences"). Turns and agent states are built exactly as `runRounds` commits them.
  */
 
 const SENTENCES = [
@@ -80,12 +81,14 @@ export function agent8Storm(): {
 export interface HistoryRound {
   readonly round: number;
   readonly turns: TurnInput[];
-  readonly snapshots: SnapshotInput[];
+  readonly states: AgentStateInput[];
+  /** Every endpoint's health at the end of the round, as the runner commits it. */
+  readonly health: unknown;
 }
 
 /**
  * Runs the agent8-storm work (8 agents × 35 items × `rounds` rounds) through the real supervisor and agent
- * actors with the scripted engine, and returns each round's turns and end-of-round snapshots.
+ * actors with the scripted engine, and returns each round's turns and end-of-round agent states.
  */
 export async function buildAgent8History(rounds = 3): Promise<HistoryRound[]> {
   const { spec, runtime, definitions } = agent8Storm();
@@ -99,6 +102,7 @@ export async function buildAgent8History(rounds = 3): Promise<HistoryRound[]> {
   for (let round = 1; round <= rounds; round++) {
     const current = new Map<string, PeerAnswer[]>();
     const turns: TurnInput[] = [];
+    const order = new Map<string, number>();
     for (const item of items) {
       const results = await Promise.all(
         handles.map(async (h) => {
@@ -109,17 +113,27 @@ export async function buildAgent8History(rounds = 3): Promise<HistoryRound[]> {
         }),
       );
       for (const { key, turn } of results) {
-        turns.push(toTurnInput(item.id, key, turn));
+        const agentOrder = order.get(turn.agent) ?? 0;
+        order.set(turn.agent, agentOrder + 1);
+        turns.push({ ...toTurnInput(item.id, key, turn), agentOrder });
         const list = current.get(item.id) ?? [];
         list.push({ agent: turn.agent, answer: turn.answer.text });
         current.set(item.id, list);
       }
     }
     // Exactly what the round runner commits.
-    const snapshots: SnapshotInput[] = handles.map((h) =>
-      agentSnapshotInput(h.name, h.memory(), h.persistedSnapshot(), AGENT_MACHINE_VERSION),
-    );
-    out.push({ round, turns, snapshots: JSON.parse(JSON.stringify(snapshots)) });
+    const states: AgentStateInput[] = handles.map((h) => ({
+      agent: h.name,
+      machineVersion: AGENT_MACHINE_VERSION,
+      ...durableAgentState(h.persistedSnapshot()),
+    }));
+    const health = supervisor.durable.exportHealth();
+    out.push({
+      round,
+      turns,
+      states: JSON.parse(JSON.stringify(states)),
+      health: JSON.parse(JSON.stringify(health)),
+    });
     previous = current;
   }
   await supervisor.stop();

@@ -2,6 +2,9 @@ import { Command } from 'commander';
 import { packageManifest } from '../config/package-root.ts';
 import { isConfigError } from '../errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import { isDataDirInUseError } from '../store/pglite-lock.ts';
+import { isRunLeaseHeldError } from '../store/run-lease.ts';
+import { isSnapshotRestoreError } from '../store/snapshot-restore-error.ts';
 import { isMigrationError } from '../store/store-errors.ts';
 import { isCliError } from './cli-error.ts';
 import { oneLine } from './cli-output.ts';
@@ -75,7 +78,14 @@ export function createProgram(registrars: readonly CommandRegistrar[]): Command 
 
 /** Failures whose message already says what to do: printed as they are. */
 function isSelfExplaining(e: unknown): boolean {
-  return isConfigError(e) || isCliError(e) || isMigrationError(e);
+  return (
+    isConfigError(e) ||
+    isCliError(e) ||
+    isMigrationError(e) ||
+    isDataDirInUseError(e) ||
+    isRunLeaseHeldError(e) ||
+    isSnapshotRestoreError(e)
+  );
 }
 
 /**

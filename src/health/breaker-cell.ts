@@ -1,4 +1,4 @@
-import { type Actor, createActor } from 'xstate';
+import { type Actor, createActor, type Snapshot } from 'xstate';
 import {
   type BreakerContext,
   type BreakerEvent,
@@ -33,8 +33,14 @@ export interface BreakerStep {
 export class BreakerCell {
   readonly #actor: Actor<typeof breakerMachine>;
 
-  constructor(input: BreakerInput) {
-    this.#actor = createActor(breakerMachine, { input }).start();
+  /** `snapshot`: a persisted snapshot of this machine ({@link BreakerCell.persisted}) to restore instead of starting closed. */
+  constructor(input: BreakerInput, snapshot?: Snapshot<unknown>) {
+    this.#actor = createActor(breakerMachine, { input, ...(snapshot ? { snapshot } : {}) }).start();
+  }
+
+  /** The breaker's XState persisted snapshot (plain data: state and context, deadlines included). */
+  persisted(): unknown {
+    return this.#actor.getPersistedSnapshot();
   }
 
   get state(): BreakerState {

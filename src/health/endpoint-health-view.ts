@@ -1,3 +1,4 @@
+import type { TokenBucketExport } from '../resilience/token-bucket.ts';
 import type { EndpointDescriptor, EngineResult } from '../engines/engine-types.ts';
 import type { Fault } from '../faults/fault.ts';
 
@@ -40,3 +41,22 @@ export type CallSettlement =
   | { readonly kind: 'fault'; readonly fault: Fault }
   /** Granted, but nothing went upstream (a memoized answer, a holder that left first): the room is given back. */
   | { readonly kind: 'unused' };
+
+/**
+ * What an endpoint's health holds, as plain data: committed with every round and put back on resume, so an OPEN
+ * breaker stays OPEN until its time, a key without credit stays disabled, and pacing goes on where it was.
+ */
+export interface EndpointHealthExport {
+  /** `BREAKER_MACHINE_VERSION` of the breaker snapshot; another version is not restored (the breaker starts closed). */
+  readonly breakerVersion: number;
+  /** The breaker's XState persisted snapshot (state, window of outcomes, `openUntil`). */
+  readonly breaker: unknown;
+  readonly cooldownUntil: number;
+  readonly disabledUntil: number;
+  readonly disabledReason?: string;
+  readonly consecutiveFaults: number;
+  readonly rpm: TokenBucketExport;
+  readonly tpm: TokenBucketExport;
+  /** The AIMD limiter's adapted value, when adaptive. */
+  readonly aimd?: number;
+}

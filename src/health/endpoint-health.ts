@@ -5,10 +5,23 @@ import { AimdLimiter } from '../resilience/aimd-limiter.ts';
 import { backoffDelay } from '../resilience/backoff.ts';
 import { TokenBucket } from '../resilience/token-bucket.ts';
 import type { TimerEntry, TimerHeap } from '../scheduler/timer-heap.ts';
+import type { Snapshot } from 'xstate';
+import { BREAKER_MACHINE_VERSION } from '../../machines/breaker.machine.ts';
 import { BreakerCell } from './breaker-cell.ts';
-import type { BreakerState, CallSettlement, EndpointHealth, WaitCause } from './endpoint-health-view.ts';
+import type {
+  BreakerState,
+  CallSettlement,
+  EndpointHealth,
+  EndpointHealthExport,
+  WaitCause,
+} from './endpoint-health-view.ts';
 
-export type { CallSettlement, EndpointHealth, WaitCause } from './endpoint-health-view.ts';
+export type {
+  CallSettlement,
+  EndpointHealth,
+  EndpointHealthExport,
+  WaitCause,
+} from './endpoint-health-view.ts';
 
 /** While a breaker waits for its probe (HALF-OPEN, or OPEN past its deadline), callers look again after this long, ms. */
 export const HALF_OPEN_RECHECK_MS = 1_000;
@@ -78,7 +91,7 @@ export class EndpointHealthTracker {
   readonly #timers: TimerHeap;
   readonly #hooks: EndpointHealthHooks;
   readonly #random: () => number;
-  readonly #breaker: BreakerCell;
+  #breaker: BreakerCell;
   readonly #rpm: TokenBucket;
   readonly #tpm: TokenBucket;
   readonly #limiter: AimdLimiter | undefined;
@@ -244,6 +257,57 @@ export class EndpointHealthTracker {
       rpm: this.#rpm.state(now),
       tpm: this.#tpm.state(now),
     };
+  }
+
+  /** Everything this endpoint's health holds, at `now` (see {@link EndpointHealthExport}). */
+  export(now: number): EndpointHealthExport {
+    // The breaker's thresholds come from the settings on restore: only its state travels.
+    const persisted = this.#breaker.persisted() as { context?: Record<string, unknown> };
+    const { config: _config, ...context } = persisted.context ?? {};
+    return {
+      breakerVersion: BREAKER_MACHINE_VERSION,
+      breaker: { ...persisted, context },
+      cooldownUntil: this.#cooldownUntil,
+      disabledUntil: this.#disabledUntil,
+      ...(this.#disabledReason ? { disabledReason: this.#disabledReason } : {}),
+      consecutiveFaults: this.#consecutiveFaults,
+      rpm: this.#rpm.export(now),
+      tpm: this.#tpm.export(now),
+      ...(this.#limiter ? { aimd: this.#limiter.state().value } : {}),
+    };
+  }
+
+  /**
+   * Puts back what {@link EndpointHealthTracker.export} gave (a resumed run, before any call): the breaker in its
+   * state with its deadline re-armed on the timer heap (a deadline already past moves it on at once), the
+   * cooldown, the disable and its reason, the buckets' units, the AIMD limit. Calls in flight are not restored:
+   * none survive a process.
+   */
+  restore(data: EndpointHealthExport): void {
+    if (data.breakerVersion === BREAKER_MACHINE_VERSION && data.breaker) {
+      const stored = data.breaker as { context?: Record<string, unknown> };
+      const config = this.#breaker.context.config;
+      this.#breaker.stop();
+      this.#breaker = new BreakerCell(this.#settings.breaker, {
+        ...stored,
+        context: { ...(stored.context ?? {}), config },
+      } as unknown as Snapshot<unknown>);
+      const state = this.#breaker.state;
+      const { openUntil } = this.#breaker.context;
+      if (state === 'open' && openUntil !== null) {
+        this.#tick?.cancel();
+        this.#tick = this.#timers.schedule(openUntil, () => this.#onTick());
+      }
+      if (this.wantsProbe()) this.#hooks.onProbeWanted?.(this.id);
+    }
+    this.#cooldownUntil = data.cooldownUntil;
+    this.#disabledUntil = data.disabledUntil;
+    this.#disabledReason = data.disabledReason;
+    this.#consecutiveFaults = data.consecutiveFaults;
+    this.#rpm.restore(data.rpm);
+    this.#tpm.restore(data.tpm);
+    if (data.aimd !== undefined) this.#limiter?.restoreValue(data.aimd);
+    this.#hooks.onReadinessChange?.(this.id);
   }
 
   /** The endpoint is gone (a BYOK key expired, the runtime stopped): its timer is dropped, it wants no probes. */

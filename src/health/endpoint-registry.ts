@@ -4,6 +4,7 @@ import type { Engine } from '../engines/engine-types.ts';
 import type { TimerHeap } from '../scheduler/timer-heap.ts';
 import {
   type EndpointHealth,
+  type EndpointHealthExport,
   type EndpointHealthHooks,
   EndpointHealthTracker,
   type HealthSettings,
@@ -130,6 +131,20 @@ export class EndpointRegistry {
   usable(ids: readonly string[], now: number): boolean {
     for (const id of ids) if (this.#byId.get(id)?.health.usable(now)) return true;
     return false;
+  }
+
+  /** Every configured endpoint's health as plain data, by id (BYOK keys are session-bound: never persisted). */
+  exportHealth(now: number): Record<string, EndpointHealthExport> {
+    const out: Record<string, EndpointHealthExport> = {};
+    for (const [id, e] of this.#byId) if (!id.startsWith('byok:')) out[id] = e.health.export(now);
+    return out;
+  }
+
+  /** Puts back {@link EndpointRegistry.exportHealth}'s data; endpoints no longer configured are skipped. */
+  restoreHealth(data: Readonly<Record<string, EndpointHealthExport>>): void {
+    for (const [id, h] of Object.entries(data)) {
+      if (Object.hasOwn(data, id)) this.#byId.get(id)?.health.restore(h);
+    }
   }
 
   /** Plain-data health of every endpoint. */

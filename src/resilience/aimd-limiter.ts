@@ -106,6 +106,11 @@ export class AimdLimiter {
     }
   }
 
+  /** Puts back an adapted limit (`state().value`, a resumed run); clamped to [min, max]. */
+  restoreValue(value: number): void {
+    if (Number.isFinite(value)) this.#value = Math.min(this.max, Math.max(this.min, value));
+  }
+
   /** Plain-data view. */
   state(): AimdLimiterState {
     return { limit: this.limit, inFlight: this.#inFlight, value: this.#value };

@@ -81,6 +81,14 @@ export class SlidingLog {
     return undefined;
   }
 
+  /** The events still held, oldest first, as `[at, cost]` pairs (plain data for the durable store). */
+  entries(): [number, number][] {
+    const out: [number, number][] = [];
+    for (let i = this.#head; i < this.#at.length; i++)
+      if (this.#cost[i]! > 0) out.push([this.#at[i]!, this.#cost[i]!]);
+    return out;
+  }
+
   #compact(): void {
     // Drop the consumed prefix once it dominates, so the arrays stay proportional to the window.
     if (this.#head > 64 && this.#head * 2 > this.#at.length) {

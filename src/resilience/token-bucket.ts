@@ -26,6 +26,14 @@ export interface TokenBucketState {
   readonly holdUntil?: number;
 }
 
+/** A bucket's content as plain data (see {@link TokenBucket.export}). */
+export interface TokenBucketExport {
+  readonly capacity?: number;
+  readonly holdUntil?: number;
+  /** `[at, units]` still in the window, oldest first, grouped in slots of 1/60 of the window (`at` = slot end). */
+  readonly used: readonly (readonly [number, number])[];
+}
+
 /**
  * RPM/TPM pacing for one endpoint, corrected by the provider's rate-limit headers.
  *
@@ -163,6 +171,40 @@ export class TokenBucket {
       available,
       ...(this.#holdUntil !== undefined ? { holdUntil: this.#holdUntil } : {}),
     };
+  }
+
+  /**
+   * What the bucket holds, as plain data: the capacity (learned from headers too), the units still in the
+   * window with when they were taken, and a provider hold. {@link TokenBucket.restore} puts it back.
+   */
+  export(now: number): TokenBucketExport {
+    this.#advance(now);
+    // Units are grouped in slots of 1/60 of the window, each stamped with its slot's END: a restored unit leaves
+    // the window at most one slot later than it would have, never earlier (so the restored bucket never lets
+    // more through than the provider allows), and the export holds at most 61 entries however busy the endpoint.
+    const slot = Math.max(1, Math.floor(this.windowMs / 60));
+    const used: [number, number][] = [];
+    for (const [at, cost] of this.#log.entries()) {
+      const end = Math.ceil(at / slot) * slot;
+      const last = used[used.length - 1];
+      if (last && last[0] === end) last[1] += cost;
+      else used.push([end, cost]);
+    }
+    return {
+      ...(this.#capacity !== undefined ? { capacity: this.#capacity } : {}),
+      ...(this.#holdUntil !== undefined ? { holdUntil: this.#holdUntil } : {}),
+      used,
+    };
+  }
+
+  /** Takes back what {@link TokenBucket.export} gave (a resumed run): the same units leave the window at the same instants. */
+  restore(data: TokenBucketExport): void {
+    if (data.capacity !== undefined && data.capacity > 0 && Number.isFinite(data.capacity))
+      this.#capacity = data.capacity;
+    if (data.holdUntil !== undefined && Number.isFinite(data.holdUntil)) this.#holdUntil = data.holdUntil;
+    for (const [at, cost] of data.used ?? []) {
+      if (Number.isFinite(at) && Number.isFinite(cost)) this.#log.add(at, cost);
+    }
   }
 
   /** Moves the bucket to `now` (never backwards): ends a hold that is over, forgets expired units. */

@@ -16,6 +16,11 @@ export interface BreakwaterExecutorOptions {
   readonly agents: readonly AgentDefinition[];
   /** Memories restored from the last committed round (resume). Default: fresh memories. */
   readonly memories?: Readonly<Record<string, AgentMemory>>;
+  /**
+   * Agents restored from their stored actor snapshots (resume; wins over `memories`): the stored part of the
+   * snapshot and the memory it goes with. Default none.
+   */
+  readonly restored?: Readonly<Record<string, { readonly snapshot: unknown; readonly memory: AgentMemory }>>;
   readonly clock: Clock;
   readonly logger?: Logger;
   readonly memo?: CallMemo;
@@ -47,8 +52,12 @@ export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): Br
     ...(options.inspect ? { inspect: options.inspect } : {}),
   });
   for (const def of options.agents) {
-    const memory = options.memories?.[def.name];
-    supervisor.spawnAgent(def, memory ? { memory } : {});
+    const restored = options.restored?.[def.name];
+    const memory = restored?.memory ?? options.memories?.[def.name];
+    supervisor.spawnAgent(def, {
+      ...(memory ? { memory } : {}),
+      ...(restored ? { snapshot: restored.snapshot } : {}),
+    });
   }
   const handle = (name: string) => {
     const h = supervisor.agent(name);
@@ -68,6 +77,7 @@ export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): Br
     memory: (agent) => supervisor.agent(agent)?.memory() ?? emptyMemory(),
     persistedSnapshot: (agent) => supervisor.agent(agent)?.persistedSnapshot(),
     health: () => ({ endpoints: supervisor.health(), tokens: supervisor.tokens() }),
+    durableHealth: () => supervisor.durable.exportHealth(),
     settle: async () => {
       await options.memo?.settle?.();
     },

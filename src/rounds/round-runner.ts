@@ -1,9 +1,10 @@
 import { sleep, type Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
 import type { RuntimeEventListener } from '../events/runtime-event.ts';
-import type { AgentMemory, Turn } from '../runtime/turn.ts';
+import type { Turn } from '../runtime/turn.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
-import type { RunRecord, SnapshotInput, TurnInput } from '../store/store-types.ts';
+import { durableAgentState } from '../runtime/agent-snapshot.ts';
+import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type PeerAnswer, roundPrompt } from './round-prompt.ts';
 import type { TurnExecutor } from './turn-executor.ts';
@@ -64,6 +65,8 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
         : new Map<string, PeerAnswer[]>();
     let done = 0;
     const total = plan.turns.length;
+    // The order in which each agent finishes its turns (its memory's order): asks to one agent settle in order.
+    const finished = new Map<string, number>();
     o.onProgress?.({ round: plan.round, rounds, done, total });
     const results = await Promise.all(
       plan.turns.map(async (pt) => {
@@ -81,8 +84,10 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
           meta: { round: plan.round, itemId: pt.itemId },
           ...(o.signal ? { signal: o.signal } : {}),
         });
+        const agentOrder = finished.get(pt.agent) ?? 0;
+        finished.set(pt.agent, agentOrder + 1);
         o.onProgress?.({ round: plan.round, rounds, done: ++done, total });
-        return { itemId: pt.itemId, key, turn };
+        return { itemId: pt.itemId, key, turn, agentOrder };
       }),
     );
     o.signal?.throwIfAborted();
@@ -101,28 +106,31 @@ async function held<T>(clock: Clock, work: () => Promise<T>): Promise<T> {
   }
 }
 
-/** Commits one finished round: its turns, every agent's memory and snapshot, the endpoints' health. */
+/** Commits one finished round: its turns, the agents' states that changed, the endpoints' health. */
 async function commitRound(
   o: RunRoundsOptions,
   plan: RoundPlan,
-  results: readonly { itemId: string; key: string; turn: Turn }[],
+  results: readonly { itemId: string; key: string; turn: Turn; agentOrder: number }[],
 ): Promise<void> {
   await o.executor.settle?.();
-  const turns: TurnInput[] = results.map(({ itemId, key, turn }) => toTurnInput(itemId, key, turn));
-  const snapshots: SnapshotInput[] = o.agents.map((agent) =>
-    agentSnapshotInput(
-      agent,
-      o.executor.memory(agent),
-      o.executor.persistedSnapshot(agent),
-      o.machineVersion,
-    ),
-  );
+  const turns: TurnInput[] = results.map(({ itemId, key, turn, agentOrder }) => ({
+    ...toTurnInput(itemId, key, turn),
+    agentOrder,
+  }));
+  const states: AgentStateInput[] = [];
+  for (const agent of o.agents) {
+    const persisted = o.executor.persistedSnapshot(agent);
+    if (persisted !== undefined)
+      states.push({ agent, machineVersion: o.machineVersion, ...durableAgentState(persisted) });
+  }
+  const health = o.executor.durableHealth?.();
   await o.store.commitRound(
     {
       runId: o.runId,
       round: plan.round,
       turns,
-      snapshots,
+      states,
+      ...(health !== undefined ? { health } : {}),
       summary: { health: o.executor.health(), counts: countOutcomes(turns) },
     },
     o.signal ? { signal: o.signal } : {},
@@ -130,50 +138,6 @@ async function commitRound(
   o.emit({ type: 'round.committed', at: o.clock.now(), data: { round: plan.round, turns: turns.length } });
   await o.afterCommit?.(plan.round);
 }
-
-/**
- * What one agent's row of a round commit holds: its memory (utterances, slots, tool results) and its actor
- * snapshot without the copies of them.
- *
- * @example
- * ```ts
- * const row = agentSnapshotInput('Kai', handle.memory(), handle.persistedSnapshot(), AGENT_MACHINE_VERSION);
- * ```
- */
-export function agentSnapshotInput(
-  agent: string,
-  memory: AgentMemory,
-  persisted: unknown,
-  machineVersion: string,
-): SnapshotInput {
-  return {
-    agent,
-    machineVersion,
-    data: {
-      utterances: memory.utterances,
-      memory: memory.slots,
-      toolResults: memory.toolResults,
-      actorSnapshot: slimActorSnapshot(persisted),
-    },
-  };
-}
-
-/**
- * The actor's persisted snapshot without its copy of the memory (the snapshot row holds it as `utterances` /
- * `memory` / `toolResults`) and without its last turn (the turns table holds it): committing them twice
- * doubled every round's bytes.
- */
-function slimActorSnapshot(snapshot: unknown): unknown {
-  const snap = snapshot as { context?: Record<string, unknown> } | undefined;
-  if (!snap || typeof snap !== 'object') return { status: 'active', context: { memory: MEMORY_IN_ROW } };
-  if (!snap.context || typeof snap.context !== 'object' || !('memory' in snap.context)) return snap;
-  // The last turn is in the turns table already.
-  const { lastTurn: _lastTurn, ...context } = snap.context;
-  return { ...snap, context: { ...context, memory: MEMORY_IN_ROW } };
-}
-
-/** What stands in a committed actor snapshot for the memory the row holds beside it. */
-export const MEMORY_IN_ROW = '(in this row: utterances, memory, toolResults)';
 
 /** A finished turn as `commitRound` stores it. */
 export function toTurnInput(itemId: string, key: string, turn: Turn): TurnInput {

@@ -7,13 +7,12 @@ import type { Clock } from '../clock/clock.ts';
 import { createScaledClock } from '../clock/scaled-clock.ts';
 import { createVirtualClock, type VirtualClock } from '../clock/virtual-clock.ts';
 import { type Emulator, type EmulatorStats, startEmulator } from '../emulator/index.ts';
-import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import type { AgentInfo, RuntimeEventListener } from '../events/runtime-event.ts';
 import { proxyFaultedEndpoints } from '../fault-proxy/endpoint-fault-proxies.ts';
 import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
-import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
-import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
-import type { AgentMemory } from '../runtime/turn.ts';
-import { redactUrl } from '../redact/secret-scrubber.ts';
+import { type AgentDefinition, isNoAgentDefinition } from '../runtime/agent-definition.ts';
+import { defineConfig, type RuntimeConfigInput } from '../runtime/runtime-config.ts';
+import { redactUrl, scrubSecrets } from '../redact/secret-scrubber.ts';
 import { planRounds } from '../scenarios/round-planner.ts';
 import { toRealProviders } from '../scenarios/real-providers.ts';
 import { resolveInstant } from '../scenarios/zoned-time.ts';
@@ -21,11 +20,13 @@ import { scenarioOrigin, scenarioRuntimeConfig } from '../scenarios/scenario-end
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { type BreakwaterDatabase, openDatabase } from '../store/open-database.ts';
+import { acquireRunLease, type RunLease, type RunLeaseOptions } from '../store/run-lease.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { RunRecord } from '../store/store-types.ts';
 import { createBreakwaterExecutor } from './breakwater-executor.ts';
 import { createEventRecorder } from './event-recorder.ts';
 import { type RoundProgress, runRounds } from './round-runner.ts';
+import { applyRunRestore, loadRunRestore } from './run-restore.ts';
 import { storeCallMemo } from './store-call-memo.ts';
 import type { TurnExecutor } from './turn-executor.ts';
 
@@ -74,6 +75,8 @@ export interface RunScenarioOptions {
   readonly onProgress?: (progress: RoundProgress) => void;
   /** XState inspection events of the breakwater policy's actors. */
   readonly inspect?: (event: InspectionEvent) => void;
+  /** The run lease's timing (tests shorten it). Default: 15 s, renewed every 5 s. */
+  readonly lease?: RunLeaseOptions;
   /** Called once everything is set up, before the first turn (attach a live view or a visualizer here). */
   readonly onStart?: (context: ScenarioRunContext) => void | Promise<void>;
 }
@@ -177,6 +180,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
   const owned: { close(): Promise<void> }[] = options.database ? [] : [database];
   let executor: TurnExecutor | undefined;
   let emulator: Emulator | undefined;
+  let lease: RunLease | undefined;
   const runId = options.runId ?? defaultRunId(scenarioName);
   try {
     const existing = await store.getRun(runId);
@@ -185,6 +189,8 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     if (!options.resume && existing)
       throw new Error(`run "${runId}" exists already; resume it with \`breakwater resume ${runId}\``);
     if (existing?.status === 'completed') return { runId, run: existing, realMs: Date.now() - realStart };
+    // One process drives a run at a time: a second `resume` stops here with one line naming the holder.
+    if (existing) lease = await acquireRunLease(database, runId, options.lease);
 
     const stored = existing?.config as StoredRunConfig | undefined;
     const policy: RunPolicy = options.policy ?? stored?.policy ?? 'breakwater';
@@ -248,8 +254,10 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       ...(isNoAgentDefinition(d) ? { noAgent: true } : { chain: d.chain }),
     }));
 
-    // Restore before touching the run: a corrupt snapshot or a machine-version mismatch must change nothing.
-    const memories = existing ? await restoreMemories(store, runId) : undefined;
+    // Restore before touching the run: a corrupt state or a machine-version mismatch must change nothing.
+    const restore = existing
+      ? await loadRunRestore(store, runId, definitions, historyTurnsOf(resolved))
+      : undefined;
     if (!existing) {
       const report = reportConfig(spec, resolved, scenarioStart, wallShiftMs);
       const config: StoredRunConfig = {
@@ -268,51 +276,62 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
         totalRounds: plans.length,
         machineVersion: AGENT_MACHINE_VERSION,
       });
-    } else {
-      await store.setRunStatus(runId, 'running');
+      lease = await acquireRunLease(database, runId, options.lease);
     }
 
-    executor =
-      policy === 'status-quo'
-        ? createStatusQuoExecutor(resolved, { clock, ...(options.logger ? { logger: options.logger } : {}) })
-        : createBreakwaterExecutor({
-            config: resolved.runtime as RuntimeConfigInput,
-            agents: definitions,
-            clock,
-            memo: storeCallMemo(store, runId, clock),
-            ...(memories ? { memories } : {}),
-            ...(options.logger ? { logger: options.logger } : {}),
-            ...(options.inspect ? { inspect: options.inspect } : {}),
-          });
-    const recorder = await createEventRecorder(database, store, runId);
-    const emit = (e: RuntimeEvent) => {
-      recorder.listener(e);
-      options.onEvent?.(e);
-    };
-    const unsubscribe = executor.subscribeEvents(emit);
-    await options.onStart?.({
-      runId,
-      policy,
-      executor,
-      store,
-      clock,
-      agents,
-      rounds: plans.length,
-      ...(emulator ? { emulator } : {}),
-    });
-    emit({
-      type: 'run.started',
-      at: clock.now(),
-      data: {
-        runId,
-        scenario: spec.name,
-        rounds: plans.length,
-        agents,
-        endpoints: resolved.runtime.endpoints.map((e) => e.id),
-        ...(existing ? { resumedFrom: existing.currentRound } : {}),
-      },
-    });
+    // From here on the run exists: whatever fails marks it (failed, with the reason; interrupted when aborted).
+    let unsubscribe: (() => void) | undefined;
+    let recorder: Awaited<ReturnType<typeof createEventRecorder>> | undefined;
+    let emit: RuntimeEventListener | undefined;
     try {
+      if (existing) await store.setRunStatus(runId, 'running');
+      const memo = await storeCallMemo(store, runId, (existing?.currentRound ?? 0) + 1, clock);
+      const breakwater =
+        policy === 'status-quo'
+          ? undefined
+          : createBreakwaterExecutor({
+              config: resolved.runtime as RuntimeConfigInput,
+              agents: definitions,
+              clock,
+              memo,
+              ...(restore ? { restored: restore.agents } : {}),
+              ...(options.logger ? { logger: options.logger } : {}),
+              ...(options.inspect ? { inspect: options.inspect } : {}),
+            });
+      if (breakwater && restore) applyRunRestore(breakwater.supervisor, restore);
+      executor =
+        breakwater ??
+        createStatusQuoExecutor(resolved, { clock, ...(options.logger ? { logger: options.logger } : {}) });
+      const rec = await createEventRecorder(database, store, runId);
+      recorder = rec;
+      const send: RuntimeEventListener = (e) => {
+        rec.listener(e);
+        options.onEvent?.(e);
+      };
+      emit = send;
+      unsubscribe = executor.subscribeEvents(send);
+      await options.onStart?.({
+        runId,
+        policy,
+        executor,
+        store,
+        clock,
+        agents,
+        rounds: plans.length,
+        ...(emulator ? { emulator } : {}),
+      });
+      send({
+        type: 'run.started',
+        at: clock.now(),
+        data: {
+          runId,
+          scenario: spec.name,
+          rounds: plans.length,
+          agents,
+          endpoints: resolved.runtime.endpoints.map((e) => e.id),
+          ...(existing ? { resumedFrom: existing.currentRound } : {}),
+        },
+      });
       const run = await runRounds({
         runId,
         spec: resolved,
@@ -322,26 +341,29 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
         clock,
         agents: agents.filter((a) => !a.noAgent).map((a) => a.name),
         machineVersion: AGENT_MACHINE_VERSION,
-        emit,
-        afterCommit: () => recorder.flush(),
+        emit: send,
+        afterCommit: () => rec.flush(),
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
       });
-      emit({ type: 'run.finished', at: clock.now(), data: { runId, status: run.status } });
+      send({ type: 'run.finished', at: clock.now(), data: { runId, status: run.status } });
       unsubscribe();
-      await recorder.flush();
+      await rec.flush();
       const stats = emulator?.stats();
       return { runId, run, ...(stats ? { emulatorStats: stats } : {}), realMs: Date.now() - realStart };
     } catch (e) {
       const status = options.signal?.aborted ? 'interrupted' : 'failed';
-      emit({ type: 'run.finished', at: clock.now(), data: { runId, status } });
-      unsubscribe();
-      await recorder.flush().catch(() => {});
-      await store.setRunStatus(runId, status).catch(() => {});
+      emit?.({ type: 'run.finished', at: clock.now(), data: { runId, status } });
+      unsubscribe?.();
+      await recorder?.flush().catch(() => {});
+      await store
+        .setRunStatus(runId, status, status === 'failed' ? { failure: failureLine(e) } : {})
+        .catch(() => {});
       throw e;
     }
   } finally {
     await executor?.stop().catch(() => {});
+    await lease?.release().catch(() => {});
     for (const o of owned) await o.close().catch(() => {});
   }
 }
@@ -394,15 +416,14 @@ async function lastEventAt(database: BreakwaterDatabase, runId: string): Promise
   return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
 }
 
-async function restoreMemories(store: RunStore, runId: string): Promise<Record<string, AgentMemory>> {
-  const snapshots = await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION });
-  const memories: Record<string, AgentMemory> = {};
-  for (const [agent, snap] of Object.entries(snapshots)) {
-    memories[agent] = {
-      utterances: snap.data.utterances as AgentMemory['utterances'],
-      slots: snap.data.memory as AgentMemory['slots'],
-      toolResults: snap.data.toolResults as AgentMemory['toolResults'],
-    };
-  }
-  return memories;
+/** Each agent's prompt window (`historyTurns`): its own setting, else the runtime's default. */
+function historyTurnsOf(spec: ScenarioSpec): (d: AgentDefinition) => number {
+  const fallback = defineConfig(spec.runtime as RuntimeConfigInput).agentDefaults.historyTurns;
+  return (d) => (isNoAgentDefinition(d) ? 0 : (d.historyTurns ?? fallback));
+}
+
+/** Why a run failed, in one line, as stored with it (text from outside is sanitized where it enters). */
+function failureLine(e: unknown): string {
+  const text = e instanceof Error ? `${e.name === 'Error' ? '' : `${e.name}: `}${e.message}` : String(e);
+  return scrubSecrets(text.split('\n')[0] ?? '').slice(0, 500);
 }

@@ -28,6 +28,8 @@ export interface TurnExecutor {
   persistedSnapshot(agent: string): unknown;
   /** Plain-data health to keep with a round (breakers, cooldowns), when the policy has one. */
   health(): unknown;
+  /** What of the endpoints' health a resume puts back (`supervisor.durable.exportHealth()`), when the policy has it. */
+  durableHealth?(): unknown;
   /** Resolves when every durable write the policy started (the call memo) has landed. Default: nothing to wait for. */
   settle?(): Promise<void>;
   /** Adds a listener to the runtime event feed; returns the unsubscribe function. */

@@ -55,6 +55,9 @@ export interface AgentActorDeps {
 
 export type { CallMemo, CallRecordEvent } from './call-memo.ts';
 
+/** Prefix of a memo grant's lease id: the answer is memoized, no token was taken. */
+const MEMO_LEASE = 'memo:';
+
 /** Real ms a cut call keeps its token after it ended on our side (socket teardown, not simulated time). */
 const ABORT_SETTLE_MS = 10;
 
@@ -103,6 +106,8 @@ export function createAgentActors(deps: AgentActorDeps) {
   // The request an agent's token was estimated for: its call sends the same one (built once, not twice), unless
   // what it is built from changed in between.
   const built = new Map<string, { parts: PromptParts; request: Omit<EngineRequest, 'signal'> }>();
+  // Answers read from the memo before any token, by their memo grant, until `callEngine` takes them.
+  const memoized = new Map<string, EngineResult>();
   const requestFor = (agent: string, parts: PromptParts): Omit<EngineRequest, 'signal'> => {
     const b = built.get(agent);
     built.delete(agent);
@@ -113,59 +118,95 @@ export function createAgentActors(deps: AgentActorDeps) {
       b.parts.turnMessages === parts.turnMessages;
     return same ? b.request : buildRequest(parts);
   };
-  // The memo write happens off the call's path: the token goes back to the scheduler at once.
-  const remember = (key: string, value: unknown) => {
-    memo?.remember(key, value).catch((e: unknown) => {
+  // Durable before the call is reported done, but never holding a token (callers release it first). A failed
+  // write is logged, not fatal: the round's commit still records the turn; only a crash before it re-asks.
+  const remember = async (key: string, value: unknown): Promise<void> => {
+    if (!memo) return;
+    try {
+      await memo.remember(key, value);
+    } catch (e) {
       logger.warn(
         { key, error: scrubSecrets(e instanceof Error ? e.message : String(e)) },
         'call memo write failed',
       );
-    });
+    }
   };
 
+  /**
+   * Asks the scheduler for a token and an endpoint. With a memo, the memo is read FIRST, holding nothing: a call
+   * whose answer is memoized (a resumed round) gets a memo grant (`memo:<key>`) that takes no token, and its
+   * `callEngine` answers from the memo without going upstream.
+   */
   const acquireToken = fromCallback<AgentEvent, AcquireTokenInput>(({ input, sendBack }) => {
     let left = false;
     let granted: string | undefined;
     let ticket: TokenTicket | undefined;
-    try {
-      const session = deps.sessionOf(input.agent);
-      const request = buildRequest(input.prompt);
-      built.set(input.agent, { parts: input.prompt, request });
-      ticket = scheduler.request({
-        holder: input.agent,
-        tier: input.tier,
-        chain: input.chain,
-        ...(session !== undefined ? { session } : {}),
-        estimatedTokens: estimateRequestTokens(request),
-        maxWaitMs: input.maxWaitMs,
-        retry: input.retry,
-        attempt: input.attempt,
-      });
-    } catch (e) {
-      // Reported as an event (the machine's failure path), not thrown into XState.
-      sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
-      return () => {};
+    const request = () => {
+      try {
+        const session = deps.sessionOf(input.agent);
+        const built0 = buildRequest(input.prompt);
+        built.set(input.agent, { parts: input.prompt, request: built0 });
+        ticket = scheduler.request({
+          holder: input.agent,
+          tier: input.tier,
+          chain: input.chain,
+          ...(session !== undefined ? { session } : {}),
+          estimatedTokens: estimateRequestTokens(built0),
+          maxWaitMs: input.maxWaitMs,
+          retry: input.retry,
+          attempt: input.attempt,
+        });
+      } catch (e) {
+        // Reported as an event (the machine's failure path), not thrown into XState.
+        sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
+        return;
+      }
+      ticket.decision.then(
+        (d) => {
+          if (d.kind === 'granted') granted = d.grant.leaseId;
+          else built.delete(input.agent);
+          // The agent left `queued` first (cancelled, stopped): nobody will call with this grant.
+          if (left) {
+            built.delete(input.agent);
+            if (granted) scheduler.releaseUnclaimed(granted);
+            return;
+          }
+          sendBack({ type: 'TOKEN.ANSWER', output: tokenAnswer(d) });
+        },
+        (e: unknown) => {
+          if (!left) sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
+        },
+      );
+    };
+    if (!memo) request();
+    else {
+      const key = input.prompt.idempotencyKey;
+      memo.recall(key).then(
+        (hit) => {
+          if (left) return;
+          if (hit === undefined || hit === null) return request();
+          const result = hit as EngineResult;
+          const leaseId = `${MEMO_LEASE}${key}`;
+          memoized.set(leaseId, result);
+          const ids = deps.endpointsOf(input.agent, input.chain);
+          const endpointId = result.endpoint?.id ?? ids[0] ?? 'memo';
+          const index = Math.max(0, ids.indexOf(endpointId));
+          sendBack({
+            type: 'TOKEN.ANSWER',
+            output: { kind: 'granted', leaseId, endpointId, index, at: clock.now() },
+          });
+        },
+        // A memo that cannot be read might hold the answer: asking upstream again could repeat a call that had
+        // returned, so the turn fails (a bug or a lost store, reported sanitized), holding nothing.
+        (e: unknown) => {
+          if (!left) sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
+        },
+      );
     }
-    ticket.decision.then(
-      (d) => {
-        if (d.kind === 'granted') granted = d.grant.leaseId;
-        else built.delete(input.agent);
-        // The agent left `queued` first (cancelled, stopped): nobody will call with this grant.
-        if (left) {
-          built.delete(input.agent);
-          if (granted) scheduler.releaseUnclaimed(granted);
-          return;
-        }
-        sendBack({ type: 'TOKEN.ANSWER', output: tokenAnswer(d) });
-      },
-      (e: unknown) => {
-        if (!left) sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
-      },
-    );
     return () => {
       left = true;
       if (!granted) built.delete(input.agent);
-      ticket.withdraw();
+      ticket?.withdraw();
       // Leaving `queued` for `calling` claims the grant in the same step; anything else leaves it unclaimed.
       if (granted) queueMicrotask(() => scheduler.releaseUnclaimed(granted!));
     };
@@ -180,9 +221,14 @@ export function createAgentActors(deps: AgentActorDeps) {
     const controller = new AbortController();
     let left = false;
     let ended = false;
-    callEngineBody(input, controller).then(
-      (outcome) => {
+    let answered: [string, EngineResult] | undefined;
+    callEngineBody(input, controller, (key, result) => {
+      answered = [key, result];
+    }).then(
+      async (outcome) => {
         ended = true;
+        // The token is back already (the body released it); the answer is made durable before it is reported.
+        if (answered) await remember(answered[0], answered[1]);
         if (!left) sendBack({ type: 'CALL.DONE', output: outcome });
       },
       (e: unknown) => {
@@ -199,8 +245,24 @@ export function createAgentActors(deps: AgentActorDeps) {
   const callEngineBody = async (
     input: CallEngineInput,
     controller: AbortController,
+    onAnswer: (key: string, result: EngineResult) => void,
   ): Promise<CallOutcome> => {
     const { signal } = controller;
+    if (input.leaseId.startsWith(MEMO_LEASE)) {
+      // A memo grant: no token was taken and nothing goes upstream.
+      const key = input.leaseId.slice(MEMO_LEASE.length);
+      const result = (memoized.get(input.leaseId) ?? (await memo?.recall(key))) as EngineResult | undefined;
+      memoized.delete(input.leaseId);
+      if (result) return { ok: true, result, at: clock.now(), memoized: true };
+      const fault: Fault = {
+        kind: 'cancelled',
+        provider: 'openai',
+        code: 'lease_lost',
+        message: 'the memoized answer was gone before the call started; nothing was sent',
+        endpointId: input.endpointId,
+      };
+      return { ok: false, fault, at: clock.now(), leaseLost: true };
+    }
     const grant = scheduler.claim(input.leaseId, (reason) => controller.abort(reason));
     if (!grant) {
       const fault: Fault = {
@@ -216,8 +278,7 @@ export function createAgentActors(deps: AgentActorDeps) {
     try {
       const request = requestFor(input.agent, input.prompt);
       const key = request.idempotencyKey;
-      const remembered = (await memo?.recall(key)) as EngineResult | undefined;
-      if (remembered) return { ok: true, result: remembered, at: clock.now(), memoized: true };
+      // The memo was read before the token was asked for (acquireToken): nothing is read while holding it.
       const engine = endpoints.get(input.endpointId)?.engine;
       const started = clock.now();
       const wallStartedAt = Date.now();
@@ -276,7 +337,7 @@ export function createAgentActors(deps: AgentActorDeps) {
           requestModel: engine.endpoint.model,
           usage: result.usage,
         });
-        remember(key, result);
+        onAnswer(key, result);
         return { ok: true, result, at, memoized: false };
       } catch (e) {
         const at = clock.now();
@@ -351,7 +412,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         }
       }
       logger.info({ agent: input.agent, tool: call.name, isError: record.isError }, 'tool');
-      remember(key, record);
+      await remember(key, record);
       results.push(record);
     }
     return { results, at: clock.now() };

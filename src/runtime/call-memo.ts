@@ -8,8 +8,8 @@ import type { Fault } from '../faults/fault.ts';
 export interface CallMemo {
   recall(key: string): Promise<unknown | undefined>;
   /**
-   * Writes a finished call's result. The runtime does not wait for it (the concurrency token is given back
-   * first); whoever commits must call {@link CallMemo.settle} before committing.
+   * Writes a finished call's result durably. The runtime gives the concurrency token back first, then waits for
+   * this write before it reports the call (and so the turn) done.
    */
   remember(key: string, value: unknown): Promise<void>;
   /** Resolves when every write started so far has landed. */

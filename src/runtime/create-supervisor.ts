@@ -35,6 +35,7 @@ import { globalTracingRegistered } from '../observability/global-tracing.ts';
 import { TurnTracer } from '../observability/turn-tracer.ts';
 import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
 import { DEFAULT_BYOK_SESSION, wireByok } from './supervisor-byok.ts';
+import { restoredAgentSnapshot } from './agent-snapshot.ts';
 import { emptyMemory } from './turn.ts';
 
 export type { AgentStateChange, AgentStateName } from './agent-handle-types.ts';
@@ -366,13 +367,17 @@ export function createSupervisor(
       settings: agentSettings(definition, tier, config),
       memory: spawnOptions.memory ?? emptyMemory(definition.memory),
     };
+    // A stored snapshot holds neither settings (the definition gives them) nor utterances (the turns log does).
+    const snapshot = spawnOptions.snapshot
+      ? restoredAgentSnapshot(spawnOptions.snapshot, agentInput.settings, agentInput.memory)
+      : undefined;
     // Not a child of the lifecycle (no `children` snapshot to copy: spawn and stop are O(1)), but on its system:
     // one system for all agents, the inspection feed and the clock included.
     const actor: Actor<typeof agentMachine> = createActor(agentLogic, {
       id: definition.name,
       parent: lifecycle,
       input: agentInput,
-      ...(spawnOptions.snapshot ? { snapshot: spawnOptions.snapshot as Snapshot<unknown> } : {}),
+      ...(snapshot ? { snapshot: snapshot as unknown as Snapshot<unknown> } : {}),
     });
     const h = new LlmAgentHandle(definition.name, tier, actor, handleHooks);
     handles.set(definition.name, h);
@@ -399,6 +404,16 @@ export function createSupervisor(
       return () => eventListeners.delete(listener);
     },
     health: () => endpoints.views(clock.now()),
+    durable: {
+      exportHealth: () => endpoints.exportHealth(clock.now()),
+      restoreHealth: (data) => {
+        endpoints.restoreHealth(data);
+        scheduler.rescan();
+      },
+      restoreAnswers: (entries) => {
+        for (const e of entries) cache.remember(e.agent, e.prompt, e.answer, e.at);
+      },
+    },
     tokens: () => scheduler.view(),
     setLimit: (limit) => {
       if (!(Number.isInteger(limit) && limit >= 1))

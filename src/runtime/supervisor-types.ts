@@ -3,7 +3,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import type { Engine } from '../engines/engine-types.ts';
 import type { RuntimeEventListener } from '../events/runtime-event.ts';
-import type { EndpointHealth } from '../health/endpoint-health-view.ts';
+import type { EndpointHealth, EndpointHealthExport } from '../health/endpoint-health-view.ts';
 import type { SchedulerReport, TokenView } from '../scheduler/token-scheduler.ts';
 import type { CallMemo } from './call-memo.ts';
 import type { AgentDefinition } from './agent-definition.ts';
@@ -74,10 +74,21 @@ export interface SpawnOptions {
   /** Working memory to start from (a resumed run). Default: empty, with the definition's initial slots. */
   readonly memory?: AgentMemory;
   /**
-   * A persisted snapshot of this agent's actor (`handle.persistedSnapshot()`) to restore instead of starting
-   * fresh: a cooling agent wakes at its stored deadline, a queued one asks for a token again. Default none.
+   * A persisted snapshot of this agent's actor to restore instead of starting fresh (`handle.persistedSnapshot()`,
+   * or the stored part of it, `durableAgentState(...).snapshot`: settings come from the definition and memory
+   * from `memory`): a cooling agent wakes at its stored deadline, a queued one asks for a token again. Default none.
    */
   readonly snapshot?: unknown;
+}
+
+/** The runtime's durable state besides its agents: endpoint health and the degraded layer's answer cache. */
+export interface SupervisorDurable {
+  /** Every configured endpoint's health (breaker, cooldown, disable, buckets, AIMD), by endpoint id. */
+  exportHealth(): Record<string, EndpointHealthExport>;
+  /** Puts exported health back (a resumed run, before its first ask); unknown endpoint ids are skipped. */
+  restoreHealth(data: Readonly<Record<string, EndpointHealthExport>>): void;
+  /** Files earlier good answers in the answer cache, oldest first (a resumed run). */
+  restoreAnswers(entries: readonly { agent: string; prompt: string; answer: string; at?: number }[]): void;
 }
 
 /**
@@ -136,6 +147,8 @@ export interface Supervisor {
   /** Calls `listener` with every runtime event (the same feed as the `onEvent` option). Returns the unsubscribe function. */
   subscribeEvents(listener: RuntimeEventListener): () => void;
   health(): readonly EndpointHealth[];
+  /** What the durable store keeps of the runtime besides the agents, and puts back on resume. */
+  readonly durable: SupervisorDurable;
   tokens(): TokenView;
   /** Changes the number of global concurrency tokens (at least 1). */
   setLimit(limit: number): void;

@@ -18,7 +18,7 @@ export {
 } from './migrate-to-latest.ts';
 export { MIGRATION_NAMES, breakwaterMigrationProvider } from './migration-provider.ts';
 export { createRunStore, type RunStore, type RunStoreOptions } from './run-store.ts';
-export { agentSnapshotDataSchema } from './agent-snapshot-schema.ts';
+export { agentStateSchema } from './agent-state-schema.ts';
 export {
   RoundCommitConflictError,
   isRoundCommitConflictError,
@@ -41,19 +41,19 @@ export {
 } from './store-errors.ts';
 export type { RunStatus, StoreSchema, TurnOutcome } from './store-schema.ts';
 export type {
-  AgentSnapshotData,
-  AgentSnapshotRecord,
+  AgentStateInput,
+  AgentStateRecord,
   CommitRoundInput,
   CreateRunInput,
   EventInput,
   EventRecord,
   ListRunsOptions,
-  LoadSnapshotsOptions,
+  LoadStatesOptions,
   ReadEventsOptions,
+  RecentTurnsOptions,
   RememberCallInput,
   RoundRecord,
   RunRecord,
-  SnapshotInput,
   StoreCallOptions,
   TurnInput,
   TurnRecord,
@@ -63,3 +63,15 @@ export {
   findDatabaseUnavailable,
   isDatabaseUnavailableError,
 } from './database-unavailable-error.ts';
+export {
+  RunLeaseHeldError,
+  acquireRunLease,
+  isRunLeaseHeldError,
+  type RunLease,
+  type RunLeaseOptions,
+} from './run-lease.ts';
+export {
+  DataDirInUseError,
+  PGLITE_LOCK_FILE,
+  isDataDirInUseError,
+} from './pglite-lock.ts';

@@ -1,5 +1,6 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from '../../migrations/0001-initial.ts';
+import * as m0002 from '../../migrations/0002-durable-state-v2.ts';
 
 /**
  * Every migration in `migrations/`, by name. A static import map instead of reading the folder at
@@ -8,6 +9,7 @@ import * as m0001 from '../../migrations/0001-initial.ts';
  */
 const MIGRATIONS: Readonly<Record<string, Migration>> = Object.freeze({
   '0001-initial': m0001,
+  '0002-durable-state-v2': m0002,
 });
 
 /**

@@ -5,6 +5,7 @@ import { PGliteDialect } from 'kysely-pglite-dialect';
 import { DatabaseUnavailableError } from './database-unavailable-error.ts';
 import { createGuardedPool, type GuardedPoolOptions } from './guarded-pg-pool.ts';
 import { migrateToLatest } from './migrate-to-latest.ts';
+import { isDataDirInUseError, lockDataDir } from './pglite-lock.ts';
 import { createPGlite } from './pglite-template.ts';
 import type { StoreSchema } from './store-schema.ts';
 import { redactUrl } from '../redact/secret-scrubber.ts';
@@ -116,7 +117,7 @@ function chooseTarget(options: OpenDatabaseOptions): Target {
 async function connect(
   target: Target,
   options: OpenDatabaseOptions,
-): Promise<{ db: Kysely<StoreSchema>; location: string }> {
+): Promise<{ db: Kysely<StoreSchema>; location: string; unlock?: () => void }> {
   if (target.backend === 'postgres') {
     const guarded = createGuardedPool({
       url: target.url,
@@ -128,6 +129,7 @@ async function connect(
       location: redactUrl(target.url),
     };
   }
+  let unlock: (() => void) | undefined;
   try {
     // A fresh cluster starts from the cached initdb template (see pglite-template.ts): seconds saved per open.
     if (target.dataDir === IN_MEMORY) {
@@ -136,9 +138,13 @@ async function connect(
     }
     const dir = resolve(process.cwd(), target.dataDir);
     await mkdir(dir, { recursive: true });
+    // PGlite is single-process: a second process on the folder is refused before PGlite touches it.
+    unlock = lockDataDir(dir);
     const pglite = await createPGlite(dir);
-    return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: dir };
+    return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: dir, unlock };
   } catch (e) {
+    unlock?.();
+    if (isDataDirInUseError(e)) throw e;
     // PGlite's file system errors are plain objects ({ name: 'ErrnoError', errno }), not Errors.
     const { code, errno, message } = (e ?? {}) as { code?: unknown; errno?: unknown; message?: unknown };
     const why =
@@ -161,7 +167,8 @@ async function connect(
  * Backend choice, first match wins: `options.url` → PostgreSQL; `options.dataDir` → PGlite there;
  * env `DATABASE_URL` → PostgreSQL; else PGlite in env `BREAKWATER_DATA_DIR` or `.breakwater/`.
  * Both backends run the same migrations and the same queries. PGlite takes a few seconds to start:
- * open once and share the instance. One PGlite directory must be opened by one process at a time.
+ * open once and share the instance. One PGlite directory is opened by one process at a time: a second
+ * process gets a `DataDirInUseError` naming the holder (a lock file in the folder; a dead holder's is taken over).
  *
  * @example
  * ```ts
@@ -174,10 +181,10 @@ async function connect(
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<BreakwaterDatabase> {
   options.signal?.throwIfAborted();
   const target = chooseTarget(options);
-  const { db, location } = await connect(target, options);
+  const { db, location, unlock } = await connect(target, options);
   let closed: Promise<void> | undefined;
   const close = () => {
-    closed ??= db.destroy();
+    closed ??= db.destroy().finally(() => unlock?.());
     return closed;
   };
   try {

@@ -1,10 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
+import { PGLITE_LOCK_FILE } from './pglite-lock.ts';
 
 /**
  * A fresh PGlite cluster costs an `initdb` (3 s on an idle 2-core machine, over 10 s on a loaded one),
@@ -63,7 +64,8 @@ export function pgliteTemplatePath(
 function isFresh(dir: string | undefined): boolean {
   if (dir === undefined) return true;
   try {
-    return readdirSync(dir).length === 0;
+    // The single-process lock (pglite-lock.ts) is ours, not the cluster's.
+    return readdirSync(dir).every((name) => name === PGLITE_LOCK_FILE);
   } catch {
     return true;
   }
@@ -98,7 +100,9 @@ export async function createPGlite(dataDir: string | undefined): Promise<PGlite>
     } catch {
       await rm(template, { force: true });
       if (dataDir !== undefined) {
-        await rm(dataDir, { recursive: true, force: true });
+        // Whatever the failed load left, except the lock this process holds on the folder.
+        for (const name of await readdir(dataDir).catch(() => [] as string[]))
+          if (name !== PGLITE_LOCK_FILE) await rm(join(dataDir, name), { recursive: true, force: true });
         await mkdir(dataDir, { recursive: true });
       }
     }

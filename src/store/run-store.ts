@@ -1,14 +1,13 @@
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { type Clock, systemClock } from '../clock/clock.ts';
-import { describeSnapshotProblem } from './agent-snapshot-schema.ts';
+import { describeStateProblem } from './agent-state-schema.ts';
 import type { BreakwaterDatabase } from './open-database.ts';
-import { RoundCommitConflictError } from './round-commit-conflict-error.ts';
+import { type CommittedStates, commitRoundStatement } from './round-commit.ts';
 import { SnapshotRestoreError } from './snapshot-restore-error.ts';
 import {
   INT4_MAX,
   RUN_STATUSES,
   TURN_OUTCOMES,
-  asSnapshotData,
   chunk,
   encodeJson,
   encodeText,
@@ -21,17 +20,18 @@ import {
   toRunRecord,
   toTurnRecord,
 } from './store-codec.ts';
-import { RunExistsError, RunNotFoundError, StoreInputError } from './store-errors.ts';
+import { RunExistsError, RunNotFoundError } from './store-errors.ts';
 import type { RunStatus, StoreSchema } from './store-schema.ts';
 import type {
-  AgentSnapshotRecord,
+  AgentStateRecord,
   CommitRoundInput,
   CreateRunInput,
   EventInput,
   EventRecord,
   ListRunsOptions,
-  LoadSnapshotsOptions,
+  LoadStatesOptions,
   ReadEventsOptions,
+  RecentTurnsOptions,
   RememberCallInput,
   RoundRecord,
   RunRecord,
@@ -69,11 +69,16 @@ export interface RunStore {
    */
   listRuns(options?: ListRunsOptions): Promise<RunRecord[]>;
   /**
-   * Sets the status; `finishedAt` is set for `completed`/`failed` and cleared otherwise.
+   * Sets the status; `finishedAt` is set for `completed`/`failed` and cleared otherwise; `failure` (one line)
+   * is kept for `failed` and cleared otherwise.
    * @throws {RunNotFoundError}
-   * @example `await store.setRunStatus('r-1', 'interrupted')`
+   * @example `await store.setRunStatus('r-1', 'failed', { failure: 'OPENAI_API_KEY is not set' })`
    */
-  setRunStatus(runId: string, status: RunStatus, options?: StoreCallOptions): Promise<RunRecord>;
+  setRunStatus(
+    runId: string,
+    status: RunStatus,
+    options?: StoreCallOptions & { readonly failure?: string },
+  ): Promise<RunRecord>;
   /**
    * Memoizes a successful call under its idempotency key, at once (not at round commit). Insert-or-ignore:
    * the value stored first wins and is returned to every caller, so two racers agree.
@@ -92,12 +97,23 @@ export interface RunStore {
    */
   recallCalls<T = unknown>(keys: readonly string[], options?: StoreCallOptions): Promise<Record<string, T>>;
   /**
-   * Commits a round in ONE transaction: the round row, its turns, its snapshots, and a compare-and-set
-   * of `runs.current_round` from `round - 1` to `round`. All or nothing.
+   * Every memoized result of a run whose key starts with `prefix` (e.g. the round a crash interrupted:
+   * `<runId>:<round>:`), keyed by idempotency key. One query: a resume reads its memo once, not per call.
+   * @example `const memo = await store.recallCallsByPrefix(runId, \`${runId}:${round}:\`)`
+   */
+  recallCallsByPrefix<T = unknown>(
+    runId: string,
+    prefix: string,
+    options?: StoreCallOptions,
+  ): Promise<Map<string, T>>;
+  /**
+   * Commits a round in ONE statement: the round row with the endpoints' health, its turns (numbered in each
+   * agent's order), the agents' state rows that changed since this store's last commit of the run (upserted),
+   * and a compare-and-set of `runs.current_round` from `round - 1` to `round`. All or nothing.
    * @throws {RoundCommitConflictError} when the round is already committed, out of order or the run
    *   is missing — nothing is written
-   * @throws {StoreInputError} on duplicate (itemId, agent) turns, duplicate agents, a malformed snapshot
-   * @example `await store.commitRound({ runId, round: 2, turns, snapshots, summary: { answered: 5 } })`
+   * @throws {StoreInputError} on duplicate (itemId, agent) turns, duplicate agents, bad ids or numbers
+   * @example `await store.commitRound({ runId, round: 2, turns, states, health, summary: { answered: 5 } })`
    */
   commitRound(input: CommitRoundInput, options?: StoreCallOptions): Promise<RoundRecord>;
   /**
@@ -111,15 +127,23 @@ export interface RunStore {
    */
   listTurns(runId: string, options?: StoreCallOptions & { readonly round?: number }): Promise<TurnRecord[]>;
   /**
-   * Per agent, its snapshot from the latest round it committed one in, validated. Reads only.
-   * @throws {SnapshotRestoreError} when a snapshot is corrupt or from another machine version
+   * Per agent of the run, its state row, validated. Reads only.
+   * @throws {SnapshotRestoreError} when a state is corrupt or from another machine version
    * @throws {RunNotFoundError}
-   * @example `const byAgent = await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION })`
+   * @example `const byAgent = await store.loadAgentStates(runId, { machineVersion: AGENT_MACHINE_VERSION })`
    */
-  loadLatestSnapshots(
-    runId: string,
-    options: LoadSnapshotsOptions,
-  ): Promise<Record<string, AgentSnapshotRecord>>;
+  loadAgentStates(runId: string, options: LoadStatesOptions): Promise<Record<string, AgentStateRecord>>;
+  /**
+   * Per agent, its last `limit` committed turns (optionally of some outcomes only), oldest first: one short
+   * index scan per agent, however long the run.
+   * @example `const window = (await store.recentTurns(runId, { agents: ['Kai'], limit: 6 }))['Kai']`
+   */
+  recentTurns(runId: string, options: RecentTurnsOptions): Promise<Record<string, TurnRecord[]>>;
+  /**
+   * The endpoints' health committed with the run's last round, or `undefined` (no round, or none stored).
+   * @example `const health = await store.lastHealth(runId)`
+   */
+  lastHealth(runId: string, options?: StoreCallOptions): Promise<unknown>;
   /**
    * Appends events in batched inserts (all of one call in one transaction).
    * @example `await store.appendEvents(runId, [{ seq: 1, at: clock.now(), type: 'COOLING', agent: 'analyst', endpoint: 'primary', data: { until } }])`
@@ -145,8 +169,6 @@ export interface RunStoreOptions {
   readonly clock?: Clock;
 }
 
-const TURN_CHUNK = 1_000; // 14 parameters a row
-const SNAPSHOT_CHUNK = 2_000; // 5 parameters a row
 const EVENT_CHUNK = 2_000; // 8 parameters a row
 const KEY_CHUNK = 5_000;
 
@@ -166,6 +188,7 @@ export function createRunStore(
   const db: Kysely<StoreSchema> = database.db;
   const clock = options.clock ?? systemClock;
   const now = () => new Date(clock.now());
+  const committedStates: CommittedStates = new Map();
 
   async function requireRun(runId: string): Promise<void> {
     const row = await db.selectFrom('runs').select('run_id').where('run_id', '=', runId).executeTakeFirst();
@@ -228,6 +251,7 @@ export function createRunStore(
           status: next,
           updated_at: at,
           finished_at: next === 'completed' || next === 'failed' ? at : null,
+          failure: next === 'failed' && opts.failure ? encodeText(opts.failure) : null,
         })
         .where('run_id', '=', id)
         .returningAll()
@@ -295,148 +319,20 @@ export function createRunStore(
       return Object.fromEntries(entries) as Record<string, T>;
     },
 
-    async commitRound(input, opts = {}) {
-      const op = 'commitRound';
+    async recallCallsByPrefix<T = unknown>(runId: string, prefix: string, opts: StoreCallOptions = {}) {
       opts.signal?.throwIfAborted();
-      const runId = requireId(op, 'runId', input.runId);
-      const round = requireInt(op, 'round', input.round, 1, INT4_MAX);
-      if (!Array.isArray(input.turns))
-        throw new StoreInputError({ operation: op, field: 'turns', message: 'must be an array' });
-      if (!Array.isArray(input.snapshots)) {
-        throw new StoreInputError({ operation: op, field: 'snapshots', message: 'must be an array' });
-      }
+      const id = requireId('recallCallsByPrefix', 'runId', runId);
+      const rows = await db
+        .selectFrom('call_results')
+        .select(['idempotency_key', 'result'])
+        .where('run_id', '=', id)
+        .where(sql<boolean>`starts_with(idempotency_key, ${prefix})`)
+        .execute();
+      return new Map(rows.map((r) => [r.idempotency_key, r.result as T]));
+    },
 
-      // Encode and check everything before the transaction: no CPU work while holding the run's row lock.
-      const turnKeys = new Set<string>();
-      const turnRows = input.turns.map((t, i) => {
-        const f = (name: string) => `turns[${i}].${name}`;
-        const itemId = requireId(op, f('itemId'), t.itemId);
-        const agent = requireId(op, f('agent'), t.agent);
-        if (t.faults !== undefined && !Array.isArray(t.faults)) {
-          throw new StoreInputError({
-            operation: op,
-            field: f('faults'),
-            message: 'must be an array of faults',
-          });
-        }
-        const key = JSON.stringify([itemId, agent]);
-        if (turnKeys.has(key)) {
-          throw new StoreInputError({
-            operation: op,
-            field: `turns[${i}]`,
-            message: `repeats item "${itemId}" for agent "${agent}"; a round holds one turn per (item, agent)`,
-          });
-        }
-        turnKeys.add(key);
-        return {
-          run_id: runId,
-          round,
-          item_id: itemId,
-          agent,
-          position: i,
-          prompt: encodeJson(op, f('prompt'), t.prompt),
-          answer: encodeJson(op, f('answer'), t.answer ?? null),
-          outcome: requireOneOf(op, f('outcome'), t.outcome, TURN_OUTCOMES),
-          endpoint_id: optionalId(op, f('endpointId'), t.endpointId),
-          degraded: t.degraded === true,
-          usage: encodeJson(op, f('usage'), t.usage ?? null),
-          faults: encodeJson(op, f('faults'), t.faults ?? []),
-          wait_ms: requireInt(op, f('waitMs'), Math.round(t.waitMs ?? 0), 0, INT4_MAX),
-          idempotency_key: optionalId(op, f('idempotencyKey'), t.idempotencyKey),
-        };
-      });
-      const agents = new Set<string>();
-      const snapshotRows = input.snapshots.map((s, i) => {
-        const agent = requireId(op, `snapshots[${i}].agent`, s.agent);
-        if (agents.has(agent)) {
-          throw new StoreInputError({
-            operation: op,
-            field: `snapshots[${i}]`,
-            message: `repeats agent "${agent}"; a round holds one snapshot per agent`,
-          });
-        }
-        agents.add(agent);
-        const data = encodeJson(op, `snapshots[${i}].data`, s.data);
-        const problem = describeSnapshotProblem(JSON.parse(data));
-        if (problem) {
-          throw new StoreInputError({
-            operation: op,
-            field: `snapshots[${i}].data`,
-            message: `is not an agent snapshot (${problem}); it could never be restored`,
-          });
-        }
-        return {
-          agent,
-          data,
-          machineVersion: optionalId(op, `snapshots[${i}].machineVersion`, s.machineVersion),
-        };
-      });
-      const summary = encodeJson(op, 'summary', input.summary ?? null);
-      const committedAt = now();
-
-      return db.transaction().execute(async (trx) => {
-        // The compare-and-set goes first: it locks the run's row, so a concurrent commit of the same
-        // round waits here and then matches nothing.
-        const cas = await trx
-          .updateTable('runs')
-          .set({ current_round: round, updated_at: committedAt })
-          .where('run_id', '=', runId)
-          .where('current_round', '=', round - 1)
-          .returning('machine_version')
-          .executeTakeFirst();
-        if (!cas) {
-          const run = await trx
-            .selectFrom('runs')
-            .select('current_round')
-            .where('run_id', '=', runId)
-            .executeTakeFirst();
-          throw new RoundCommitConflictError({
-            runId,
-            round,
-            currentRound: run?.current_round,
-            reason: !run
-              ? 'run_not_found'
-              : run.current_round >= round
-                ? 'already_committed'
-                : 'out_of_order',
-          });
-        }
-        const inserted = await trx
-          .insertInto('rounds')
-          .values({ run_id: runId, round, committed_at: committedAt, summary })
-          .onConflict((oc) => oc.columns(['run_id', 'round']).doNothing())
-          .returningAll()
-          .executeTakeFirst();
-        if (!inserted) {
-          throw new RoundCommitConflictError({
-            runId,
-            round,
-            currentRound: round - 1,
-            reason: 'already_committed',
-          });
-        }
-        for (const part of chunk(turnRows, TURN_CHUNK)) {
-          opts.signal?.throwIfAborted();
-          await trx.insertInto('turns').values(part).execute();
-        }
-        for (const part of chunk(snapshotRows, SNAPSHOT_CHUNK)) {
-          opts.signal?.throwIfAborted();
-          await trx
-            .insertInto('agent_snapshots')
-            .values(
-              part.map((s) => ({
-                run_id: runId,
-                agent: s.agent,
-                round,
-                data: s.data,
-                machine_version: s.machineVersion ?? cas.machine_version,
-              })),
-            )
-            .execute();
-        }
-        opts.signal?.throwIfAborted();
-        return toRoundRecord(inserted);
-      });
+    commitRound(input, opts = {}) {
+      return commitRoundStatement(db, input, now(), committedStates, opts.signal);
     },
 
     async listRounds(runId, opts = {}) {
@@ -461,56 +357,81 @@ export function createRunStore(
       return rows.map(toTurnRecord);
     },
 
-    async loadLatestSnapshots(runId, opts) {
-      const op = 'loadLatestSnapshots';
+    async loadAgentStates(runId, opts) {
+      const op = 'loadAgentStates';
       opts.signal?.throwIfAborted();
       const id = requireId(op, 'runId', runId);
       const expected = requireId(op, 'machineVersion', opts?.machineVersion);
       await requireRun(id);
       opts.signal?.throwIfAborted();
       const rows = await db
-        .selectFrom('agent_snapshots')
+        .selectFrom('agent_states')
         .selectAll()
-        .distinctOn('agent')
         .where('run_id', '=', id)
         .orderBy('agent')
-        .orderBy('round', 'desc')
         .execute();
-      const out: [string, AgentSnapshotRecord][] = [];
+      const out: [string, AgentStateRecord][] = [];
       for (const row of rows) {
-        // Version first: a snapshot from another version may legitimately have another shape.
+        const where = { runId: id, agent: row.agent, round: row.last_round };
+        // Version first: a state from another version may legitimately have another shape.
         if (row.machine_version !== expected) {
           throw new SnapshotRestoreError({
-            runId: id,
-            agent: row.agent,
-            round: row.round,
+            ...where,
             reason: 'machine_version_mismatch',
             storedVersion: row.machine_version,
             expectedVersion: expected,
           });
         }
-        const problem = describeSnapshotProblem(row.data);
-        if (problem) {
-          throw new SnapshotRestoreError({
-            runId: id,
-            agent: row.agent,
-            round: row.round,
-            reason: 'corrupt',
-            detail: problem,
-          });
-        }
+        const data = { snapshot: row.snapshot, slots: row.slots, toolResults: row.tool_results };
+        const problem = describeStateProblem(data);
+        if (problem) throw new SnapshotRestoreError({ ...where, reason: 'corrupt', detail: problem });
         out.push([
           row.agent,
           Object.freeze({
             runId: id,
             agent: row.agent,
-            round: row.round,
+            lastRound: row.last_round,
             machineVersion: row.machine_version,
-            data: asSnapshotData(row.data),
+            snapshot: data.snapshot as Record<string, unknown>,
+            slots: data.slots as Record<string, unknown>,
+            toolResults: data.toolResults as unknown[],
           }),
         ]);
       }
       return Object.fromEntries(out);
+    },
+
+    async recentTurns(runId, opts) {
+      const op = 'recentTurns';
+      opts.signal?.throwIfAborted();
+      const id = requireId(op, 'runId', runId);
+      const limit = requireInt(op, 'limit', opts.limit, 0, INT4_MAX);
+      const outcomes = opts.outcomes?.map((o, i) => requireOneOf(op, `outcomes[${i}]`, o, TURN_OUTCOMES));
+      const agents = opts.agents.map((a, i) => requireId(op, `agents[${i}]`, a));
+      // One backward scan of (run_id, agent, agent_seq) per agent, all at once (a server runs them in parallel).
+      const lists = await Promise.all(
+        agents.map(async (agent) => {
+          if (limit === 0) return [];
+          let query = db.selectFrom('turns').selectAll().where('run_id', '=', id).where('agent', '=', agent);
+          if (outcomes) query = query.where('outcome', 'in', outcomes);
+          const rows = await query.orderBy('agent_seq', 'desc').limit(limit).execute();
+          return rows.reverse().map(toTurnRecord);
+        }),
+      );
+      return Object.fromEntries(agents.map((a, i) => [a, lists[i]!]));
+    },
+
+    async lastHealth(runId, opts = {}) {
+      opts.signal?.throwIfAborted();
+      const id = requireId('lastHealth', 'runId', runId);
+      const row = await db
+        .selectFrom('rounds')
+        .select('health')
+        .where('run_id', '=', id)
+        .orderBy('round', 'desc')
+        .limit(1)
+        .executeTakeFirst();
+      return row?.health ?? undefined;
     },
 
     async appendEvents(runId, events, opts = {}) {

@@ -13,12 +13,12 @@ export type SnapshotRestoreReason =
   | 'machine_version_mismatch';
 
 /**
- * `loadLatestSnapshots` refused an agent's latest snapshot. Nothing was changed in the database;
+ * `loadAgentStates` refused an agent's state. Nothing was changed in the database;
  * the run can be resumed once the cause is fixed (run the matching breakwater version) or restarted.
  *
  * @example
  * ```ts
- * try { await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION }); }
+ * try { await store.loadAgentStates(runId, { machineVersion: AGENT_MACHINE_VERSION }); }
  * catch (e) {
  *   if (isSnapshotRestoreError(e)) console.error(`${e.runId}/${e.agent}: ${e.reason}`);
  *   throw e;
@@ -29,7 +29,7 @@ export class SnapshotRestoreError extends Error {
   readonly code = 'SNAPSHOT_INVALID' as const;
   readonly runId: string;
   readonly agent: string;
-  /** The round the refused snapshot was committed in. */
+  /** The round in which the refused state was last committed. */
   readonly round: number;
   readonly reason: SnapshotRestoreReason;
   /** For `machine_version_mismatch`: the version stored with the snapshot. */
@@ -49,7 +49,7 @@ export class SnapshotRestoreError extends Error {
     const message =
       opts.reason === 'machine_version_mismatch'
         ? `cannot restore snapshot of ${where}: it was written by agent machine version "${opts.storedVersion}" but this runtime is "${opts.expectedVersion}"; resume it with the breakwater version that wrote it, or start a new run`
-        : `cannot restore snapshot of ${where}: the stored data is corrupt (${opts.detail ?? 'wrong shape'}); the run cannot resume from it: start a new run, or repair the agent_snapshots row`;
+        : `cannot restore snapshot of ${where}: the stored data is corrupt (${opts.detail ?? 'wrong shape'}); the run cannot resume from it: start a new run, or repair the agent_states row`;
     super(message);
     this.name = 'SnapshotRestoreError';
     this.runId = opts.runId;

@@ -1,7 +1,7 @@
 import type { Selectable } from 'kysely';
 import type { Usage } from '../engines/engine-types.ts';
 import type { Fault } from '../faults/fault.ts';
-import type { AgentSnapshotData, EventRecord, RoundRecord, RunRecord, TurnRecord } from './store-types.ts';
+import type { EventRecord, RoundRecord, RunRecord, TurnRecord } from './store-types.ts';
 import type {
   EventsTable,
   RoundsTable,
@@ -36,21 +36,16 @@ export const TURN_OUTCOMES: readonly TurnOutcome[] = Object.freeze([
 /** PostgreSQL rejects U+0000 in `text` and in JSONB strings; a model can still emit it. */
 const NUL = '\u0000';
 const REPLACEMENT = '\uFFFD';
-
-function cleanJson(value: unknown): unknown {
-  if (typeof value === 'string') return value.replaceAll(NUL, REPLACEMENT);
-  if (Array.isArray(value)) return value.map(cleanJson);
-  if (value !== null && typeof value === 'object') {
-    return Object.fromEntries(
-      Object.entries(value).map(([k, v]) => [k.replaceAll(NUL, REPLACEMENT), cleanJson(v)]),
-    );
-  }
-  return value;
-}
+/**
+ * In JSON text U+0000 is the escape `\u0000`; an escaped backslash before `u0000` (`\\u0000`, the literal text
+ * "\u0000") is not one. An odd run of backslashes is.
+ */
+const ESCAPED_NUL = /(?<!\\)((?:\\\\)*)\\u0000/g;
 
 /**
- * JSON text for a JSONB parameter: the value's JSON form (Dates become ISO strings, `undefined`
- * becomes `null`), U+0000 replaced (PostgreSQL refuses it). Both drivers accept the text for a jsonb column.
+ * JSON text for a JSONB parameter: the value's JSON form (Dates become ISO strings, `undefined` becomes
+ * `null`), U+0000 replaced by U+FFFD (PostgreSQL refuses it). One `JSON.stringify`, then one scan of the text
+ * (no copies of the value): this runs once per commit.
  */
 export function encodeJson(operation: string, field: string, value: unknown): string {
   let text: string | undefined;
@@ -64,7 +59,7 @@ export function encodeJson(operation: string, field: string, value: unknown): st
     });
   }
   if (text === undefined) return 'null';
-  return JSON.stringify(cleanJson(JSON.parse(text) as unknown));
+  return text.includes('\\u0000') ? text.replace(ESCAPED_NUL, '$1\\ufffd') : text;
 }
 
 /** Free text: stored as given (U+0000 replaced), never refused. */
@@ -147,6 +142,7 @@ export function toRunRecord(row: Selectable<RunsTable>): RunRecord {
     createdAt: toMs(row.created_at),
     updatedAt: toMs(row.updated_at),
     finishedAt: row.finished_at === null ? null : toMs(row.finished_at),
+    failure: row.failure ?? null,
   });
 }
 
@@ -156,6 +152,7 @@ export function toRoundRecord(row: Selectable<RoundsTable>): RoundRecord {
     round: row.round,
     committedAt: toMs(row.committed_at),
     summary: row.summary,
+    health: row.health ?? null,
   });
 }
 
@@ -166,6 +163,7 @@ export function toTurnRecord(row: Selectable<TurnsTable>): TurnRecord {
     position: row.position,
     itemId: row.item_id,
     agent: row.agent,
+    agentSeq: row.agent_seq,
     prompt: row.prompt,
     answer: row.answer,
     outcome: row.outcome,
@@ -189,11 +187,6 @@ export function toEventRecord(row: Selectable<EventsTable>): EventRecord {
     endpoint: row.endpoint,
     data: row.data,
   });
-}
-
-/** Narrowing helper for data already checked by the zod schema. */
-export function asSnapshotData(data: unknown): AgentSnapshotData {
-  return data as AgentSnapshotData;
 }
 
 /** Splits `items` into chunks small enough for one statement (PostgreSQL allows 65 535 parameters). */

@@ -49,6 +49,11 @@ export interface RunsTable {
   created_at: TimestampColumn;
   updated_at: TimestampColumn;
   finished_at: ColumnType<Date | null, Date | null, Date | null>;
+  /** Why the run failed (one line), when it did. */
+  failure: ColumnType<string | null, string | null | undefined, string | null>;
+  /** The process driving the run (`host:pid:nonce`), while its lease is alive. */
+  lease_holder: ColumnType<string | null, string | null | undefined, string | null>;
+  lease_expires_at: ColumnType<Date | null, Date | null | undefined, Date | null>;
 }
 
 /** `rounds`: the existence of a row means the round is committed; (run_id, round) is the primary key. */
@@ -57,6 +62,8 @@ export interface RoundsTable {
   round: number;
   committed_at: TimestampColumn;
   summary: NullableJsonbColumn;
+  /** Every endpoint's health when the round committed (breaker, cooldown, disable, buckets, AIMD). */
+  health: ColumnType<unknown | null, string | null | undefined, string | null>;
 }
 
 /** `turns`: one per (run_id, round, item_id, agent), the primary key. */
@@ -65,6 +72,8 @@ export interface TurnsTable {
   round: number;
   item_id: string;
   agent: string;
+  /** The order in which this agent finished its turns: 1, 2, 3, … per (run, agent); unique. */
+  agent_seq: number;
   /** Order of the turn inside its round, as the runtime handed them over. */
   position: number;
   prompt: JsonbColumn;
@@ -85,6 +94,19 @@ export interface AgentSnapshotsTable {
   round: number;
   data: JsonbColumn;
   machine_version: string;
+}
+
+/** `agent_states`: one per (run_id, agent), upserted when the agent's state changes. */
+export interface AgentStatesTable {
+  run_id: string;
+  agent: string;
+  machine_version: string;
+  /** XState persisted snapshot without settings, utterances and last turn (those live elsewhere). */
+  snapshot: JsonbColumn;
+  slots: JsonbColumn;
+  tool_results: JsonbColumn;
+  /** The round in which this row last changed. */
+  last_round: number;
 }
 
 /** `call_results`: the memo of successful engine/tool calls, keyed by idempotency key. */
@@ -120,7 +142,9 @@ export interface StoreSchema {
   runs: RunsTable;
   rounds: RoundsTable;
   turns: TurnsTable;
+  /** Legacy (0001): read by nothing; kept so a migrated store loses nothing. */
   agent_snapshots: AgentSnapshotsTable;
+  agent_states: AgentStatesTable;
   call_results: CallResultsTable;
   events: EventsTable;
 }

@@ -17,7 +17,7 @@ import type { RunStatus, TurnOutcome } from './store-schema.ts';
  * ```
  */
 export interface StoreCallOptions {
-  /** Checked before each statement; aborting inside `commitRound` rolls the round back. */
+  /** Checked before each statement; `commitRound` is one statement: it commits whole or not at all. */
   readonly signal?: AbortSignal;
 }
 
@@ -61,6 +61,8 @@ export interface RunRecord {
   readonly updatedAt: number;
   /** Set when the status became `completed` or `failed`; `null` otherwise. */
   readonly finishedAt: number | null;
+  /** For a `failed` run: why, in one line; `null` otherwise. */
+  readonly failure: string | null;
 }
 
 /**
@@ -106,6 +108,11 @@ export interface TurnInput {
   readonly waitMs?: number;
   /** Key of the engine call whose result is the answer. Default `null` (no call, e.g. `no_agent`). */
   readonly idempotencyKey?: string | null;
+  /**
+   * The order in which this agent finished its turns of this round (0, 1, …), when it differs from the order of
+   * `turns`. The store numbers each agent's turns across the run from it (`agentSeq`). Default: the position.
+   */
+  readonly agentOrder?: number;
 }
 
 /**
@@ -123,6 +130,8 @@ export interface TurnRecord {
   readonly position: number;
   readonly itemId: string;
   readonly agent: string;
+  /** The order in which the agent finished its turns over the whole run: 1, 2, 3, … */
+  readonly agentSeq: number;
   readonly prompt: unknown;
   readonly answer: unknown;
   readonly outcome: TurnOutcome;
@@ -135,51 +144,41 @@ export interface TurnRecord {
 }
 
 /**
- * What a resumed agent needs besides the transcript: checked with zod on write and on restore.
- * `actorSnapshot` is `actor.getPersistedSnapshot()` of the agent's XState actor.
+ * One agent's state, as handed to `commitRound`: what a resumed agent needs that the turns log does not hold.
+ * Its utterances are NOT here: they are the agent's last turns (`recentTurns`). Checked on load, not on save.
  *
  * @example
  * ```ts
- * const data: AgentSnapshotData = { utterances: ['…'], memory: { topic: 'credit' }, toolResults: [], actorSnapshot: actor.getPersistedSnapshot() };
+ * const s: AgentStateInput = { agent: 'analyst', snapshot: slimSnapshot, slots: { desk: 'fx' }, toolResults: [] };
  * ```
  */
-export interface AgentSnapshotData {
-  readonly utterances: readonly unknown[];
-  readonly memory: Readonly<Record<string, unknown>>;
-  readonly toolResults: readonly unknown[];
-  readonly actorSnapshot: unknown;
-}
-
-/**
- * One agent's snapshot, as handed to `commitRound`.
- *
- * @example
- * ```ts
- * const s: SnapshotInput = { agent: 'analyst', data: { utterances, memory, toolResults, actorSnapshot: actor.getPersistedSnapshot() } };
- * ```
- */
-export interface SnapshotInput {
+export interface AgentStateInput {
   readonly agent: string;
-  readonly data: AgentSnapshotData;
+  /** The agent actor's XState persisted snapshot, without its settings, utterances and last turn. */
+  readonly snapshot: unknown;
+  readonly slots: Readonly<Record<string, unknown>>;
+  readonly toolResults: readonly unknown[];
   /** Default: the run's `machineVersion`. */
   readonly machineVersion?: string;
 }
 
 /**
- * A restored snapshot.
+ * An agent's stored state, validated.
  *
  * @example
  * ```ts
- * const actor = createActor(agentMachine, { snapshot: record.data.actorSnapshot as Snapshot<unknown> });
+ * const { snapshot, slots } = (await store.loadAgentStates(runId, { machineVersion }))['analyst']!;
  * ```
  */
-export interface AgentSnapshotRecord {
+export interface AgentStateRecord {
   readonly runId: string;
   readonly agent: string;
-  /** The round it was committed with. */
-  readonly round: number;
+  /** The round in which the state last changed. */
+  readonly lastRound: number;
   readonly machineVersion: string;
-  readonly data: AgentSnapshotData;
+  readonly snapshot: Readonly<Record<string, unknown>>;
+  readonly slots: Readonly<Record<string, unknown>>;
+  readonly toolResults: readonly unknown[];
 }
 
 /**
@@ -196,8 +195,13 @@ export interface CommitRoundInput {
   readonly round: number;
   /** At most one per (itemId, agent). */
   readonly turns: readonly TurnInput[];
-  /** At most one per agent. */
-  readonly snapshots: readonly SnapshotInput[];
+  /**
+   * Agents' states, at most one per agent. Only those that differ from what this store last committed for the
+   * run are written (an unchanged agent costs nothing). Default none.
+   */
+  readonly states?: readonly AgentStateInput[];
+  /** Every endpoint's health at the commit (restored on resume). Default `null`. */
+  readonly health?: unknown;
   /** Anything the report wants per round. Default `null`. */
   readonly summary?: unknown;
 }
@@ -215,6 +219,8 @@ export interface RoundRecord {
   readonly round: number;
   readonly committedAt: number;
   readonly summary: unknown;
+  /** The endpoints' health committed with the round, or `null`. */
+  readonly health: unknown;
 }
 
 /**
@@ -292,14 +298,30 @@ export interface ReadEventsOptions extends StoreCallOptions {
 }
 
 /**
- * Options of `loadLatestSnapshots`.
+ * Options of `recentTurns`.
  *
  * @example
  * ```ts
- * await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION });
+ * await store.recentTurns(runId, { agents: ['Kai'], limit: 6, outcomes: ['answered', 'fallback', 'degraded'] });
  * ```
  */
-export interface LoadSnapshotsOptions extends StoreCallOptions {
-  /** The agent machine version of this runtime; a snapshot written by another version is refused. */
+export interface RecentTurnsOptions extends StoreCallOptions {
+  readonly agents: readonly string[];
+  /** At most this many per agent (the last ones). */
+  readonly limit: number;
+  /** Only turns with one of these outcomes. Default: all. */
+  readonly outcomes?: readonly TurnOutcome[];
+}
+
+/**
+ * Options of `loadAgentStates`.
+ *
+ * @example
+ * ```ts
+ * await store.loadAgentStates(runId, { machineVersion: AGENT_MACHINE_VERSION });
+ * ```
+ */
+export interface LoadStatesOptions extends StoreCallOptions {
+  /** The agent machine version of this runtime; a state written by another version is refused. */
   readonly machineVersion: string;
 }

@@ -226,7 +226,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     }
     if (sub === 'snapshots') {
       const agent = url.searchParams.get('agent');
-      const all = await s.loadLatestSnapshots(id, { signal, machineVersion: run.machineVersion });
+      const all = await s.loadAgentStates(id, { signal, machineVersion: run.machineVersion });
       if (!agent) return all;
       // Own entries only: `?agent=__proto__` is an agent that does not exist, not Object.prototype.
       return Object.hasOwn(all, agent) ? all[agent] : null;

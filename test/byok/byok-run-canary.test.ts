@@ -113,7 +113,8 @@ describe('a canary key used for a whole run', () => {
     const kinds = tables.events!.map((r) => (JSON.parse(r) as { type: string }).type);
     expect(kinds).toContain('byok.injected');
     expect(kinds).toContain('byok.expired');
-    expect(tables.agent_snapshots!.length).toBeGreaterThan(0);
+    // The agents' states are stored (and so searched below): one row per agent.
+    expect(tables.agent_states!.length).toBeGreaterThan(0);
     expect(report.snapshots.length).toBe(3 + 3);
     expect(report.feed.length).toBeGreaterThan(50);
     expect(report.sse.join('').length).toBeGreaterThan(1_000);
@@ -149,7 +150,7 @@ describe('a canary key used for a whole run', () => {
     ['bad', bad],
   ] as const)('%s canary: 0 occurrences in every column of every table', (_kind, key) => {
     expect(Object.keys(tables).sort()).toEqual(
-      expect.arrayContaining(['agent_snapshots', 'call_results', 'events', 'rounds', 'runs', 'turns']),
+      expect.arrayContaining(['agent_states', 'call_results', 'events', 'rounds', 'runs', 'turns']),
     );
     for (const [table, rows] of Object.entries(tables)) {
       expect(

@@ -133,6 +133,7 @@ export async function recordRun(input: RecordRunInput): Promise<RecordedRun> {
       runId: input.runId,
       scenario: input.scenario,
       config: { policy: input.policy ?? 'breakwater' },
+      failure: null,
       status: 'completed',
       currentRound: input.rounds,
       totalRounds: input.rounds,
@@ -162,7 +163,7 @@ export async function writeRecordedRun(store: RunStore, recorded: RecordedRun): 
     machineVersion: run.machineVersion,
   });
   for (const [i, turns] of recorded.roundTurns.entries())
-    await store.commitRound({ runId: run.runId, round: i + 1, turns, snapshots: [] });
+    await store.commitRound({ runId: run.runId, round: i + 1, turns });
   await store.appendEvents(
     run.runId,
     recorded.events.map((e, i) => ({

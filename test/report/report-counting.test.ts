@@ -118,6 +118,7 @@ describe('thresholds: the scenario, then the options, win over the configured li
     createdAt: 0,
     updatedAt: 0,
     finishedAt: 0,
+    failure: null,
   });
   const overlapping: RuntimeEvent[] = [0, 1, 2, 3].map((i) => ({
     type: 'call.attempt',
@@ -218,6 +219,7 @@ describe('HALF-OPEN probes are upstream calls (a breaker opens on a dead endpoin
         createdAt: T0,
         updatedAt: T0,
         finishedAt: T0,
+        failure: null,
       },
       events,
     );

@@ -27,6 +27,7 @@ function run(overrides: Partial<RunRecord> = {}): RunRecord {
     createdAt: 0,
     updatedAt: 0,
     finishedAt: 0,
+    failure: null,
     ...overrides,
   };
 }
@@ -85,6 +86,7 @@ function storedTurn(itemId: string, answer: unknown, outcome: TurnRecord['outcom
     position: 0,
     itemId,
     agent: 'Kai',
+    agentSeq: 1,
     prompt: 'p',
     answer,
     outcome,

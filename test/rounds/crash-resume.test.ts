@@ -169,17 +169,32 @@ describe('crash and resume', () => {
   }, 400_000);
 });
 
-async function runExists(dataDir: string, runId: string): Promise<boolean> {
+/** What is durable in a PGlite folder (opened while no child holds it): the run, its committed turns, its memo. */
+async function durableIn(dataDir: string, runId: string) {
   const local = await openDatabase({ dataDir });
   try {
-    return (await createRunStore(local).getRun(runId)) !== undefined;
+    const s = createRunStore(local);
+    const exists = (await s.getRun(runId)) !== undefined;
+    const committed = new Set(
+      exists ? (await s.listTurns(runId)).map((t) => `${runId}:${t.round}:${t.itemId}:${t.agent}`) : [],
+    );
+    const memoized = new Set(
+      (
+        await local.db
+          .selectFrom('call_results')
+          .select('idempotency_key')
+          .where('run_id', '=', runId)
+          .execute()
+      ).map((r) => r.idempotency_key),
+    );
+    return { exists, committed, memoized };
   } finally {
     await local.close();
   }
 }
 
 describe('crash and resume on the embedded default (PGlite)', () => {
-  it('a PGlite data folder survives SIGKILL: the run resumes and completes with one turn per (round, item, agent)', async () => {
+  it(`a PGlite data folder survives ${KILLS}+ SIGKILLs at random points: the run resumes and completes with one turn per (round, item, agent), no committed work asked again`, async () => {
     const random = mulberry32(7);
     const dataDir = join(dir, 'pglite');
     const runId = `crash-pglite-${Date.now()}`;
@@ -187,14 +202,17 @@ describe('crash and resume on the embedded default (PGlite)', () => {
     let kills = 0;
     let finished = false;
     let started = false;
-    for (let attempt = 0; attempt < 12 && !finished; attempt++) {
+    const violations: string[] = [];
+    for (let attempt = 0; attempt < 50 && !finished; attempt++) {
+      const durable = attempt === 0 ? undefined : await durableIn(dataDir, runId);
+      const seqBefore = emulator.stats().totalCalls;
       const args = started
         ? ['resume', runId, ...common]
         : ['run', join(dir, 'scenario.yaml'), '--run-id', runId, ...common];
       // PGlite's first start in a fresh folder takes a while (initdb, or unpacking the cached template):
       // the first kill comes later.
       const killAfter =
-        kills < 3 ? (attempt === 0 ? 3_500 : 2_000) + Math.floor(random() * 1_500) : undefined;
+        kills < KILLS ? (attempt === 0 ? 3_500 : 1_500) + Math.floor(random() * 2_000) : undefined;
       const child = spawn(process.execPath, ['bin/breakwater.js', ...args], {
         cwd: join(import.meta.dirname, '..', '..'),
         env: { ...process.env, DATABASE_URL: '', BREAKWATER_LOG_LEVEL: 'silent' },
@@ -205,7 +223,13 @@ describe('crash and resume on the embedded default (PGlite)', () => {
       const outcome = await runOrKill(child, killAfter);
       // A kill before the run row exists (e.g. during PGlite's initdb) means the next attempt starts the run
       // again, in the same half-made folder.
-      started = started || outcome.killed === false || (await runExists(dataDir, runId));
+      started = started || outcome.killed === false || (await durableIn(dataDir, runId)).exists;
+      for (const call of emulator.stats().calls.filter((c) => c.seq > seqBefore)) {
+        const key = call.idempotencyKey ?? '';
+        const turn = key.replace(/:call\d+$/, '');
+        if (durable?.committed.has(turn)) violations.push(`committed turn ${turn} asked again (${key})`);
+        if (durable?.memoized.has(key)) violations.push(`memoized call ${key} asked again`);
+      }
       if (outcome.killed) kills++;
       else {
         expect(outcome.stderr).toBe('');
@@ -214,8 +238,9 @@ describe('crash and resume on the embedded default (PGlite)', () => {
         finished = true;
       }
     }
-    expect(kills).toBeGreaterThanOrEqual(2);
+    expect(kills).toBeGreaterThanOrEqual(KILLS);
     expect(finished).toBe(true);
+    expect(violations).toEqual([]);
     const local = await openDatabase({ dataDir });
     try {
       const s = createRunStore(local);
@@ -226,5 +251,5 @@ describe('crash and resume on the embedded default (PGlite)', () => {
     } finally {
       await local.close();
     }
-  }, 240_000);
+  }, 420_000);
 });

@@ -6,7 +6,10 @@ import { createEngine } from '../../src/engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { Engine, EngineRequest } from '../../src/engines/engine-types.ts';
 import { createBreakwaterExecutor } from '../../src/rounds/breakwater-executor.ts';
+import { toTurnInput } from '../../src/rounds/round-runner.ts';
+import { applyRunRestore, loadRunRestore } from '../../src/rounds/run-restore.ts';
 import { storeCallMemo } from '../../src/rounds/store-call-memo.ts';
+import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import type { LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
 import type { AgentMemory } from '../../src/runtime/turn.ts';
 import {
@@ -14,6 +17,7 @@ import {
   createRunStore,
   openDatabase,
   type RunStore,
+  type TurnInput,
 } from '../../src/store/index.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
@@ -133,56 +137,55 @@ describe('engine swap keeps the whole working memory', () => {
     await executor.stop();
   });
 
-  it('after a crash, the agent rebuilt from its committed snapshot sends exactly the prompt it would have sent', async () => {
+  it('after a crash, the agent restored from its state row and its last turns sends exactly the whole prompt it would have sent, with more turns than historyTurns behind it', async () => {
     const runId = `resume-${Date.now()}`;
+    // A window of 2: after 4 turns, the prompt repeats only the last 2; the first 2 are in the log only.
+    const shortKai: LlmAgentDefinition = { ...kai, historyTurns: 2 };
     await store.createRun({ runId, scenario: 'swap', totalRounds: 2, machineVersion: AGENT_MACHINE_VERSION });
     const original = recordingEngines();
     const before = createBreakwaterExecutor({
       config: config(emulator),
-      agents: [kai],
+      agents: [shortKai],
       clock: systemClock,
       createEngine: original.build,
-      memo: storeCallMemo(store, runId),
+      memo: await storeCallMemo(store, runId, 1),
     });
-    await before.ask({
-      agent: 'Kai',
-      prompt: 'What is the error rate now?',
-      key: `${runId}:1:a:Kai`,
-      turnId: 'a',
-      meta: {},
-    });
-    await before.ask({
-      agent: 'Kai',
-      prompt: 'Should we roll back?',
-      key: `${runId}:1:b:Kai`,
-      turnId: 'b',
-      meta: {},
-    });
+    const questions = [
+      'What is the error rate now?',
+      'Should we roll back?',
+      'Who owns the payment gateway?',
+      'Is the queue draining?',
+    ];
+    const turns: TurnInput[] = [];
+    for (const [i, prompt] of questions.entries()) {
+      const key = `${runId}:1:q${i}:Kai`;
+      const turn = await before.ask({ agent: 'Kai', prompt, key, turnId: key, meta: {} });
+      expect(turn.outcome).toBe('answered');
+      turns.push({ ...toTurnInput(`q${i}`, key, turn), agentOrder: i });
+    }
     const memory = before.memory('Kai');
+    expect(memory.utterances.map((u) => u.prompt)).toEqual(questions.slice(2));
     await store.commitRound({
       runId,
       round: 1,
-      turns: [],
-      snapshots: [
+      turns,
+      states: [
         {
           agent: 'Kai',
           machineVersion: AGENT_MACHINE_VERSION,
-          data: {
-            utterances: memory.utterances,
-            memory: memory.slots,
-            toolResults: memory.toolResults,
-            actorSnapshot: before.persistedSnapshot('Kai'),
-          },
+          ...durableAgentState(before.persistedSnapshot('Kai')),
         },
       ],
+      health: before.durableHealth?.(),
     });
     // What the original process would have sent next:
     original.seen.length = 0;
+    const next = `${runId}:2:e:Kai`;
     await before.ask({
       agent: 'Kai',
       prompt: 'Status for the exec summary?',
-      key: `${runId}:2:c:Kai`,
-      turnId: 'c',
+      key: next,
+      turnId: next,
       meta: {},
     });
     const wouldHaveSent = original.seen[0]!.request;
@@ -190,31 +193,37 @@ describe('engine swap keeps the whole working memory', () => {
     await before.stop();
 
     // The crash: a new process rebuilds Kai from the database only.
-    const snapshots = await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION });
-    const restored: AgentMemory = {
-      utterances: snapshots.Kai!.data.utterances as AgentMemory['utterances'],
-      slots: snapshots.Kai!.data.memory as AgentMemory['slots'],
-      toolResults: snapshots.Kai!.data.toolResults as AgentMemory['toolResults'],
-    };
+    const restore = await loadRunRestore(
+      store,
+      runId,
+      [shortKai],
+      (d) => (d as LlmAgentDefinition).historyTurns ?? 6,
+    );
+    expect(restore.agents.Kai!.memory).toEqual(memory);
     const after = recordingEngines();
     const resumed = createBreakwaterExecutor({
       config: config(emulator),
-      agents: [kai],
+      agents: [shortKai],
       clock: systemClock,
       createEngine: after.build,
-      memories: { Kai: restored },
+      restored: restore.agents,
     });
+    applyRunRestore(resumed.supervisor, restore);
     const callsBefore = emulator.stats().totalCalls;
     const turn = await resumed.ask({
       agent: 'Kai',
       prompt: 'Status for the exec summary?',
-      key: `${runId}:2:c:Kai`,
-      turnId: 'c',
+      key: next,
+      turnId: next,
       meta: {},
     });
     expect(turn.outcome).toBe('answered');
+    // The whole request: system prompt (role, slots, tool results), the two remembered exchanges, the question.
     expect(after.seen[0]!.request).toEqual(wouldHaveSent);
     expectFullContext(after.seen[0]!.request, memory);
+    const sent = JSON.stringify(after.seen[0]!.request);
+    for (const q of questions.slice(0, 2)) expect(sent).not.toContain(q);
+    for (const q of questions.slice(2)) expect(sent).toContain(q);
     // The rest of the turn (the tool round trip) runs the same way, with no extra upstream call.
     expect(after.seen.map((s) => s.request)).toEqual(original.seen.map((s) => s.request));
     expect(emulator.stats().totalCalls).toBe(callsBefore + callsOfThatTurn);

@@ -9,6 +9,7 @@ import {
   isSnapshotRestoreError,
   openDatabase,
 } from '../../src/store/index.ts';
+import { isHealthRestoreError } from '../../src/rounds/run-restore.ts';
 
 let database: BreakwaterDatabase;
 
@@ -78,19 +79,19 @@ async function tableCounts(runId: string) {
     currentRound: run?.currentRound,
     rounds: await count('rounds'),
     turns: await count('turns'),
-    snapshots: await count('agent_snapshots'),
+    states: await count('agent_states'),
     calls: await count('call_results'),
     events: await count('events'),
   };
 }
 
 describe('resume refuses a run it cannot restore faithfully', () => {
-  it('a corrupt snapshot row stops the resume with an error naming run and agent, and changes nothing', async () => {
+  it('a corrupt state row stops the resume with an error naming run and agent, and changes nothing', async () => {
     const runId = `corrupt-${Date.now()}`;
     await interruptedAfterRoundOne(runId);
     const store = createRunStore(database);
     expect((await store.getRun(runId))?.currentRound).toBe(1);
-    await sql`update agent_snapshots set data = ${JSON.stringify({ utterances: 'not a list' })}::jsonb where run_id = ${runId} and agent = 'Kai'`.execute(
+    await sql`update agent_states set slots = ${JSON.stringify('not an object')}::jsonb where run_id = ${runId} and agent = 'Kai'`.execute(
       database.db,
     );
     const before = await tableCounts(runId);
@@ -106,7 +107,7 @@ describe('resume refuses a run it cannot restore faithfully', () => {
   it('a machine-version mismatch stops the resume the same way', async () => {
     const runId = `version-${Date.now()}`;
     await interruptedAfterRoundOne(runId);
-    await sql`update agent_snapshots set machine_version = 'agent@0' where run_id = ${runId} and agent = 'Yuna'`.execute(
+    await sql`update agent_states set machine_version = 'agent@0' where run_id = ${runId} and agent = 'Yuna'`.execute(
       database.db,
     );
     const before = await tableCounts(runId);
@@ -117,6 +118,39 @@ describe('resume refuses a run it cannot restore faithfully', () => {
     expect((error as Error).message).toMatch(/Yuna/);
     expect((error as Error).message).toMatch(new RegExp(AGENT_MACHINE_VERSION));
     expect(await tableCounts(runId)).toEqual(before);
+  });
+
+  it('corrupt endpoint health stops the resume the same way, naming the run', async () => {
+    const runId = `health-${Date.now()}`;
+    await interruptedAfterRoundOne(runId);
+    await sql`update rounds set health = '{"primary": {"cooldownUntil": "soon"}}'::jsonb where run_id = ${runId}`.execute(
+      database.db,
+    );
+    const before = await tableCounts(runId);
+    const error = await runScenario({ scenario: spec, runId, resume: true, database }).catch(
+      (e: unknown) => e,
+    );
+    expect(isHealthRestoreError(error)).toBe(true);
+    expect((error as Error).message).toContain(runId);
+    expect(await tableCounts(runId)).toEqual(before);
+  });
+
+  it('a run that fails before its first round is marked failed, with the reason', async () => {
+    const runId = `early-${Date.now()}`;
+    const error = await runScenario({
+      scenario: spec,
+      runId,
+      database,
+      // What a visualizer whose port is taken does: the start fails after the run row exists.
+      onStart: () => {
+        throw new Error('listen EADDRINUSE: address already in use 127.0.0.1:7070');
+      },
+    }).catch((e: unknown) => e);
+    expect(String(error)).toContain('EADDRINUSE');
+    const run = await createRunStore(database).getRun(runId);
+    expect(run).toMatchObject({ status: 'failed', currentRound: 0 });
+    expect(run?.failure).toContain('EADDRINUSE');
+    expect(run?.finishedAt).not.toBeNull();
   });
 
   it('an intact interrupted run resumes from round 2 and completes', async () => {

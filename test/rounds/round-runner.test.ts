@@ -4,6 +4,7 @@ import { systemClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
 import { createBreakwaterExecutor } from '../../src/rounds/breakwater-executor.ts';
+import { utteranceOf } from '../../src/rounds/run-restore.ts';
 import { runRounds } from '../../src/rounds/round-runner.ts';
 import { storeCallMemo } from '../../src/rounds/store-call-memo.ts';
 import type { RoundPlan, ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
@@ -49,7 +50,7 @@ function spec(): ScenarioSpec {
   };
 }
 
-function executor(runId: string) {
+async function executor(runId: string) {
   return createBreakwaterExecutor({
     config: {
       endpoints: [
@@ -65,7 +66,7 @@ function executor(runId: string) {
       memory: { desk: `${name}-desk` },
     })),
     clock: systemClock,
-    memo: storeCallMemo(store, runId),
+    memo: await storeCallMemo(store, runId, 1),
   });
 }
 
@@ -78,7 +79,7 @@ describe('round runner', () => {
       totalRounds: 2,
       machineVersion: AGENT_MACHINE_VERSION,
     });
-    const ex = executor(runId);
+    const ex = await executor(runId);
     const events: RuntimeEvent[] = [];
     const unsubscribe = ex.subscribeEvents((e) => events.push(e));
     const run = await runRounds({
@@ -93,6 +94,7 @@ describe('round runner', () => {
       emit: (e) => events.push(e),
     });
     unsubscribe();
+    const live = ex.memory('Kai');
     await ex.stop();
     expect(run.status).toBe('completed');
     expect(run.currentRound).toBe(2);
@@ -105,12 +107,18 @@ describe('round runner', () => {
     expect(promptText).toContain('- Yuna:');
     expect(promptText).toContain('- Miso:');
     expect(promptText).not.toContain('- Kai:');
-    // Every agent's memory is committed with the round, and the engine calls were memoized by key.
-    const snaps = await store.loadLatestSnapshots(runId, { machineVersion: AGENT_MACHINE_VERSION });
-    expect(Object.keys(snaps).sort()).toEqual([...agents].sort());
-    expect(snaps.Kai!.round).toBe(2);
-    expect(snaps.Kai!.data.utterances).toHaveLength(2 * items.length);
-    expect(snaps.Kai!.data.memory).toEqual({ desk: 'Kai-desk' });
+    // Every agent's state row is committed (settings, utterances and last turn are not in it), and its memory
+    // window is its last turns in the log, in the order it finished them: the same window it holds in memory.
+    const states = await store.loadAgentStates(runId, { machineVersion: AGENT_MACHINE_VERSION });
+    expect(Object.keys(states).sort()).toEqual([...agents].sort());
+    expect(states.Kai!.slots).toEqual({ desk: 'Kai-desk' });
+    expect(states.Kai!.snapshot).toMatchObject({ status: 'active', value: 'idle' });
+    expect(Object.keys(states.Kai!.snapshot.context as object).sort()).toEqual(['turn']);
+    const kai = (await store.recentTurns(runId, { agents: ['Kai'], limit: 100 })).Kai!;
+    expect(kai.map((t) => t.agentSeq)).toEqual(Array.from({ length: 2 * items.length }, (_, i) => i + 1));
+    const window = live.utterances.length;
+    expect(window).toBeGreaterThan(0);
+    expect(kai.slice(-window).map(utteranceOf)).toEqual(live.utterances);
     expect(await store.recallCall(`${runId}:1:U01:Kai:call0`)).toBeDefined();
     expect(events.filter((e) => e.type === 'round.committed').map((e) => e.data)).toEqual([
       { round: 1, turns: 9 },

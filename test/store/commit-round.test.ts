@@ -12,7 +12,7 @@ import {
   MACHINE_VERSION,
   deleteRuns,
   footprint,
-  snapshot,
+  state,
   turn,
   uniqueId,
 } from './store-test-support.ts';
@@ -51,7 +51,7 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
         }),
         turn('agenda-2', 'analyst', round, { answer: { text: `analyst item2 r${round}${tag}` } }),
       ],
-      snapshots: [snapshot('analyst', round), snapshot('ops', round)],
+      states: [state('analyst', round), state('ops', round)],
       summary: { round, tag },
     };
   }
@@ -65,14 +65,14 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
     return error as RoundCommitConflictError;
   }
 
-  it('commits rounds in order, advancing current_round and storing turns, snapshots and summary', async () => {
+  it('commits rounds in order, advancing current_round and storing turns, agent states and summary', async () => {
     const runId = await newRun();
     const first = await store.commitRound(roundInput(runId, 1));
     expect(first).toMatchObject({ runId, round: 1, summary: { round: 1, tag: '' } });
     await store.commitRound(roundInput(runId, 2));
 
     expect((await store.getRun(runId))?.currentRound).toBe(2);
-    expect(await footprint(database, runId)).toEqual({ rounds: 2, turns: 6, snapshots: 4, currentRound: 2 });
+    expect(await footprint(database, runId)).toEqual({ rounds: 2, turns: 6, states: 2, currentRound: 2 });
 
     const round2 = await store.listTurns(runId, { round: 2 });
     expect(round2.map((t) => [t.position, t.itemId, t.agent, t.outcome])).toEqual([
@@ -138,7 +138,7 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
     expect(await footprint(database, runId)).toEqual({
       rounds: 0,
       turns: 0,
-      snapshots: 0,
+      states: 0,
       currentRound: undefined,
     });
   });
@@ -157,7 +157,7 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
     expect(lost).toHaveLength(3);
     for (const l of lost) expect(isRoundCommitConflictError(l.reason)).toBe(true);
 
-    expect(await footprint(database, runId)).toEqual({ rounds: 2, turns: 6, snapshots: 4, currentRound: 2 });
+    expect(await footprint(database, runId)).toEqual({ rounds: 2, turns: 6, states: 2, currentRound: 2 });
     // Every stored turn of round 2 comes from the same (winning) commit.
     const tags = new Set(
       (await store.listTurns(runId, { round: 2 }))
@@ -173,15 +173,14 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
       runId,
       round: 1,
       turns: [turn('agenda-1', 'analyst', 1), turn('agenda-1', 'analyst', 1, { answer: 'second' })],
-      snapshots: [],
     };
     const error = await store.commitRound(duplicate).catch((e: unknown) => e);
     expect(isStoreInputError(error)).toBe(true);
     expect(String(error)).toContain('turns[1]');
-    expect(await footprint(database, runId)).toEqual({ rounds: 0, turns: 0, snapshots: 0, currentRound: 0 });
+    expect(await footprint(database, runId)).toEqual({ rounds: 0, turns: 0, states: 0, currentRound: 0 });
 
     // The database itself enforces the key, whatever code writes to it.
-    await store.commitRound({ runId, round: 1, turns: [turn('agenda-1', 'analyst', 1)], snapshots: [] });
+    await store.commitRound({ runId, round: 1, turns: [turn('agenda-1', 'analyst', 1)] });
     const [stored] = await database.db.selectFrom('turns').selectAll().where('run_id', '=', runId).execute();
     await expect(
       database.db
@@ -189,7 +188,7 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
         .values({ ...stored!, answer: JSON.stringify('sneaked in'), prompt: '{}', usage: null, faults: '[]' })
         .execute(),
     ).rejects.toMatchObject({ code: '23505' });
-    expect(await footprint(database, runId)).toEqual({ rounds: 1, turns: 1, snapshots: 0, currentRound: 1 });
+    expect(await footprint(database, runId)).toEqual({ rounds: 1, turns: 1, states: 0, currentRound: 1 });
   });
 
   it('rolls the whole round back when aborted mid-transaction', async () => {
@@ -213,29 +212,29 @@ describe.each(BACKENDS)('commitRound on $name', (backend) => {
     });
     await expect(store.commitRound(roundInput(runId, 1), { signal })).rejects.toThrow('stop now');
     expect(checks).toBeGreaterThanOrEqual(2);
-    expect(await footprint(database, runId)).toEqual({ rounds: 0, turns: 0, snapshots: 0, currentRound: 0 });
+    expect(await footprint(database, runId)).toEqual({ rounds: 0, turns: 0, states: 0, currentRound: 0 });
     await store.commitRound(roundInput(runId, 1));
     expect((await store.getRun(runId))?.currentRound).toBe(1);
   });
 
-  it('refuses a snapshot that could never be restored, before writing anything', async () => {
+  it('refuses two states for one agent, before writing anything (shapes are checked on load, not here)', async () => {
     const runId = await newRun();
     const bad = {
       runId,
       round: 1,
       turns: [turn('agenda-1', 'analyst', 1)],
-      snapshots: [{ agent: 'analyst', data: { utterances: 'not an array' } as never }],
+      states: [state('analyst', 1), state('analyst', 1)],
     };
     const error = await store.commitRound(bad).catch((e: unknown) => e);
     expect(isStoreInputError(error)).toBe(true);
-    expect(String(error)).toContain('snapshots[0].data');
-    expect(await footprint(database, runId)).toEqual({ rounds: 0, turns: 0, snapshots: 0, currentRound: 0 });
+    expect(String(error)).toContain('states[1]');
+    expect(await footprint(database, runId)).toEqual({ rounds: 0, turns: 0, states: 0, currentRound: 0 });
   });
 
   it('commits a round of 1 500 turns (more than one insert batch) atomically', async () => {
     const runId = await newRun();
     const turns = Array.from({ length: 1_500 }, (_, i) => turn(`item-${i}`, 'analyst', 1));
-    await store.commitRound({ runId, round: 1, turns, snapshots: [snapshot('analyst', 1)] });
+    await store.commitRound({ runId, round: 1, turns, states: [state('analyst', 1)] });
     const stored = await store.listTurns(runId);
     expect(stored).toHaveLength(1_500);
     expect(stored.at(-1)).toMatchObject({ position: 1_499, itemId: 'item-1499' });

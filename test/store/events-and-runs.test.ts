@@ -56,6 +56,7 @@ describe.each(BACKENDS)('runs and events on $name', (backend) => {
         createdAt: clock.now(),
         updatedAt: clock.now(),
         finishedAt: null,
+        failure: null,
       });
       expect(await store.getRun(runId)).toEqual(created);
       expect(await store.getRun(uniqueId('ghost'))).toBeUndefined();
@@ -84,6 +85,11 @@ describe.each(BACKENDS)('runs and events on $name', (backend) => {
       const done = await store.setRunStatus(runId, 'completed');
       expect(done).toMatchObject({ status: 'completed', finishedAt: clock.now() });
       expect(done.createdAt).toBeLessThan(done.finishedAt!);
+      expect(done.failure).toBeNull();
+      const failed = await store.setRunStatus(runId, 'failed', { failure: 'OPENAI_API_KEY is not set' });
+      expect(failed).toMatchObject({ status: 'failed', failure: 'OPENAI_API_KEY is not set' });
+      // The reason belongs to the failure: a later status clears it.
+      expect((await store.setRunStatus(runId, 'completed')).failure).toBeNull();
 
       expect(
         isRunNotFoundError(await store.setRunStatus(uniqueId('ghost'), 'failed').catch((e: unknown) => e)),

@@ -1,15 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BreakwaterDatabase, type RunStore, createRunStore } from '../../src/store/index.ts';
-import {
-  BACKENDS,
-  FAULT,
-  MACHINE_VERSION,
-  deleteRuns,
-  snapshotData,
-  turn,
-  uniqueId,
-} from './store-test-support.ts';
+import { BACKENDS, FAULT, MACHINE_VERSION, deleteRuns, state, turn, uniqueId } from './store-test-support.ts';
 
 // Issue 19: keys are kept out of rows by construction (rows are built from ids, fingerprints and
 // classified faults), not by scrubbing every registered secret out of everything written. The old
@@ -17,7 +9,7 @@ import {
 // rewrote every "Checkout" in 48 rows, and one equal to a word of the run id made commits fail. The
 // store now keeps what it is given, byte for byte, whatever words it contains.
 
-const TABLES = ['runs', 'rounds', 'turns', 'agent_snapshots', 'call_results', 'events'] as const;
+const TABLES = ['runs', 'rounds', 'turns', 'agent_states', 'call_results', 'events'] as const;
 
 describe.each(BACKENDS)('the store never rewrites or refuses data by its words, on $name', (backend) => {
   let database: BreakwaterDatabase;
@@ -68,12 +60,7 @@ describe.each(BACKENDS)('the store never rewrites or refuses data by its words, 
           faults: [{ ...FAULT, message: words, endpointId: 'ollama-local' }],
         }),
       ],
-      snapshots: [
-        {
-          agent: 'ollama',
-          data: snapshotData('ollama', 1, { memory: { Checkout: words }, utterances: [words] }),
-        },
-      ],
+      states: [state('ollama', 1, { slots: { Checkout: words } })],
       summary: { note: words },
     });
     await store.appendEvents(runId, [
@@ -86,8 +73,8 @@ describe.each(BACKENDS)('the store never rewrites or refuses data by its words, 
     expect(t?.endpointId).toBe('ollama-local');
     expect(t?.answer).toEqual({ text: words });
     expect(t?.faults[0]?.message).toBe(words);
-    const { ollama } = await store.loadLatestSnapshots(runId, { machineVersion: MACHINE_VERSION });
-    expect(ollama?.data.memory).toEqual({ Checkout: words });
+    const { ollama } = await store.loadAgentStates(runId, { machineVersion: MACHINE_VERSION });
+    expect(ollama?.slots).toEqual({ Checkout: words });
     const counts = await rowsContaining(runId, 'Checkout');
     for (const table of TABLES) expect(counts[table], table).toBeGreaterThan(0);
     expect(await rowsContaining(runId, '…')).toEqual(Object.fromEntries(TABLES.map((t) => [t, 0])));

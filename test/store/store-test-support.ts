@@ -2,10 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Fault } from '../../src/faults/fault.ts';
 import {
-  type AgentSnapshotData,
+  type AgentStateInput,
   type BreakwaterDatabase,
   IN_MEMORY,
-  type SnapshotInput,
   type TurnInput,
   openDatabase,
 } from '../../src/store/index.ts';
@@ -40,26 +39,15 @@ export async function deleteRuns(database: BreakwaterDatabase, runIds: readonly 
   await db.deleteFrom('runs').where('run_id', 'in', runIds).execute();
 }
 
-export function snapshotData(
-  agent: string,
-  round: number,
-  extra: Partial<AgentSnapshotData> = {},
-): AgentSnapshotData {
+/** An agent's state row as the runtime commits it (utterances are the turns log, not here). */
+export function state(agent: string, round: number, extra: Partial<AgentStateInput> = {}): AgentStateInput {
   return {
-    utterances: [`${agent} said something in round ${round}`],
-    memory: { lastRound: round, notes: [`note ${round}`] },
+    agent,
+    snapshot: { status: 'active', value: 'idle', context: { turn: null, agent, round }, children: {} },
+    slots: { lastRound: String(round), notes: `note ${round}` },
     toolResults: [{ tool: 'lookup', round, output: { ok: true } }],
-    actorSnapshot: { status: 'active', value: 'idle', context: { agent, round }, children: {} },
     ...extra,
   };
-}
-
-export function snapshot(
-  agent: string,
-  round: number,
-  extra: Partial<AgentSnapshotData> = {},
-): SnapshotInput {
-  return { agent, data: snapshotData(agent, round, extra) };
 }
 
 export const FAULT: Fault = {
@@ -98,7 +86,7 @@ export function turn(
 /** Row counts and the run's current round straight from SQL, to prove a failed call changed nothing. */
 export async function footprint(database: BreakwaterDatabase, runId: string) {
   const { db } = database;
-  const count = async (table: 'rounds' | 'turns' | 'agent_snapshots') =>
+  const count = async (table: 'rounds' | 'turns' | 'agent_states') =>
     Number(
       (
         await db
@@ -116,7 +104,7 @@ export async function footprint(database: BreakwaterDatabase, runId: string) {
   return {
     rounds: await count('rounds'),
     turns: await count('turns'),
-    snapshots: await count('agent_snapshots'),
+    states: await count('agent_states'),
     currentRound: run?.current_round,
   };
 }

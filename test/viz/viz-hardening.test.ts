@@ -9,7 +9,7 @@ import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-data
 import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { createLiveSource, type LiveSource } from '../../src/viz/live-source.ts';
 import { startVizServer, type VizServer } from '../../src/viz/viz-server.ts';
-import { snapshotData, turn } from '../store/store-test-support.ts';
+import { state, turn } from '../store/store-test-support.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 // Issue 19: the visualizer is left open on a shared machine. A web page must not read a run through
@@ -41,7 +41,7 @@ beforeAll(async () => {
     runId: RUN_ID,
     round: 1,
     turns: [turn('I1', 'analyst', 1)],
-    snapshots: [{ agent: 'analyst', data: snapshotData('analyst', 1) }],
+    states: [state('analyst', 1)],
   });
   supervisor = createSupervisor(
     {

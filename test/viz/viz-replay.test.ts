@@ -4,6 +4,7 @@ import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import type { Turn } from '../../src/runtime/turn.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
@@ -79,7 +80,6 @@ describeBrowser('replay page in Chromium (event log in PGlite)', () => {
     analystTurn = turns.analyst;
     const analystHandle = scenario.supervisor.agent('analyst')!;
     const snapshot = analystHandle.persistedSnapshot();
-    const memory = analystHandle.memory();
     await scenario.supervisor.stop();
     const first = scenario.events[0]!.at;
     const last = scenario.events.at(-1)!.at;
@@ -139,17 +139,7 @@ describeBrowser('replay page in Chromium (event log in PGlite)', () => {
         faults: t.faults,
         waitMs: t.waitMs,
       })),
-      snapshots: [
-        {
-          agent: 'analyst',
-          data: {
-            utterances: [...memory.utterances],
-            memory: memory.slots,
-            toolResults: [...memory.toolResults],
-            actorSnapshot: snapshot,
-          },
-        },
-      ],
+      states: [{ agent: 'analyst', ...durableAgentState(snapshot) }],
     });
     await store.setRunStatus(RUN_ID, 'completed');
     browser = await launchChromium();

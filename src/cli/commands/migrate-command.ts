@@ -50,7 +50,7 @@ function chosenBy(options: MigrateCommandOptions, env: Readonly<Record<string, s
  * @example
  * ```ts
  * const report = await runMigrateCommand({ dataDir: '.breakwater' });
- * report.applied; // ['0001-initial'] on a fresh directory, [] after
+ * report.applied; // ['0001-initial', '0002-durable-state-v2'] on a fresh directory, [] after
  * ```
  */
 export async function runMigrateCommand(options: MigrateCommandOptions = {}): Promise<MigrateReport> {
