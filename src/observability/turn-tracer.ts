@@ -10,7 +10,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
-import type { CallRecordEvent } from '../runtime/agent-actors.ts';
+import type { CallRecordEvent } from '../runtime/call-memo.ts';
 import type { Turn } from '../runtime/turn.ts';
 import type { SchedulerReport } from '../scheduler/token-scheduler.ts';
 

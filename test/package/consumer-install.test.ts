@@ -117,7 +117,11 @@ console.log(JSON.stringify({ outcome: turn.outcome, endpointId: turn.endpointId,
       endpointId: 'backup',
       faults: ['rate_limited'],
       guard: 'function',
-      scenarios: ['agent8-storm', 'morning-peak'],
+      // Every scenario the repository ships, as the installed package lists them.
+      scenarios: readdirSync(join(ROOT, 'scenarios'), { withFileTypes: true })
+        .filter((e) => e.isDirectory())
+        .map((e) => e.name)
+        .sort(),
       storm: 'agent8-storm',
     });
     expect(out.text).toContain('gpt-4o-mini');
@@ -151,6 +155,8 @@ import { createRunStore, openDatabase } from 'breakwater/store';
 import { createManualClock, startEmulatorFixture } from 'breakwater/testing';
 import { createLiveSource, startVizServer } from 'breakwater/viz';
 import { createBreakwater, type BreakwaterMetadata } from 'breakwater/ai-sdk';
+import { createBreakwaterMetrics, startMetricsServer } from 'breakwater/observability';
+import { planSchedule, type PlanResult } from 'breakwater/planner';
 
 const fixture = await startEmulatorFixture({ clock: createManualClock(0) });
 const supervisor = createSupervisor({
@@ -172,7 +178,10 @@ const stats: EmulatorStats = emulator.stats();
 const db = await openDatabase({ dataDir: ':memory:' });
 const store = createRunStore(db);
 const viz = await startVizServer({ live: createLiveSource(supervisor), store });
-console.log(turn.outcome, call.endpointId, model.modelId, meta, stats.totalCalls, viz.url, isConfigError, isAgentStoppedError);
+const metrics = createBreakwaterMetrics(supervisor);
+const metricsServer = await startMetricsServer(metrics.registry, { port: 0 });
+const planned: PlanResult | undefined = typeof planSchedule === 'function' ? undefined : undefined;
+console.log(turn.outcome, call.endpointId, model.modelId, meta, stats.totalCalls, viz.url, isConfigError, isAgentStoppedError, metricsServer.url, planned);
 `,
     );
     // zod is breakwater's dependency; the consumer uses it for its tool schema as it would after installing it.
