@@ -1,7 +1,7 @@
 import type { AnyStateMachine } from 'xstate';
 import { toDirectedGraph } from 'xstate/graph';
 import { agentMachine } from '../../machines/agent.machine.ts';
-import type { VizChart, VizChartEdge, VizChartNode } from './viz-chart.ts';
+import type { VizChart, VizChartNode } from './viz-chart.ts';
 
 export type { VizChart, VizChartEdge, VizChartNode } from './viz-chart.ts';
 
