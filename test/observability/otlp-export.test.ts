@@ -80,13 +80,13 @@ describe('breakwater run with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     expect(all).not.toContain(KEY);
   }, 120_000);
 
+  // The process exiting at all is the claim: a CLI held open by the exporter would hit this test's own timeout.
   it('a collector that refuses: the run completes, one line says the traces were lost, the process exits', async () => {
     // A port nobody listens on (bound, then closed).
     const probe = createServer();
     await new Promise<void>((r) => probe.listen(0, '127.0.0.1', r));
     const deadPort = (probe.address() as AddressInfo).port;
     await new Promise<void>((r) => probe.close(() => r()));
-    const started = Date.now();
     const run = await finished(
       spawnCli(
         ['run', join(dir, 'scenario.yaml'), '--no-live', '--no-stdin', '--data-dir', join(dir, 'data2')],
@@ -102,8 +102,6 @@ describe('breakwater run with OTEL_EXPORTER_OTLP_ENDPOINT', () => {
         `^breakwater run: traces could not all be sent to http://127\\.0\\.0\\.1:${deadPort} \\(.+\\); the run itself is unaffected$`,
       ),
     );
-    // Bounded: the flush gives up after 5 s; the whole run is far below the test's own limit.
-    expect(Date.now() - started).toBeLessThan(100_000);
   }, 120_000);
 
   it('an endpoint that is not a URL: one line, non-zero, the value not echoed', async () => {
