@@ -310,6 +310,43 @@ export class EndpointHealthTracker {
     this.#hooks.onReadinessChange?.(this.id);
   }
 
+  /**
+   * Health another process saw on this endpoint (shared coordination), with deadlines in this runtime's clock:
+   * it only ever makes the endpoint wait longer (the later cooldown and disable win; a breaker OPEN elsewhere
+   * opens this one until the same instant). Returns whether anything changed.
+   */
+  absorbShared(
+    facts: {
+      cooldownUntil: number;
+      disabledUntil: number;
+      disabledReason?: string;
+      openUntil: number | null;
+    },
+    now: number,
+  ): boolean {
+    let changed = false;
+    if (facts.cooldownUntil > this.#cooldownUntil && facts.cooldownUntil > now) {
+      this.#cooldownUntil = facts.cooldownUntil;
+      changed = true;
+    }
+    if (facts.disabledUntil > this.#disabledUntil && facts.disabledUntil > now) {
+      this.#disabledUntil = facts.disabledUntil;
+      this.#disabledReason = facts.disabledReason ?? this.#disabledReason ?? 'disabled by another process';
+      changed = true;
+    }
+    const open = facts.openUntil;
+    if (
+      open !== null &&
+      open > now &&
+      (this.#breaker.state !== 'open' || (this.#breaker.context.openUntil ?? 0) < open)
+    ) {
+      this.#send({ type: 'FORCE_OPEN', at: now, untilMs: open });
+      changed = true;
+    }
+    if (changed) this.#hooks.onReadinessChange?.(this.id);
+    return changed;
+  }
+
   /** The endpoint is gone (a BYOK key expired, the runtime stopped): its timer is dropped, it wants no probes. */
   close(): void {
     this.#closed = true;

@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { type Actor, createActor, fromPromise, type Snapshot } from 'xstate';
 import { type AgentInput, agentMachine } from '../../machines/agent.machine.ts';
 import { supervisorMachine } from '../../machines/supervisor.machine.ts';
@@ -13,6 +14,11 @@ import { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { createLogger } from '../logging/logger.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
 import { MemoryTokenScheduler } from '../scheduler/memory-token-scheduler.ts';
+import type { TokenScheduler } from '../scheduler/token-scheduler.ts';
+import { resolveCoordination } from '../coordination/coordination-options.ts';
+import { createCoordinationBackend } from '../coordination/create-coordination.ts';
+import { CoordinatedTokenScheduler } from '../coordination/coordinated-token-scheduler.ts';
+import { SharedHealthLink } from '../coordination/shared-health-link.ts';
 import { TimerHeap } from '../scheduler/timer-heap.ts';
 import { onAbort } from './abort-fanout.ts';
 import { type CallRecordEvent, createAgentActors } from './agent-actors.ts';
@@ -68,6 +74,7 @@ export function createSupervisor(
   const config = defineConfig(input as RuntimeConfigInput);
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger();
+  const coordination = resolveCoordination(options.coordination, `${hostname()}:${process.pid}`);
   const build = options.createEngine ?? ((c: ParsedEndpointConfig) => createAdapterEngine(c, { clock }));
   const eventListeners = new Set<RuntimeEventListener>();
   if (options.onEvent) eventListeners.add(options.onEvent);
@@ -93,7 +100,9 @@ export function createSupervisor(
       : new TurnTracer(options.tracing || {});
   const timers = new TimerHeap(clock);
   const keepAlive = new KeepAlive(options.keepAlive ?? true);
-  let scheduler!: MemoryTokenScheduler;
+  let scheduler!: TokenScheduler;
+  let healthLink: SharedHealthLink | undefined;
+  let coordinated: CoordinatedTokenScheduler | undefined;
   const byok = wireByok({
     config,
     clock,
@@ -154,7 +163,11 @@ export function createSupervisor(
         }),
       onProbeWanted: (id) => probes.request(id),
       onReadinessChange: (id) => scheduler?.wake(id),
-      onFault: (id, fault) => byok.onFault(id, fault),
+      onFault: (id, fault) => {
+        byok.onFault(id, fault);
+        // Other processes on the same quota hear of the cooldown / disable at once.
+        healthLink?.publish(id);
+      },
     },
   });
   /** The BYOK session of each LLM agent: only that session's keys come after its chain. */
@@ -164,7 +177,7 @@ export function createSupervisor(
     const own = endpoints.chain(chain);
     return extra.length === 0 ? own : [...own, ...extra];
   };
-  scheduler = new MemoryTokenScheduler({
+  const local = new MemoryTokenScheduler({
     clock,
     timers,
     endpoints,
@@ -193,6 +206,35 @@ export function createSupervisor(
         'a call ignored the cancellation of its overrun lease; its token was taken back',
       ),
   });
+  scheduler = local;
+  if (coordination) {
+    const backend = createCoordinationBackend(coordination);
+    coordinated = new CoordinatedTokenScheduler({
+      local,
+      backend,
+      endpoints,
+      clock,
+      limit: config.concurrency.limit,
+      leaseTtlMs: coordination.leaseTtlMs,
+      // One line when the backend goes (fail closed), one when it is back.
+      onBackendState: (s) =>
+        s.ok
+          ? logger.info({ coordination: backend.location }, 'coordination backend reachable again')
+          : logger.error({ code: s.error.code }, s.error.message),
+    });
+    const link = new SharedHealthLink({
+      backend,
+      endpoints,
+      clock,
+      processId: coordination.processId,
+    });
+    healthLink = link;
+    scheduler = coordinated;
+    void coordinated.connect().then(
+      () => link.join().catch(() => {}),
+      () => {},
+    );
+  }
   const probeRunner = createProbeRunner({
     endpoints,
     scheduler,
@@ -300,7 +342,8 @@ export function createSupervisor(
           endpoints.close();
           timers.close();
           keepAlive.close();
-          stopped();
+          if (coordinated) void coordinated.dispose().finally(stopped);
+          else stopped();
         },
       },
     }),

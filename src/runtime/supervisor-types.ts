@@ -1,4 +1,5 @@
 import type { TracingOptions } from '../observability/turn-tracer.ts';
+import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import type { Engine } from '../engines/engine-types.ts';
@@ -60,6 +61,14 @@ export interface SupervisorOptions {
    * `false` turns it off; `{ tracer }` uses that tracer; `{ captureContent: true }` records prompts and answers.
    */
   readonly tracing?: TracingOptions | false;
+  /**
+   * Several processes on one quota: `{ backend: 'postgres' | 'redis', url }` shares the concurrency tokens
+   * (leases renewed by heartbeat, fenced) and the endpoints' health (cooldowns, disables, OPEN breakers).
+   * A bad backend or URL throws a ConfigError naming the option; an unreachable or lost backend makes this
+   * process stop sending (requests are denied, agents answer degraded) with one error line. Default
+   * `{ backend: 'memory' }`: this process alone.
+   */
+  readonly coordination?: CoordinationOptions;
 }
 
 /**

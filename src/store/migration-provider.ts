@@ -1,6 +1,7 @@
 import type { Migration, MigrationProvider } from 'kysely';
 import * as m0001 from '../../migrations/0001-initial.ts';
 import * as m0002 from '../../migrations/0002-durable-state-v2.ts';
+import * as m0003 from '../../migrations/0003-coordination.ts';
 
 /**
  * Every migration in `migrations/`, by name. A static import map instead of reading the folder at
@@ -10,6 +11,7 @@ import * as m0002 from '../../migrations/0002-durable-state-v2.ts';
 const MIGRATIONS: Readonly<Record<string, Migration>> = Object.freeze({
   '0001-initial': m0001,
   '0002-durable-state-v2': m0002,
+  '0003-coordination': m0003,
 });
 
 /**

@@ -193,7 +193,10 @@ async function legacyResumes(database: BreakwaterDatabase): Promise<void> {
   await migrateTo0001(db);
   const legacy = await writeLegacyRun(db);
   // What `breakwater migrate` and every start do:
-  expect(await migrateToLatest(db as Kysely<unknown>)).toEqual(['0002-durable-state-v2']);
+  expect(await migrateToLatest(db as Kysely<unknown>)).toEqual([
+    '0002-durable-state-v2',
+    '0003-coordination',
+  ]);
 
   const store = createRunStore(database);
   const restore = await loadRunRestore(store, RUN_ID, spec.agents as LlmAgentDefinition[], () => 3);

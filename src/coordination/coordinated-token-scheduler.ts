@@ -1,0 +1,489 @@
+import type { Clock } from '../clock/clock.ts';
+import type { CallSettlement } from '../health/endpoint-health-view.ts';
+import type { EndpointRegistry } from '../health/endpoint-registry.ts';
+import type { MemoryTokenScheduler } from '../scheduler/memory-token-scheduler.ts';
+import {
+  type Grant,
+  SchedulerClosedError,
+  type TokenDecision,
+  type TokenRequest,
+  type TokenScheduler,
+  type TokenTicket,
+  type TokenView,
+} from '../scheduler/token-scheduler.ts';
+import type { CoordinationBackend, GlobalLease } from './coordination-backend.ts';
+import { leaseKey } from './coordination-backend.ts';
+import {
+  CoordinationUnavailableError,
+  isCoordinationUnavailableError,
+  LeaseFencedError,
+} from './coordination-errors.ts';
+
+/** Options of {@link CoordinatedTokenScheduler}. */
+export interface CoordinatedTokenSchedulerOptions {
+  /** This process's own scheduler: tiers, endpoint choice, pacing, retry budget. */
+  readonly local: MemoryTokenScheduler;
+  readonly backend: CoordinationBackend;
+  readonly endpoints: EndpointRegistry;
+  /** The runtime's clock (endpoint readiness, decision times). */
+  readonly clock: Clock;
+  /** Global tokens (every process of the pool must use the same). */
+  readonly limit: number;
+  readonly leaseTtlMs: number;
+  /** The backend became unusable or usable again: one line each way. */
+  readonly onBackendState?: (
+    state: { ok: false; error: CoordinationUnavailableError } | { ok: true },
+  ) => void;
+  /** Real time, ms (performance.now by default): lease deadlines are real time whatever the runtime's clock. */
+  readonly now?: () => number;
+}
+
+/** A request granted by the local scheduler, waiting for a global token. */
+interface Pending {
+  readonly request: TokenRequest | undefined;
+  readonly enqueuedAt: number;
+  /** Withdrawn or settled. */
+  done: boolean;
+  localTicket: TokenTicket | undefined;
+  grant: Grant | undefined;
+  resolve(d: TokenDecision | Grant): void;
+  reject(e: unknown): void;
+}
+
+/** A grant that holds a global token. */
+interface Held {
+  readonly lease: GlobalLease;
+  readonly grant: Grant;
+  readonly fence: AbortController;
+  claimed: boolean;
+  onReclaim: ((reason: unknown) => void) | undefined;
+  timer: ReturnType<typeof setTimeout> | undefined;
+}
+
+/**
+ * The {@link TokenScheduler} of a process that shares its quota with others: the local scheduler picks who goes
+ * next and on which endpoint (tiers, pacing, cooldowns), then a global token is taken from the backend before the
+ * grant is handed out. Contract on top of the local one:
+ * - never more than `limit` global tokens held across all processes (the backend's guarantee);
+ * - a held token is renewed by heartbeat every third of the TTL; if a renewal fails or comes too late, the
+ *   call is cancelled (its signal aborts with a LeaseFencedError) a fifth of the TTL before the backend could
+ *   hand the token to someone else;
+ * - waiters are woken by the backend's notifications (a token given back) or when the earliest lease expires,
+ *   never by polling;
+ * - the backend unreachable or lost: no token is granted (requests are denied: the agents answer degraded).
+ *
+ * @example
+ * ```ts
+ * const scheduler = new CoordinatedTokenScheduler({ local, backend, endpoints, limit: 3, leaseTtlMs: 10_000 });
+ * const d = await scheduler.acquire(request, signal);
+ * ```
+ */
+export class CoordinatedTokenScheduler implements TokenScheduler {
+  readonly #o: CoordinatedTokenSchedulerOptions;
+  readonly #local: MemoryTokenScheduler;
+  readonly #now: () => number;
+  readonly #queue: Pending[] = [];
+  readonly #held = new Map<string, Held>();
+  #limit: number;
+  #connected: Promise<void> | undefined;
+  #pumping = false;
+  #wakeEpoch = 0;
+  #retryTimer: ReturnType<typeof setTimeout> | undefined;
+  #heartbeat: ReturnType<typeof setInterval> | undefined;
+  #renewing = false;
+  #down = false;
+  #closed = false;
+
+  constructor(options: CoordinatedTokenSchedulerOptions) {
+    this.#o = options;
+    this.#local = options.local;
+    this.#limit = Math.max(1, Math.floor(options.limit));
+    this.#now = options.now ?? (() => performance.now());
+    options.backend.onWake(() => {
+      this.#wakeEpoch++;
+      this.#pump();
+    });
+  }
+
+  /** Connects once (every grant waits for it); a failure is kept so each request is denied at once. */
+  connect(signal?: AbortSignal): Promise<void> {
+    this.#connected ??= this.#o.backend.connect(signal).then(
+      () => this.#up(),
+      (e: unknown) => {
+        const error = isCoordinationUnavailableError(e)
+          ? e
+          : new CoordinationUnavailableError(
+              `coordination.url: ${this.#o.backend.location} could not be used (${e instanceof Error ? e.message : String(e)})`,
+            );
+        this.#fail(error);
+        throw error;
+      },
+    );
+    return this.#connected;
+  }
+
+  acquire(request: TokenRequest, signal?: AbortSignal): Promise<TokenDecision> {
+    if (this.#closed) return Promise.reject(new SchedulerClosedError());
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    const ticket = this.request(request);
+    if (signal) {
+      const onAbort = () => ticket.withdraw(signal.reason);
+      signal.addEventListener('abort', onAbort, { once: true });
+      const off = () => signal.removeEventListener('abort', onAbort);
+      ticket.decision.then(off, off);
+    }
+    return ticket.decision;
+  }
+
+  request(request: TokenRequest): TokenTicket {
+    let p!: Pending;
+    const decision = new Promise<TokenDecision>((resolve, reject) => {
+      p = {
+        request,
+        enqueuedAt: this.#now(),
+        done: false,
+        localTicket: undefined,
+        grant: undefined,
+        resolve: resolve as (d: TokenDecision | Grant) => void,
+        reject,
+      };
+    });
+    if (this.#closed) {
+      p.done = true;
+      p.reject(new SchedulerClosedError());
+    } else this.#submit(p);
+    return {
+      decision,
+      withdraw: (reason?: unknown) =>
+        this.#withdraw(p, reason ?? new Error('the token request was withdrawn')),
+    };
+  }
+
+  acquireProbe(endpointId: string, signal?: AbortSignal): Promise<Grant> {
+    if (this.#closed) return Promise.reject(new SchedulerClosedError());
+    return new Promise<Grant>((resolve, reject) => {
+      const p: Pending = {
+        request: undefined,
+        enqueuedAt: this.#now(),
+        done: false,
+        localTicket: undefined,
+        grant: undefined,
+        resolve: resolve as (d: TokenDecision | Grant) => void,
+        reject,
+      };
+      signal?.addEventListener('abort', () => this.#withdraw(p, signal.reason), { once: true });
+      this.#local.acquireProbe(endpointId, signal).then(
+        (grant) => {
+          if (p.done) return this.#local.release(grant.leaseId, { kind: 'unused' });
+          p.grant = grant;
+          // Probes are served before every tier, here too.
+          this.#queue.unshift(p);
+          this.#pump();
+        },
+        (e: unknown) => this.#withdraw(p, e),
+      );
+    });
+  }
+
+  claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined {
+    const h = this.#held.get(leaseId);
+    if (!h || h.fence.signal.aborted) return undefined;
+    if (!this.#local.claim(leaseId, onReclaim)) return undefined;
+    h.claimed = true;
+    h.onReclaim = onReclaim;
+    return h.grant;
+  }
+
+  release(leaseId: string, outcome: CallSettlement): void {
+    const h = this.#held.get(leaseId);
+    this.#local.release(leaseId, outcome);
+    if (!h) return;
+    this.#held.delete(leaseId);
+    if (h.timer) clearTimeout(h.timer);
+    // A failed release is a token that comes back at its expiry (the TTL): never more than the limit.
+    this.#o.backend.release(h.lease).catch(() => {});
+    this.#wakeEpoch++;
+    this.#pump();
+    if (this.#held.size === 0) this.#stopHeartbeat();
+  }
+
+  releaseUnclaimed(leaseId: string): void {
+    const h = this.#held.get(leaseId);
+    if (h && !h.claimed) this.release(leaseId, { kind: 'unused' });
+  }
+
+  setLimit(limit: number): void {
+    this.#local.setLimit(limit);
+    this.#limit = Math.floor(limit);
+    this.#pump();
+  }
+
+  wake(endpointId: string): void {
+    this.#local.wake(endpointId);
+  }
+
+  rescan(): void {
+    this.#local.rescan();
+  }
+
+  view(): TokenView {
+    const local = this.#local.view();
+    const held = new Set(this.#held.keys());
+    return {
+      ...local,
+      // Grants still waiting for a global token are queued, not held.
+      held: held.size,
+      holders: [...this.#held.values()].map((h) => ({
+        holder: h.grant.holder,
+        endpointId: h.grant.endpointId,
+        tier: h.grant.tier,
+      })),
+      queue: [
+        ...this.#queue
+          .filter((p) => !p.done && p.request)
+          .map((p) => ({ agent: p.request!.holder, tier: p.request!.tier })),
+        ...local.queue,
+      ],
+    };
+  }
+
+  close(reason: unknown = new SchedulerClosedError()): void {
+    if (this.#closed) return;
+    this.#closed = true;
+    for (const p of this.#queue.splice(0)) this.#withdraw(p, reason);
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    this.#local.close(reason);
+  }
+
+  whenIdle(signal?: AbortSignal): Promise<void> {
+    return this.#local.whenIdle(signal);
+  }
+
+  /** After close and idle: stops the heartbeat and closes the backend's connections. */
+  async dispose(): Promise<void> {
+    this.close();
+    for (const h of this.#held.values()) if (h.timer) clearTimeout(h.timer);
+    this.#stopHeartbeat();
+    await this.#o.backend.close();
+  }
+
+  /** Asks the local scheduler; a local grant then queues for a global token. */
+  #submit(p: Pending): void {
+    const request = p.request!;
+    const ticket = this.#local.request(request);
+    p.localTicket = ticket;
+    ticket.decision.then(
+      (d) => {
+        if (p.done) {
+          if (d.kind === 'granted') this.#local.releaseUnclaimed(d.grant.leaseId);
+          return;
+        }
+        if (d.kind !== 'granted') {
+          p.done = true;
+          p.resolve(d);
+          return;
+        }
+        p.grant = d.grant;
+        p.localTicket = undefined;
+        this.#queue.push(p);
+        this.#pump();
+      },
+      (e: unknown) => {
+        if (p.done) return;
+        p.done = true;
+        p.reject(e);
+      },
+    );
+  }
+
+  #withdraw(p: Pending, reason: unknown): void {
+    if (p.done) return;
+    p.done = true;
+    if (p.localTicket) p.localTicket.withdraw(reason);
+    const i = this.#queue.indexOf(p);
+    if (i >= 0) this.#queue.splice(i, 1);
+    if (p.grant && !this.#held.has(p.grant.leaseId)) this.#local.release(p.grant.leaseId, { kind: 'unused' });
+    p.reject(reason);
+  }
+
+  /** Takes global tokens for the queue's head while there are any; one attempt at a time. */
+  #pump(): void {
+    if (this.#pumping || this.#closed || this.#queue.length === 0) return;
+    this.#pumping = true;
+    void this.#drain().finally(() => {
+      this.#pumping = false;
+    });
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      await this.connect();
+    } catch (e) {
+      for (const p of this.#queue.splice(0)) this.#deny(p, e);
+      this.#connected = undefined;
+      return;
+    }
+    while (!this.#closed) {
+      const p = this.#queue[0];
+      if (!p) return;
+      if (p.done) {
+        this.#queue.shift();
+        continue;
+      }
+      if (this.#overdue(p)) {
+        this.#queue.shift();
+        this.#deny(p, new Error(`no global token within max wait ${p.request!.maxWaitMs} ms`));
+        continue;
+      }
+      const epoch = this.#wakeEpoch;
+      let result: Awaited<ReturnType<CoordinationBackend['tryAcquire']>>;
+      try {
+        result = await this.#o.backend.tryAcquire(this.#limit);
+      } catch (e) {
+        this.#fail(e);
+        // Fail closed: nothing waits for a backend that is gone; the agents answer degraded.
+        for (const q of this.#queue.splice(0)) this.#deny(q, e);
+        return;
+      }
+      this.#up();
+      if (result.ok) {
+        this.#queue.shift();
+        if (p.done || this.#closed) {
+          this.#o.backend.release(result.lease).catch(() => {});
+          continue;
+        }
+        this.#granted(p, result.lease);
+        continue;
+      }
+      // A token came back while we asked: ask again at once, else sleep until a wake-up or the earliest expiry.
+      if (epoch !== this.#wakeEpoch) continue;
+      this.#armRetry(result.retryInMs, p);
+      return;
+    }
+  }
+
+  #armRetry(retryInMs: number | undefined, head: Pending): void {
+    if (this.#retryTimer) clearTimeout(this.#retryTimer);
+    const untilDeadline = head.request ? head.enqueuedAt + head.request.maxWaitMs - this.#now() : Infinity;
+    const wait = Math.max(1, Math.min(retryInMs ?? this.#o.leaseTtlMs, untilDeadline));
+    this.#retryTimer = setTimeout(() => {
+      this.#retryTimer = undefined;
+      this.#pump();
+    }, wait);
+    this.#retryTimer.unref?.();
+  }
+
+  #overdue(p: Pending): boolean {
+    return p.request !== undefined && this.#now() - p.enqueuedAt > p.request.maxWaitMs;
+  }
+
+  #granted(p: Pending, lease: GlobalLease): void {
+    const grant = p.grant!;
+    // The endpoint may have been cooled by another process while this grant waited: do not send to it.
+    const h = this.#o.endpoints.get(grant.endpointId)?.health;
+    const r = p.request ? h?.readiness(this.#localNow(), 0) : undefined;
+    if (p.request && r && (r.cause === 'cooldown' || r.cause === 'open' || r.cause === 'disabled')) {
+      this.#o.backend.release(lease).catch(() => {});
+      this.#local.release(grant.leaseId, { kind: 'unused' });
+      p.grant = undefined;
+      this.#submit(p);
+      return;
+    }
+    const fence = new AbortController();
+    const wrapped: Grant = { ...grant, signal: AbortSignal.any([grant.signal, fence.signal]) };
+    const held: Held = {
+      lease,
+      grant: wrapped,
+      fence,
+      claimed: false,
+      onReclaim: undefined,
+      timer: undefined,
+    };
+    this.#held.set(grant.leaseId, held);
+    this.#armFence(held, this.#now() + this.#o.leaseTtlMs - this.#margin());
+    this.#startHeartbeat();
+    p.done = true;
+    p.resolve(p.request ? { kind: 'granted', grant: wrapped } : wrapped);
+  }
+
+  #localNow(): number {
+    return this.#o.clock.now();
+  }
+
+  #deny(p: Pending, e: unknown): void {
+    if (p.done) return;
+    p.done = true;
+    if (p.grant) this.#local.release(p.grant.leaseId, { kind: 'unused' });
+    const reason = e instanceof Error ? e.message : String(e);
+    if (p.request) p.resolve({ kind: 'denied', reason, at: this.#localNow() });
+    else p.reject(e);
+  }
+
+  /** Cancels the call a fifth of the TTL before the backend could reissue its token. */
+  #margin(): number {
+    return Math.max(20, this.#o.leaseTtlMs / 5);
+  }
+
+  #armFence(h: Held, at: number): void {
+    if (h.timer) clearTimeout(h.timer);
+    h.timer = setTimeout(() => this.#fenced(h), Math.max(0, at - this.#now()));
+    h.timer.unref?.();
+  }
+
+  #fenced(h: Held): void {
+    h.timer = undefined;
+    if (h.fence.signal.aborted) return;
+    const reason = new LeaseFencedError();
+    h.fence.abort(reason);
+    h.onReclaim?.(reason);
+  }
+
+  #startHeartbeat(): void {
+    if (this.#heartbeat) return;
+    this.#heartbeat = setInterval(() => void this.#renew(), Math.max(10, this.#o.leaseTtlMs / 3));
+    this.#heartbeat.unref?.();
+  }
+
+  #stopHeartbeat(): void {
+    if (this.#heartbeat) clearInterval(this.#heartbeat);
+    this.#heartbeat = undefined;
+  }
+
+  async #renew(): Promise<void> {
+    if (this.#renewing || this.#held.size === 0) return;
+    this.#renewing = true;
+    const sentAt = this.#now();
+    const held = [...this.#held.values()].filter((h) => !h.fence.signal.aborted);
+    try {
+      const renewed = await this.#o.backend.renew(held.map((h) => h.lease));
+      this.#up();
+      for (const h of held) {
+        if (renewed.has(leaseKey(h.lease))) {
+          if (!h.fence.signal.aborted) this.#armFence(h, sentAt + this.#o.leaseTtlMs - this.#margin());
+        } else this.#fenced(h);
+      }
+    } catch (e) {
+      // Each held call is cancelled at its own fence deadline if no later renewal succeeds.
+      this.#fail(e);
+    } finally {
+      this.#renewing = false;
+    }
+  }
+
+  #fail(e: unknown): void {
+    if (this.#down) return;
+    this.#down = true;
+    const error = isCoordinationUnavailableError(e)
+      ? e
+      : new CoordinationUnavailableError(
+          `coordination.url: ${this.#o.backend.location} failed (${e instanceof Error ? e.message : String(e)}); not sending (fail closed)`,
+        );
+    this.#o.onBackendState?.({ ok: false, error });
+  }
+
+  #up(): void {
+    if (!this.#down) return;
+    this.#down = false;
+    this.#o.onBackendState?.({ ok: true });
+  }
+}

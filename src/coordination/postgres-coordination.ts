@@ -1,0 +1,296 @@
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { redactUrl, scrubSecrets } from '../redact/secret-scrubber.ts';
+import { isConnectionFailure } from '../store/guarded-pg-pool.ts';
+import { migrateToLatest } from '../store/migrate-to-latest.ts';
+import type {
+  CoordinationBackend,
+  GlobalAcquireResult,
+  GlobalLease,
+  SharedHealthFacts,
+  SharedHealthMessage,
+} from './coordination-backend.ts';
+import { leaseKey } from './coordination-backend.ts';
+import { CoordinationUnavailableError } from './coordination-errors.ts';
+
+/** NOTIFY channel of token wake-ups (payload: the pool) and of health changes (payload: JSON). */
+const TOKENS_CHANNEL = 'breakwater_tokens';
+const HEALTH_CHANNEL = 'breakwater_health';
+
+/** Options of {@link PostgresCoordination}. */
+export interface PostgresCoordinationOptions {
+  readonly url: string;
+  readonly pool: string;
+  readonly processId: string;
+  readonly leaseTtlMs: number;
+  /** Connections for acquisitions and releases. Default 4. */
+  readonly connections?: number;
+  /** Connecting and each query must answer within this, ms. Default 5 000. */
+  readonly timeoutMs?: number;
+}
+
+/*
+ * Why row leases with SKIP LOCKED and not advisory locks (bench/coordination.ts measures both): an advisory
+ * lock lives as long as its session, so each held token pins a connection, a dead process's token comes back
+ * only when the server notices the socket is gone (TCP keepalive, minutes), and a partitioned process cannot
+ * tell it lost the lock. A row lease carries an expiry (the TTL bounds how long a dead process keeps it) and a
+ * generation (a stale holder's release or renewal is refused), and one connection serves every token.
+ */
+const ACQUIRE_SQL = `
+with c as (
+  select slot from coordination_tokens
+  where pool = $1 and slot < $2 and (holder is null or expires_at < now())
+  order by slot limit 1 for update skip locked
+)
+update coordination_tokens t
+set holder = $3, generation = t.generation + 1, expires_at = now() + make_interval(secs => $4::float8 / 1000)
+from c where t.pool = $1 and t.slot = c.slot
+returning t.slot, t.generation`;
+
+const EARLIEST_SQL = `
+select greatest(0, extract(epoch from (min(expires_at) - now())) * 1000)::float8 as ms
+from coordination_tokens where pool = $1 and slot < $2 and holder is not null`;
+
+const RELEASE_SQL = `
+with r as (
+  update coordination_tokens set holder = null, expires_at = null
+  where pool = $1 and slot = $2 and generation = $3 and holder = $4
+  returning 1
+)
+select pg_notify('${TOKENS_CHANNEL}', $1) from r`;
+
+const RENEW_SQL = `
+update coordination_tokens t
+set expires_at = now() + make_interval(secs => $3::float8 / 1000)
+from unnest($4::int[], $5::bigint[]) as l(slot, generation)
+where t.pool = $1 and t.holder = $2 and t.slot = l.slot and t.generation = l.generation and t.expires_at > now()
+returning t.slot, t.generation`;
+
+const PUBLISH_SQL = `
+with u as (
+  insert into coordination_health (pool, endpoint_id, facts) values ($1, $2, $3::jsonb)
+  on conflict (pool, endpoint_id) do update set facts = excluded.facts, updated_at = now()
+  returning 1
+)
+select pg_notify('${HEALTH_CHANNEL}', $4) from u`;
+
+/**
+ * The `postgres` coordination backend: global tokens as lease rows (holder, expiry, generation) in
+ * `coordination_tokens`, taken with `FOR UPDATE SKIP LOCKED`, waiters woken by LISTEN/NOTIFY, endpoint health
+ * in `coordination_health` and on NOTIFY.
+ *
+ * @example
+ * ```ts
+ * const backend = new PostgresCoordination({ url, pool: 'default', processId: 'w1', leaseTtlMs: 10_000 });
+ * await backend.connect();
+ * const r = await backend.tryAcquire(3);
+ * ```
+ */
+export class PostgresCoordination implements CoordinationBackend {
+  readonly location: string;
+  readonly #o: PostgresCoordinationOptions;
+  readonly #pool: pg.Pool;
+  #listener: pg.Client | undefined;
+  #listening: Promise<void> | undefined;
+  readonly #wake = new Set<() => void>();
+  readonly #health = new Set<(m: SharedHealthMessage) => void>();
+  readonly #lost = new Set<(e: unknown) => void>();
+  #closed = false;
+
+  constructor(options: PostgresCoordinationOptions) {
+    this.#o = options;
+    this.location = `PostgreSQL at ${redactUrl(options.url)}`;
+    const timeout = options.timeoutMs ?? 5_000;
+    this.#pool = new pg.Pool({
+      connectionString: options.url,
+      max: options.connections ?? 4,
+      connectionTimeoutMillis: timeout,
+      query_timeout: timeout,
+      statement_timeout: timeout,
+      keepAlive: true,
+      application_name: 'breakwater-coordination',
+    });
+    // An idle client whose server goes away emits 'error' on the pool: without a listener it crashes the process.
+    this.#pool.on('error', () => {});
+    this.#pool.on('connect', (client) => client.on('error', () => {}));
+  }
+
+  async connect(signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    try {
+      await this.#pool.query('select 1');
+    } catch (e) {
+      throw this.#unavailable(e, 'could not connect');
+    }
+    const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: this.#pool }) });
+    try {
+      await migrateToLatest(db, signal ? { signal } : {});
+    } catch (e) {
+      throw this.#unavailable(e, 'could not prepare the coordination tables');
+    }
+    // Not db.destroy(): it would end the pool this backend keeps using.
+    await this.#listen();
+  }
+
+  async tryAcquire(limit: number): Promise<GlobalAcquireResult> {
+    await this.#ensureSlots(limit);
+    const r = await this.#query<{ slot: number; generation: string }>(ACQUIRE_SQL, [
+      this.#o.pool,
+      limit,
+      this.#o.processId,
+      this.#o.leaseTtlMs,
+    ]);
+    const row = r.rows[0];
+    if (row) return { ok: true, lease: { slot: String(row.slot), generation: Number(row.generation) } };
+    const e = await this.#query<{ ms: number | null }>(EARLIEST_SQL, [this.#o.pool, limit]);
+    const ms = e.rows[0]?.ms;
+    return { ok: false, retryInMs: ms === null || ms === undefined ? undefined : Number(ms) };
+  }
+
+  async release(lease: GlobalLease): Promise<void> {
+    await this.#query(RELEASE_SQL, [this.#o.pool, Number(lease.slot), lease.generation, this.#o.processId]);
+  }
+
+  async renew(leases: readonly GlobalLease[]): Promise<Set<string>> {
+    if (leases.length === 0) return new Set();
+    const r = await this.#query<{ slot: number; generation: string }>(RENEW_SQL, [
+      this.#o.pool,
+      this.#o.processId,
+      this.#o.leaseTtlMs,
+      leases.map((l) => Number(l.slot)),
+      leases.map((l) => l.generation),
+    ]);
+    return new Set(
+      r.rows.map((row) => leaseKey({ slot: String(row.slot), generation: Number(row.generation) })),
+    );
+  }
+
+  async publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void> {
+    const message: SharedHealthMessage & { pool: string } = {
+      pool: this.#o.pool,
+      endpointId,
+      facts,
+      from: this.#o.processId,
+    };
+    await this.#query(PUBLISH_SQL, [
+      this.#o.pool,
+      endpointId,
+      JSON.stringify(facts),
+      JSON.stringify(message),
+    ]);
+  }
+
+  async loadHealth(): Promise<SharedHealthMessage[]> {
+    const r = await this.#query<{ endpoint_id: string; facts: SharedHealthFacts }>(
+      'select endpoint_id, facts from coordination_health where pool = $1',
+      [this.#o.pool],
+    );
+    return r.rows.map((row) => ({ endpointId: row.endpoint_id, facts: row.facts, from: '' }));
+  }
+
+  onWake(listener: () => void): void {
+    this.#wake.add(listener);
+  }
+
+  onHealth(listener: (message: SharedHealthMessage) => void): void {
+    this.#health.add(listener);
+  }
+
+  onLost(listener: (error: unknown) => void): void {
+    this.#lost.add(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    const listener = this.#listener;
+    this.#listener = undefined;
+    await Promise.allSettled([listener?.end(), this.#pool.end()]);
+  }
+
+  /** Slot rows 0 … limit-1 exist (idempotent; only the first call per limit goes to the server). */
+  #slotsReady = 0;
+  async #ensureSlots(limit: number): Promise<void> {
+    if (limit <= this.#slotsReady) return;
+    await this.#query(
+      `insert into coordination_tokens (pool, slot) select $1, g from generate_series(0, $2::int - 1) g
+       on conflict do nothing`,
+      [this.#o.pool, limit],
+    );
+    this.#slotsReady = Math.max(this.#slotsReady, limit);
+  }
+
+  /** The dedicated LISTEN connection (a pooled one would lose its subscriptions). Re-made after a loss. */
+  #listen(): Promise<void> {
+    if (this.#listening) return this.#listening;
+    const client = new pg.Client({
+      connectionString: this.#o.url,
+      connectionTimeoutMillis: this.#o.timeoutMs ?? 5_000,
+      keepAlive: true,
+      application_name: 'breakwater-coordination-listen',
+    });
+    const lost = (e: unknown) => {
+      if (this.#listener !== client) return;
+      this.#listener = undefined;
+      this.#listening = undefined;
+      if (!this.#closed) for (const l of this.#lost) l(e);
+    };
+    client.on('error', lost);
+    client.on('end', () => lost(new Error('the LISTEN connection ended')));
+    client.on('notification', (n) => {
+      if (n.channel === TOKENS_CHANNEL) {
+        if (n.payload === this.#o.pool) for (const l of this.#wake) l();
+      } else if (n.channel === HEALTH_CHANNEL && n.payload) {
+        let m: (SharedHealthMessage & { pool?: string }) | undefined;
+        try {
+          m = JSON.parse(n.payload) as SharedHealthMessage & { pool?: string };
+        } catch {
+          return;
+        }
+        if (m.pool === this.#o.pool) for (const l of this.#health) l(m);
+      }
+    });
+    this.#listener = client;
+    this.#listening = (async () => {
+      try {
+        await client.connect();
+        await client.query(`listen ${TOKENS_CHANNEL}`);
+        await client.query(`listen ${HEALTH_CHANNEL}`);
+      } catch (e) {
+        this.#listener = undefined;
+        this.#listening = undefined;
+        void client.end().catch(() => {});
+        throw this.#unavailable(e, 'could not subscribe to wake-ups (LISTEN)');
+      }
+    })();
+    return this.#listening;
+  }
+
+  async #query<R extends pg.QueryResultRow>(text: string, values: unknown[]): Promise<pg.QueryResult<R>> {
+    if (this.#closed) throw new CoordinationUnavailableError('the coordination backend is closed');
+    // Wake-ups are lost while the LISTEN connection is down: it is re-made on the next use.
+    if (!this.#listening) void this.#listen().catch(() => {});
+    try {
+      return await this.#pool.query<R>(text, values);
+    } catch (e) {
+      throw isConnectionFailure(e) || isUnavailableText(e) ? this.#unavailable(e, 'lost') : e;
+    }
+  }
+
+  #unavailable(e: unknown, what: string): CoordinationUnavailableError {
+    const text = e instanceof Error ? e.message : String(e);
+    const code = (e as { code?: unknown } | null)?.code;
+    const problem =
+      code === 'ECONNREFUSED'
+        ? 'connection refused (is the server running, on that port?)'
+        : scrubSecrets(text.replace(/\s+/g, ' ').trim()) || 'connection failed';
+    return new CoordinationUnavailableError(
+      `coordination.url: ${this.location} is unreachable (${what}: ${problem}); not sending (fail closed)`,
+      { cause: e },
+    );
+  }
+}
+
+function isUnavailableText(e: unknown): boolean {
+  return e instanceof Error && /Connection terminated|timeout|ECONN|closed|ended/i.test(e.message);
+}

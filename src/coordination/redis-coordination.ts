@@ -1,0 +1,260 @@
+import { createHash } from 'node:crypto';
+import { Redis } from 'ioredis';
+import { redactUrl, scrubSecrets } from '../redact/secret-scrubber.ts';
+import type {
+  CoordinationBackend,
+  GlobalAcquireResult,
+  GlobalLease,
+  SharedHealthFacts,
+  SharedHealthMessage,
+} from './coordination-backend.ts';
+import { CoordinationUnavailableError } from './coordination-errors.ts';
+
+/** Options of {@link RedisCoordination}. */
+export interface RedisCoordinationOptions {
+  readonly url: string;
+  readonly pool: string;
+  readonly processId: string;
+  readonly leaseTtlMs: number;
+  /** Prefix of every key and channel. */
+  readonly keyPrefix: string;
+  /** Connecting and each command must answer within this, ms. Default 5 000. */
+  readonly timeoutMs?: number;
+}
+
+/*
+ * Tokens are members `<process>|<generation>` of one sorted set scored by their expiry (the server's TIME, ms).
+ * Every script first drops the expired members, so a dead process's token is free once its lease ran out; the
+ * set itself expires one TTL after its last write, so nothing outlives the leases. Scripts run atomically: the
+ * count check and the add cannot interleave with another process's.
+ */
+const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/** KEYS: tokens, generation. ARGV: limit, ttl, process. → {1, generation} or {0, ms until the earliest expiry | -1}. */
+const ACQUIRE_LUA = `${NOW}
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
+  local g = redis.call('INCR', KEYS[2])
+  redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3] .. '|' .. g)
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return {1, g}
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+if first[2] then return {0, tonumber(first[2]) - now} end
+return {0, -1}`;
+
+/** KEYS: tokens, wake channel. ARGV: member. */
+const RELEASE_LUA = `
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then redis.call('PUBLISH', KEYS[2], '1') end
+return 0`;
+
+/** KEYS: tokens. ARGV: ttl, members… → the members renewed (not expired, not reissued). */
+const RENEW_LUA = `${NOW}
+local out = {}
+for i = 2, #ARGV do
+  local s = redis.call('ZSCORE', KEYS[1], ARGV[i])
+  if s and tonumber(s) > now then
+    redis.call('ZADD', KEYS[1], 'XX', now + tonumber(ARGV[1]), ARGV[i])
+    out[#out + 1] = ARGV[i]
+  end
+end
+if #out > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return out`;
+
+/** KEYS: health hash, health channel. ARGV: endpoint, facts JSON, message JSON, keep ms. */
+const PUBLISH_LUA = `
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+local keep = tonumber(ARGV[4])
+if redis.call('PTTL', KEYS[1]) < keep then redis.call('PEXPIRE', KEYS[1], keep) end
+redis.call('PUBLISH', KEYS[2], ARGV[3])
+return 0`;
+
+const shas = new Map<string, string>();
+const sha = (s: string) => {
+  let h = shas.get(s);
+  if (!h) {
+    h = createHash('sha1').update(s).digest('hex');
+    shas.set(s, h);
+  }
+  return h;
+};
+
+/**
+ * The `redis` coordination backend: the same contract as PostgreSQL with atomic Lua scripts, keys that expire
+ * with their leases, and pub/sub wake-ups (`ioredis`).
+ *
+ * @example
+ * ```ts
+ * const backend = new RedisCoordination({ url: 'redis://127.0.0.1:6379', pool: 'default', processId: 'w1',
+ *   leaseTtlMs: 10_000, keyPrefix: 'breakwater:' });
+ * await backend.connect();
+ * ```
+ */
+export class RedisCoordination implements CoordinationBackend {
+  readonly location: string;
+  readonly #o: RedisCoordinationOptions;
+  readonly #cmd: Redis;
+  readonly #sub: Redis;
+  readonly #keys: { tokens: string; gen: string; wake: string; health: string; healthChannel: string };
+  readonly #wake = new Set<() => void>();
+  readonly #health = new Set<(m: SharedHealthMessage) => void>();
+  readonly #lost = new Set<(e: unknown) => void>();
+  #closed = false;
+  /** The socket's own error (ECONNREFUSED…): ioredis rejects a failed connect with a vaguer one. */
+  #lastError: unknown;
+
+  constructor(options: RedisCoordinationOptions) {
+    this.#o = options;
+    this.location = `Redis at ${redactUrl(options.url)}`;
+    const timeout = options.timeoutMs ?? 5_000;
+    const common = {
+      lazyConnect: true,
+      connectTimeout: timeout,
+      commandTimeout: timeout,
+      maxRetriesPerRequest: 1,
+      // Commands while disconnected fail at once (fail closed) instead of queueing for a later connection.
+      enableOfflineQueue: false,
+      retryStrategy: (times: number) => Math.min(200 * times, 2_000),
+    };
+    this.#cmd = new Redis(options.url, common);
+    this.#sub = new Redis(options.url, { ...common, commandTimeout: undefined });
+    for (const c of [this.#cmd, this.#sub])
+      c.on('error', (e: unknown) => {
+        this.#lastError = e;
+      });
+    const base = `${options.keyPrefix}${options.pool}:`;
+    this.#keys = {
+      tokens: `${base}tokens`,
+      gen: `${base}generation`,
+      wake: `${base}wake`,
+      health: `${base}health`,
+      healthChannel: `${base}health-changed`,
+    };
+    this.#sub.on('message', (channel: string, payload: string) => {
+      if (channel === this.#keys.wake) for (const l of this.#wake) l();
+      else if (channel === this.#keys.healthChannel) {
+        let m: SharedHealthMessage;
+        try {
+          m = JSON.parse(payload) as SharedHealthMessage;
+        } catch {
+          return;
+        }
+        for (const l of this.#health) l(m);
+      }
+    });
+    this.#sub.on('close', () => {
+      if (!this.#closed) for (const l of this.#lost) l(new Error('the subscription connection closed'));
+    });
+  }
+
+  async connect(signal?: AbortSignal): Promise<void> {
+    signal?.throwIfAborted();
+    try {
+      await Promise.all([this.#cmd.connect(), this.#sub.connect()]);
+      await this.#sub.subscribe(this.#keys.wake, this.#keys.healthChannel);
+    } catch (e) {
+      // Stop reconnecting: this backend is unusable until the caller makes a new one.
+      this.#cmd.disconnect();
+      this.#sub.disconnect();
+      throw this.#unavailable(this.#lastError ?? e, 'could not connect');
+    }
+  }
+
+  async tryAcquire(limit: number): Promise<GlobalAcquireResult> {
+    const r = (await this.#run(
+      ACQUIRE_LUA,
+      [this.#keys.tokens, this.#keys.gen],
+      [limit, Math.round(this.#o.leaseTtlMs), this.#o.processId],
+    )) as [number, number];
+    if (r[0] === 1) return { ok: true, lease: { slot: `${this.#o.processId}|${r[1]}`, generation: r[1] } };
+    return { ok: false, retryInMs: r[1] < 0 ? undefined : r[1] };
+  }
+
+  async release(lease: GlobalLease): Promise<void> {
+    await this.#run(RELEASE_LUA, [this.#keys.tokens, this.#keys.wake], [lease.slot]);
+  }
+
+  async renew(leases: readonly GlobalLease[]): Promise<Set<string>> {
+    if (leases.length === 0) return new Set();
+    const members = leases.map((l) => l.slot);
+    const r = (await this.#run(
+      RENEW_LUA,
+      [this.#keys.tokens],
+      [Math.round(this.#o.leaseTtlMs), ...members],
+    )) as string[];
+    const renewed = new Set(r);
+    // The member already names its generation: the key is the member and its generation, as leaseKey makes it.
+    return new Set(leases.filter((l) => renewed.has(l.slot)).map((l) => `${l.slot}#${l.generation}`));
+  }
+
+  async publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void> {
+    const message: SharedHealthMessage = { endpointId, facts, from: this.#o.processId };
+    const last = Math.max(facts.cooldownUntil, facts.disabledUntil, facts.openUntil ?? 0);
+    const keep = Math.max(1_000, Math.ceil(last - Date.now()));
+    await this.#run(
+      PUBLISH_LUA,
+      [this.#keys.health, this.#keys.healthChannel],
+      [endpointId, JSON.stringify(facts), JSON.stringify(message), keep],
+    );
+  }
+
+  async loadHealth(): Promise<SharedHealthMessage[]> {
+    let all: Record<string, string>;
+    try {
+      all = await this.#cmd.hgetall(this.#keys.health);
+    } catch (e) {
+      throw this.#unavailable(e, 'lost');
+    }
+    return Object.entries(all).map(([endpointId, json]) => ({
+      endpointId,
+      facts: JSON.parse(json) as SharedHealthFacts,
+      from: '',
+    }));
+  }
+
+  onWake(listener: () => void): void {
+    this.#wake.add(listener);
+  }
+
+  onHealth(listener: (message: SharedHealthMessage) => void): void {
+    this.#health.add(listener);
+  }
+
+  onLost(listener: (error: unknown) => void): void {
+    this.#lost.add(listener);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await Promise.allSettled([this.#cmd.quit(), this.#sub.quit()]);
+    this.#cmd.disconnect();
+    this.#sub.disconnect();
+  }
+
+  /** EVALSHA, loading the script on NOSCRIPT (a fresh or restarted server). */
+  async #run(script: string, keys: string[], args: (string | number)[]): Promise<unknown> {
+    if (this.#closed) throw new CoordinationUnavailableError('the coordination backend is closed');
+    try {
+      try {
+        return await this.#cmd.evalsha(sha(script), keys.length, ...keys, ...args);
+      } catch (e) {
+        if (!(e instanceof Error && /NOSCRIPT/.test(e.message))) throw e;
+        return await this.#cmd.eval(script, keys.length, ...keys, ...args);
+      }
+    } catch (e) {
+      throw this.#unavailable(e, 'lost');
+    }
+  }
+
+  #unavailable(e: unknown, what: string): CoordinationUnavailableError {
+    const text = e instanceof Error ? e.message : String(e);
+    const problem = /ECONNREFUSED/.test(text)
+      ? 'connection refused (is the server running, on that port?)'
+      : scrubSecrets(text.replace(/\s+/g, ' ').trim()) || 'connection failed';
+    return new CoordinationUnavailableError(
+      `coordination.url: ${this.location} is unreachable (${what}: ${problem}); not sending (fail closed)`,
+      { cause: e },
+    );
+  }
+}

@@ -1,0 +1,187 @@
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CoordinationBackend, GlobalLease } from '../../src/coordination/coordination-backend.ts';
+import { leaseKey } from '../../src/coordination/coordination-backend.ts';
+import { isCoordinationUnavailableError } from '../../src/coordination/coordination-errors.ts';
+import {
+  type CoordinationOptions,
+  resolveCoordination,
+} from '../../src/coordination/coordination-options.ts';
+import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
+import { isConfigError } from '../../src/errors/config-error.ts';
+import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+const opened: CoordinationBackend[] = [];
+const pools: CoordinationOptions[] = [];
+
+async function open(options: CoordinationOptions, processId: string, leaseTtlMs = 10_000) {
+  const backend = createCoordinationBackend(
+    resolveCoordination({ ...options, processId, leaseTtlMs }, processId)!,
+  );
+  opened.push(backend);
+  await backend.connect();
+  return backend;
+}
+
+afterEach(async () => {
+  await Promise.all(opened.splice(0).map((b) => b.close()));
+  for (const p of pools.splice(0)) await cleanPool(p);
+});
+
+describe.each(coordinationCases())('$name coordination backend', ({ options: make }) => {
+  const fresh = () => {
+    const o = make();
+    pools.push(o);
+    return o;
+  };
+
+  it('hands out at most `limit` tokens to three processes, and one comes back on release', async () => {
+    const o = fresh();
+    const [a, b, c] = await Promise.all([open(o, 'a'), open(o, 'b'), open(o, 'c')]);
+    const results = await Promise.all([a, b, c, a, b, c].map((x) => x!.tryAcquire(3)));
+    const granted = results.filter((r) => r.ok);
+    expect(granted).toHaveLength(3);
+    const refused = results.find((r) => !r.ok);
+    expect(refused && !refused.ok && refused.retryInMs).toBeGreaterThan(0);
+    const first = results.findIndex((r) => r.ok);
+    const owner = [a, b, c, a, b, c][first]!;
+    const lease = (results[first] as { lease: GlobalLease }).lease;
+    await owner.release(lease);
+    expect((await c!.tryAcquire(3)).ok).toBe(true);
+    expect((await a!.tryAcquire(3)).ok).toBe(false);
+  });
+
+  it('wakes the other processes when a token is given back (no polling)', async () => {
+    const o = fresh();
+    const [a, b] = await Promise.all([open(o, 'a'), open(o, 'b')]);
+    let woken = 0;
+    b!.onWake(() => woken++);
+    const r = await a!.tryAcquire(1);
+    expect(r.ok).toBe(true);
+    expect((await b!.tryAcquire(1)).ok).toBe(false);
+    await a!.release((r as { lease: GlobalLease }).lease);
+    await waitFor(() => woken > 0, 'the wake-up of process b');
+    expect((await b!.tryAcquire(1)).ok).toBe(true);
+  });
+
+  it('a lease not renewed expires within its TTL, is reissued with a newer generation, and the stale holder is refused', async () => {
+    const o = fresh();
+    const [a, b] = await Promise.all([open(o, 'a', 400), open(o, 'b', 400)]);
+    const first = await a!.tryAcquire(1);
+    if (!first.ok) throw new Error('no first token');
+    expect((await a!.renew([first.lease])).has(leaseKey(first.lease))).toBe(true);
+    const refused = await b!.tryAcquire(1);
+    expect(refused.ok).toBe(false);
+    // The dead holder never renews: b is told when to look again, and then gets the token.
+    await new Promise((r) => setTimeout(r, (refused as { retryInMs: number }).retryInMs + 20));
+    const second = await b!.tryAcquire(1);
+    if (!second.ok) throw new Error('the expired token did not come back');
+    // Fencing: the old holder can neither renew nor release the reissued token.
+    expect((await a!.renew([first.lease])).size).toBe(0);
+    await a!.release(first.lease);
+    expect((await a!.tryAcquire(1)).ok).toBe(false);
+    expect((await b!.renew([second.lease])).has(leaseKey(second.lease))).toBe(true);
+    if (o.backend === 'postgres') expect(second.lease.generation).toBeGreaterThan(first.lease.generation);
+  });
+
+  it('publishes endpoint health to the pool and keeps it for processes that join later', async () => {
+    const o = fresh();
+    const [a, b] = await Promise.all([open(o, 'a'), open(o, 'b')]);
+    const seen: string[] = [];
+    b!.onHealth((m) => seen.push(`${m.from}:${m.endpointId}`));
+    const until = Date.now() + 60_000;
+    await a!.publishHealth('sonnet', { cooldownUntil: until, disabledUntil: 0, openUntil: null });
+    await waitFor(() => seen.includes('a:sonnet'), 'the health message at b');
+    const late = await open(o, 'c');
+    const stored = await late.loadHealth();
+    expect(stored.map((m) => [m.endpointId, m.facts.cooldownUntil])).toEqual([['sonnet', until]]);
+  });
+
+  it('never has more than `limit` tokens held, whatever three processes do at once (property, fixed seed)', async () => {
+    const o = fresh();
+    const procs = await Promise.all([open(o, 'p0'), open(o, 'p1'), open(o, 'p2')]);
+    const limit = 3;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }), { minLength: 3, maxLength: 3 }),
+        async (plans) => {
+          // Held tokens per process; each step acquires (true) or releases one (false), all three concurrently.
+          const held: GlobalLease[][] = [[], [], []];
+          let peak = 0;
+          let inFlight = 0;
+          await Promise.all(
+            plans.map(async (steps, i) => {
+              for (const acquire of steps) {
+                if (acquire) {
+                  const r = await procs[i]!.tryAcquire(limit);
+                  if (r.ok) {
+                    held[i]!.push(r.lease);
+                    inFlight++;
+                    peak = Math.max(peak, inFlight);
+                  }
+                } else {
+                  const lease = held[i]!.pop();
+                  if (lease) {
+                    inFlight--;
+                    await procs[i]!.release(lease);
+                  }
+                }
+              }
+            }),
+          );
+          for (const [i, leases] of held.entries()) for (const l of leases) await procs[i]!.release(l);
+          expect(peak).toBeLessThanOrEqual(limit);
+          // Everything given back: the whole limit is free again.
+          const again = await Promise.all([0, 1, 2].map((i) => procs[i]!.tryAcquire(limit)));
+          expect(again.every((r) => r.ok)).toBe(true);
+          for (const [i, r] of again.entries()) if (r.ok) await procs[i]!.release(r.lease);
+        },
+      ),
+      { seed: 1515, numRuns: 25 },
+    );
+  });
+});
+
+describe('bad or unreachable coordination backends', () => {
+  it('a URL of the wrong scheme or none is refused naming the option', () => {
+    const bad = [
+      { backend: 'postgres', url: 'redis://127.0.0.1:6379' },
+      { backend: 'redis' },
+      { backend: 'redis', url: 'not a url' },
+      { backend: 'etcd', url: 'http://x' },
+    ] as const;
+    for (const o of bad) {
+      let error: unknown;
+      try {
+        resolveCoordination(o as CoordinationOptions, 'p');
+      } catch (e) {
+        error = e;
+      }
+      expect(isConfigError(error)).toBe(true);
+      expect((error as Error).message).toMatch(/coordination\.(url|backend)/);
+      expect((error as Error).message.split('\n')).toHaveLength(1);
+    }
+  });
+
+  it.each([
+    ['postgres', 'postgres://postgres:hunter2@127.0.0.1:1/x'],
+    ['redis', 'redis://:hunter2@127.0.0.1:1'],
+  ] as const)('%s unreachable: one line naming coordination.url, no password', async (backend, url) => {
+    const b = createCoordinationBackend(resolveCoordination({ backend, url }, 'p')!);
+    let error: unknown;
+    try {
+      await b.connect();
+    } catch (e) {
+      error = e;
+    } finally {
+      await b.close();
+    }
+    expect(isCoordinationUnavailableError(error)).toBe(true);
+    const message = (error as Error).message;
+    expect(message).toMatch(/^coordination\.url: .* is unreachable/);
+    expect(message).toMatch(/refused/);
+    expect(message).not.toContain('hunter2');
+    expect(message.split('\n')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,51 @@
+import { randomUUID } from 'node:crypto';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
+
+/** The PostgreSQL server of the tests (the scratch database given in DATABASE_URL). */
+export const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+/** The Redis server of the tests; REDIS_KEY_PREFIX keeps parallel checkouts apart. */
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+export const REDIS_KEY_PREFIX = process.env.REDIS_KEY_PREFIX ?? 'bwtest:';
+
+/** The two shared backends, each with a fresh pool name so tests never see each other's tokens. */
+export function coordinationCases(): { name: 'postgres' | 'redis'; options: () => CoordinationOptions }[] {
+  return [
+    {
+      name: 'postgres',
+      options: () => ({ backend: 'postgres', url: POSTGRES_URL, pool: `t-${randomUUID().slice(0, 8)}` }),
+    },
+    {
+      name: 'redis',
+      options: () => ({
+        backend: 'redis',
+        url: REDIS_URL,
+        keyPrefix: REDIS_KEY_PREFIX,
+        pool: `t-${randomUUID().slice(0, 8)}`,
+      }),
+    },
+  ];
+}
+
+/** Removes what a test pool left behind (rows, keys). */
+export async function cleanPool(options: CoordinationOptions): Promise<void> {
+  if (options.backend === 'postgres') {
+    const client = new pg.Client({ connectionString: options.url });
+    await client.connect();
+    try {
+      await client.query('delete from coordination_tokens where pool = $1', [options.pool]);
+      await client.query('delete from coordination_health where pool = $1', [options.pool]);
+    } finally {
+      await client.end();
+    }
+  } else if (options.backend === 'redis') {
+    const redis = new Redis(options.url!);
+    try {
+      const keys = await redis.keys(`${options.keyPrefix}${options.pool}:*`);
+      if (keys.length > 0) await redis.del(...keys);
+    } finally {
+      redis.disconnect();
+    }
+  }
+}
