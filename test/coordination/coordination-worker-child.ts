@@ -1,0 +1,71 @@
+/*
+ * One worker process of the multi-process coordination tests: a supervisor on a shared quota (PostgreSQL or
+ * Redis), `agents` agents asking the emulator's "sonnet" endpoint back to back until the parent writes "stop"
+ * on stdin. Writes one JSON line per token event on stdout; the coordination error line goes to stderr.
+ */
+import pino from 'pino';
+import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
+import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
+
+interface WorkerSpec {
+  readonly baseURL: string;
+  readonly coordination: CoordinationOptions;
+  readonly agents: number;
+  readonly limit: number;
+  readonly maxWaitMs: number;
+}
+
+const spec = JSON.parse(process.argv[2]!) as WorkerSpec;
+const say = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
+const supervisor = createSupervisor(
+  {
+    endpoints: [
+      {
+        id: 'sonnet',
+        provider: 'anthropic',
+        model: 'claude-sonnet-4-6',
+        apiKey: 'sk-test-sonnet-000000000000',
+        baseURL: spec.baseURL,
+        headersTimeoutMs: 20_000,
+        idleTimeoutMs: 20_000,
+      },
+    ],
+    chains: { premium: ['sonnet'] },
+    concurrency: { limit: spec.limit },
+    agentDefaults: { maxWaitMs: spec.maxWaitMs, maxTokens: 64 },
+  },
+  {
+    coordination: spec.coordination,
+    logger: pino({ level: 'error' }, pino.destination(2)),
+    onReport: (r) => {
+      if (r.type === 'token.granted' || r.type === 'token.released') say({ type: r.type });
+    },
+  },
+);
+
+let stopping = false;
+const loops = Array.from({ length: spec.agents }, async (_, i) => {
+  const agent = supervisor.spawnAgent({ name: `agent-${i}`, chain: 'premium', tier: 'analysis' });
+  let n = 0;
+  while (!stopping) {
+    try {
+      const turn = await agent.ask(`question ${i}-${n++}`);
+      say({ type: 'turn', outcome: turn.outcome });
+    } catch {
+      return;
+    }
+  }
+});
+say({ type: 'ready' });
+
+process.stdin.setEncoding('utf8').on('data', (s: string) => {
+  // Global tokens held right now (the coordinated scheduler's view).
+  if (s.includes('held')) say({ type: 'held', n: supervisor.tokens().held });
+  if (!s.includes('stop') || stopping) return;
+  stopping = true;
+  void supervisor.stop({ signal: AbortSignal.timeout(5_000) }).then(async () => {
+    await Promise.allSettled(loops);
+    say({ type: 'stopped' });
+    process.exit(0);
+  });
+});

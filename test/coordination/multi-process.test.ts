@@ -1,0 +1,152 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
+import { type CallRecord, type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/*
+ * Three real worker processes (supervisors on one shared quota) against one emulator over real HTTP. The
+ * verdicts come from the emulator's own record of calls (its in-flight high-water mark, each call's start and
+ * end on its clock), never from how fast this machine is.
+ */
+
+const CHILD = fileURLToPath(new URL('./coordination-worker-child.ts', import.meta.url));
+const LIMIT = 3;
+
+interface Worker {
+  readonly child: ChildProcess;
+  readonly lines: Record<string, unknown>[];
+  stderr: string;
+  /** Asks the worker how many global tokens it holds now. */
+  held(): Promise<number>;
+  exited: Promise<number | null>;
+}
+
+const workers: Worker[] = [];
+const pools: CoordinationOptions[] = [];
+let emulator: Emulator;
+
+function startWorker(coordination: CoordinationOptions, agents = 4, maxWaitMs = 10_000): Worker {
+  const spec = { baseURL: emulator.baseURL('anthropic'), coordination, agents, limit: LIMIT, maxWaitMs };
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(spec)], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
+  });
+  const lines: Record<string, unknown>[] = [];
+  let buffer = '';
+  const w: Worker = {
+    child,
+    lines,
+    stderr: '',
+    held: async () => {
+      const seen = lines.length;
+      child.stdin!.write('held\n');
+      await waitFor(() => lines.slice(seen).some((l) => l.type === 'held'), 'the worker to say what it holds');
+      return lines.slice(seen).find((l) => l.type === 'held')!.n as number;
+    },
+    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+  };
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => {
+    buffer += s;
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    for (const p of parts) if (p.trim()) lines.push(JSON.parse(p) as Record<string, unknown>);
+  });
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+    w.stderr += s;
+  });
+  workers.push(w);
+  return w;
+}
+
+async function stopAll(): Promise<void> {
+  for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.stdin!.write('stop\n');
+  await Promise.all(
+    workers.map(async (w) => {
+      const timer = setTimeout(() => w.child.kill('SIGKILL'), 15_000);
+      await w.exited;
+      clearTimeout(timer);
+    }),
+  );
+  workers.length = 0;
+}
+
+/** Calls on the emulator's clock, in start order. */
+const calls = (): CallRecord[] => [...emulator.stats().calls].sort((a, b) => a.startedAt - b.startedAt);
+
+beforeAll(async () => {
+  emulator = await startEmulator({ profile: { seed: 15, latency: { minMs: 20, maxMs: 60 } } });
+});
+afterEach(async () => {
+  await stopAll();
+  emulator.clearFaults();
+  emulator.reset();
+  for (const p of pools.splice(0)) await cleanPool(p);
+});
+afterAll(async () => {
+  await emulator.close();
+});
+
+describe.each(coordinationCases())('three worker processes on $name', ({ options: make }) => {
+  const fresh = (extra: Partial<CoordinationOptions> = {}) => {
+    const o = { ...make(), ...extra };
+    pools.push(o);
+    return o;
+  };
+
+  it('never have more than the global limit in flight at the emulator; a 429 to one cools the endpoint for all within 100 ms', async () => {
+    const o = fresh();
+    for (let i = 0; i < 3; i++) startWorker(o);
+    // Twelve agents contend for three tokens.
+    await waitFor(() => emulator.stats().totalCalls >= 60, '60 calls from the three workers', 60_000);
+    expect(new Set(workers.map((w) => w.lines.some((l) => l.type === 'turn'))).has(false)).toBe(false);
+
+    emulator.addFault({ kind: 'rate_limit', match: { flavor: 'anthropic' }, retryAfterMs: 3_000, count: 1 });
+    await waitFor(() => calls().some((c) => c.status === 429), 'the 429', 30_000);
+    const hit = calls().find((c) => c.status === 429)!;
+    await waitFor(
+      () => calls().some((c) => c.status === 200 && c.startedAt >= hit.endedAt + 3_000),
+      'calls again after the cooldown',
+      30_000,
+    );
+    // Every process stopped calling the endpoint within 100 ms of the 429 (the emulator's clock), until the
+    // cooldown the 429 asked for was over.
+    const during = calls().filter((c) => c.startedAt > hit.endedAt + 100 && c.startedAt < hit.endedAt + 2_900);
+    expect(during).toEqual([]);
+    expect(emulator.stats().maxInFlight).toBeGreaterThanOrEqual(2);
+    expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(LIMIT);
+    for (const w of workers) expect(w.stderr).toBe('');
+  }, 120_000);
+
+  it('kill -9 of a worker holding tokens: they come back within the lease TTL and the limit still holds', async () => {
+    const ttl = 1_500;
+    const o = fresh({ leaseTtlMs: ttl });
+    for (let i = 0; i < 3; i++) startWorker(o, 3, 60_000);
+    await waitFor(() => emulator.stats().totalCalls >= 20, '20 calls from the three workers', 60_000);
+    // Slow calls: the victim holds its tokens long past the TTL if nobody takes them back.
+    emulator.addFault({ kind: 'hang_before_headers', match: { flavor: 'anthropic' }, count: 1_000 });
+    await waitFor(() => emulator.stats().held === LIMIT, 'three calls held by the emulator', 30_000);
+    const holding = await Promise.all(workers.map((w) => w.held()));
+    expect(holding.reduce((a, b) => a + b, 0)).toBe(LIMIT);
+    const lost = Math.max(...holding);
+    const victim = workers[holding.indexOf(lost)]!;
+    expect(lost).toBeGreaterThan(0);
+    emulator.clearFaults();
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    // The victim's held calls end at the emulator when its sockets close (recorded as `hang`).
+    await waitFor(() => emulator.stats().held === LIMIT - lost, 'the victim calls to end', 30_000);
+    const ended = calls().filter((c) => c.status === 'hang');
+    expect(ended).toHaveLength(lost);
+    const killedAt = Math.max(...ended.map((c) => c.endedAt));
+    // The survivors were waiting; the first call that could only go on a victim's token starts after its lease ran out.
+    const after = () => calls().find((c) => c.startedAt >= killedAt);
+    await waitFor(() => after() !== undefined, 'a survivor to get a token back', 30_000);
+    const next = after()!;
+    expect(next).toBeDefined();
+    expect(next.startedAt - killedAt).toBeLessThanOrEqual(ttl + 500);
+    expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(LIMIT);
+  }, 120_000);
+});
