@@ -96,6 +96,7 @@ export class PostgresCoordination implements CoordinationBackend {
   readonly #health = new Set<(m: SharedHealthMessage) => void>();
   readonly #lost = new Set<(e: unknown) => void>();
   #closed = false;
+  readonly #clients = new Set<pg.Client | pg.PoolClient>();
 
   constructor(options: PostgresCoordinationOptions) {
     this.#o = options;
@@ -112,7 +113,11 @@ export class PostgresCoordination implements CoordinationBackend {
     });
     // An idle client whose server goes away emits 'error' on the pool: without a listener it crashes the process.
     this.#pool.on('error', () => {});
-    this.#pool.on('connect', (client) => client.on('error', () => {}));
+    this.#pool.on('connect', (client) => {
+      this.#clients.add(client);
+      client.on('error', () => {});
+    });
+    this.#pool.on('remove', (client) => this.#clients.delete(client));
   }
 
   async connect(signal?: AbortSignal): Promise<void> {
@@ -205,7 +210,10 @@ export class PostgresCoordination implements CoordinationBackend {
     this.#closed = true;
     const listener = this.#listener;
     this.#listener = undefined;
-    await Promise.allSettled([listener?.end(), this.#pool.end()]);
+    // A server that does not answer (a frozen network path) must not hold the process: bounded, then dropped.
+    await boundedClose(Promise.allSettled([listener?.end(), this.#pool.end()]), 1_000);
+    for (const c of [...this.#clients, ...(listener ? [listener] : [])])
+      (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
   }
 
   /** Slot rows 0 … limit-1 exist (idempotent; only the first call per limit goes to the server). */
@@ -289,6 +297,12 @@ export class PostgresCoordination implements CoordinationBackend {
       { cause: e },
     );
   }
+}
+
+async function boundedClose(closing: Promise<unknown>, ms: number): Promise<void> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  await Promise.race([closing, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
+  clearTimeout(timer);
 }
 
 function isUnavailableText(e: unknown): boolean {

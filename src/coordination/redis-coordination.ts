@@ -227,7 +227,13 @@ export class RedisCoordination implements CoordinationBackend {
   async close(): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
-    await Promise.allSettled([this.#cmd.quit(), this.#sub.quit()]);
+    // QUIT waits for the server: bounded, then the sockets are dropped (a frozen path must not hold the process).
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    await Promise.race([
+      Promise.allSettled([this.#cmd.quit(), this.#sub.quit()]),
+      new Promise((resolve) => (timer = setTimeout(resolve, 1_000))),
+    ]);
+    clearTimeout(timer);
     this.#cmd.disconnect();
     this.#sub.disconnect();
   }

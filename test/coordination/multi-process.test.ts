@@ -43,7 +43,10 @@ function startWorker(coordination: CoordinationOptions, agents = 4, maxWaitMs = 
     held: async () => {
       const seen = lines.length;
       child.stdin!.write('held\n');
-      await waitFor(() => lines.slice(seen).some((l) => l.type === 'held'), 'the worker to say what it holds');
+      await waitFor(
+        () => lines.slice(seen).some((l) => l.type === 'held'),
+        'the worker to say what it holds',
+      );
       return lines.slice(seen).find((l) => l.type === 'held')!.n as number;
     },
     exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
@@ -62,7 +65,8 @@ function startWorker(coordination: CoordinationOptions, agents = 4, maxWaitMs = 
 }
 
 async function stopAll(): Promise<void> {
-  for (const w of workers) if (w.child.exitCode === null && w.child.signalCode === null) w.child.stdin!.write('stop\n');
+  for (const w of workers)
+    if (w.child.exitCode === null && w.child.signalCode === null) w.child.stdin!.write('stop\n');
   await Promise.all(
     workers.map(async (w) => {
       const timer = setTimeout(() => w.child.kill('SIGKILL'), 15_000);
@@ -113,7 +117,9 @@ describe.each(coordinationCases())('three worker processes on $name', ({ options
     );
     // Every process stopped calling the endpoint within 100 ms of the 429 (the emulator's clock), until the
     // cooldown the 429 asked for was over.
-    const during = calls().filter((c) => c.startedAt > hit.endedAt + 100 && c.startedAt < hit.endedAt + 2_900);
+    const during = calls().filter(
+      (c) => c.startedAt > hit.endedAt + 100 && c.startedAt < hit.endedAt + 2_900,
+    );
     expect(during).toEqual([]);
     expect(emulator.stats().maxInFlight).toBeGreaterThanOrEqual(2);
     expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(LIMIT);
