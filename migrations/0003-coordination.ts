@@ -7,7 +7,8 @@ import { type Kysely, sql } from 'kysely';
  *   a `holder` (the process) and an `expires_at` that the holder's heartbeat pushes forward; `generation` grows
  *   with every grant of the slot, so a release or a renewal carrying an older generation is refused (fencing).
  *   A pool can never have more tokens held than rows below its limit: acquisition takes one free row with
- *   `FOR UPDATE SKIP LOCKED`.
+ *   `FOR UPDATE SKIP LOCKED`. Slot -1 of a pool is its "someone waits until" mark: releases NOTIFY only while
+ *   it is set (a NOTIFY per release would serialize every commit on the notification queue).
  * - `coordination_health`: the last shared health facts of each endpoint of a pool (cooldown, disable, breaker
  *   open), read by a process when it joins; changes travel by NOTIFY.
  */
@@ -21,6 +22,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('expires_at', 'timestamptz')
     .addPrimaryKeyConstraint('coordination_tokens_pk', ['pool', 'slot'])
     .execute();
+  // Every grant rewrites its row: room on the page keeps those updates HOT (no index write, quick pruning).
+  await sql`alter table coordination_tokens set (fillfactor = 30)`.execute(db);
   await db.schema
     .createTable('coordination_health')
     .addColumn('pool', 'text', (col) => col.notNull())

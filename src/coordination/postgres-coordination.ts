@@ -39,17 +39,33 @@ export interface PostgresCoordinationOptions {
 const ACQUIRE_SQL = `
 with c as (
   select slot from coordination_tokens
-  where pool = $1 and slot < $2 and (holder is null or expires_at < now())
-  order by slot limit 1 for update skip locked
+  where pool = $1 and slot >= 0 and slot < $2 and (holder is null or expires_at < now())
+  order by (slot + $5::int) % $2::int limit 1 for update skip locked
 )
 update coordination_tokens t
 set holder = $3, generation = t.generation + 1, expires_at = now() + make_interval(secs => $4::float8 / 1000)
 from c where t.pool = $1 and t.slot = c.slot
 returning t.slot, t.generation`;
 
-const EARLIEST_SQL = `
-select greatest(0, extract(epoch from (min(expires_at) - now())) * 1000)::float8 as ms
-from coordination_tokens where pool = $1 and slot < $2 and holder is not null`;
+/*
+ * A NOTIFY per release serializes every commit on the server's notification queue: releases notify only while
+ * some process waits. A waiter marks the pool's row -1 ("someone waits until") when it is refused; `fresh` says
+ * the mark was off before, in which case a release racing with the mark may not have seen it, and the waiter
+ * looks once more shortly after (once per mark, not a polling loop).
+ */
+const WAIT_SQL = `
+with o as (select expires_at as old from coordination_tokens where pool = $1 and slot = -1 for update),
+m as (
+  update coordination_tokens t set expires_at = now() + make_interval(secs => $3::float8 * 2 / 1000)
+  from o where t.pool = $1 and t.slot = -1
+  returning coalesce(o.old < now(), true) as fresh
+)
+select (select fresh from m) as fresh,
+  (select greatest(0, extract(epoch from (min(expires_at) - now())) * 1000)::float8
+   from coordination_tokens where pool = $1 and slot >= 0 and slot < $2 and holder is not null) as ms`;
+
+/** After a fresh wait mark, the one look again: longer than a release statement takes, ms. */
+const FRESH_MARK_RECHECK_MS = 25;
 
 const RELEASE_SQL = `
 with r as (
@@ -57,7 +73,8 @@ with r as (
   where pool = $1 and slot = $2 and generation = $3 and holder = $4
   returning 1
 )
-select pg_notify('${TOKENS_CHANNEL}', $1) from r`;
+select pg_notify('${TOKENS_CHANNEL}', $1) from r
+where exists (select 1 from coordination_tokens w where w.pool = $1 and w.slot = -1 and w.expires_at > now())`;
 
 const RENEW_SQL = `
 update coordination_tokens t
@@ -73,6 +90,13 @@ with u as (
   returning 1
 )
 select pg_notify('${HEALTH_CHANNEL}', $4) from u`;
+
+const PREPARED = new Map<string, string>([
+  [ACQUIRE_SQL, 'bw_coord_acquire'],
+  [WAIT_SQL, 'bw_coord_wait'],
+  [RELEASE_SQL, 'bw_coord_release'],
+  [RENEW_SQL, 'bw_coord_renew'],
+]);
 
 /**
  * The `postgres` coordination backend: global tokens as lease rows (holder, expiry, generation) in
@@ -96,6 +120,7 @@ export class PostgresCoordination implements CoordinationBackend {
   readonly #health = new Set<(m: SharedHealthMessage) => void>();
   readonly #lost = new Set<(e: unknown) => void>();
   #closed = false;
+  #spread = Math.floor(Math.random() * 1_000);
   readonly #clients = new Set<pg.Client | pg.PoolClient>();
 
   constructor(options: PostgresCoordinationOptions) {
@@ -110,6 +135,10 @@ export class PostgresCoordination implements CoordinationBackend {
       statement_timeout: timeout,
       keepAlive: true,
       application_name: 'breakwater-coordination',
+      // A token's grant and release are not worth a disk flush each (the lease rows are short-lived state, and
+      // a flush per grant caps PostgreSQL at a few hundred grants/s): a server crash can lose the last few
+      // hundred ms of them, and a holder whose grant was lost fails its next renewal and is fenced.
+      options: '-c synchronous_commit=off',
     });
     // An idle client whose server goes away emits 'error' on the pool: without a listener it crashes the process.
     this.#pool.on('error', () => {});
@@ -139,17 +168,27 @@ export class PostgresCoordination implements CoordinationBackend {
 
   async tryAcquire(limit: number): Promise<GlobalAcquireResult> {
     await this.#ensureSlots(limit);
+    // Each attempt starts its search at another slot: concurrent acquirers do not all queue on the first free row.
+    const start = this.#spread++ % limit;
     const r = await this.#query<{ slot: number; generation: string }>(ACQUIRE_SQL, [
       this.#o.pool,
       limit,
       this.#o.processId,
       this.#o.leaseTtlMs,
+      start,
     ]);
     const row = r.rows[0];
     if (row) return { ok: true, lease: { slot: String(row.slot), generation: Number(row.generation) } };
-    const e = await this.#query<{ ms: number | null }>(EARLIEST_SQL, [this.#o.pool, limit]);
+    const e = await this.#query<{ ms: number | null; fresh: boolean | null }>(WAIT_SQL, [
+      this.#o.pool,
+      limit,
+      this.#o.leaseTtlMs,
+    ]);
     const ms = e.rows[0]?.ms;
-    return { ok: false, retryInMs: ms === null || ms === undefined ? undefined : Number(ms) };
+    const retryInMs = ms === null || ms === undefined ? undefined : Number(ms);
+    if (e.rows[0]?.fresh !== false)
+      return { ok: false, retryInMs: Math.min(retryInMs ?? FRESH_MARK_RECHECK_MS, FRESH_MARK_RECHECK_MS) };
+    return { ok: false, retryInMs };
   }
 
   async release(lease: GlobalLease): Promise<void> {
@@ -221,7 +260,8 @@ export class PostgresCoordination implements CoordinationBackend {
   async #ensureSlots(limit: number): Promise<void> {
     if (limit <= this.#slotsReady) return;
     await this.#query(
-      `insert into coordination_tokens (pool, slot) select $1, g from generate_series(0, $2::int - 1) g
+      // Slot -1 is the pool's "someone waits" mark.
+      `insert into coordination_tokens (pool, slot) select $1, g from generate_series(-1, $2::int - 1) g
        on conflict do nothing`,
       [this.#o.pool, limit],
     );
@@ -279,7 +319,9 @@ export class PostgresCoordination implements CoordinationBackend {
     // Wake-ups are lost while the LISTEN connection is down: it is re-made on the next use.
     if (!this.#listening) void this.#listen().catch(() => {});
     try {
-      return await this.#pool.query<R>(text, values);
+      // Named: each connection plans a statement once (planning costs as much as running these small ones).
+      const name = PREPARED.get(text);
+      return await this.#pool.query<R>(name ? { name, text, values } : { text, values });
     } catch (e) {
       throw isConnectionFailure(e) || isUnavailableText(e) ? this.#unavailable(e, 'lost') : e;
     }

@@ -148,9 +148,9 @@ describe.each(coordinationCases())('three worker processes on $name', ({ options
     expect(ended).toHaveLength(lost);
     const killedAt = Math.max(...ended.map((c) => c.endedAt));
     // The survivors were waiting; the first call that could only go on a victim's token starts after its lease ran out.
-    const after = () => calls().find((c) => c.startedAt >= killedAt);
-    await waitFor(() => after() !== undefined, 'a survivor to get a token back', 30_000);
-    const next = after()!;
+    const firstAfterKill = () => calls().find((c) => c.startedAt >= killedAt);
+    await waitFor(() => firstAfterKill() !== undefined, 'a survivor to get a token back', 30_000);
+    const next = firstAfterKill()!;
     expect(next).toBeDefined();
     expect(next.startedAt - killedAt).toBeLessThanOrEqual(ttl + 500);
     expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(LIMIT);

@@ -1,0 +1,130 @@
+/**
+ * bench:coordination — the cost of sharing one quota between processes.
+ *
+ * Three processes (real child processes) take and give back global tokens on one backend at once, each with
+ * `--concurrency` loops, for `--seconds`: a grant is `tryAcquire` + `release` (one round trip each). Measured side
+ * by side, same machine, same run:
+ * - `postgres`: the shipped backend, lease rows taken with `FOR UPDATE SKIP LOCKED` (+ NOTIFY on release);
+ * - `postgres-advisory`: the alternative, session advisory locks (`pg_try_advisory_lock`), one connection per
+ *   held token — measured to justify the choice;
+ * - `redis`: the Lua-script backend.
+ * Printed: grant latency p50/p99 (ms) across the three processes and grants/s in total. Targets on PostgreSQL:
+ * p50 ≤ 2 ms, p99 ≤ 10 ms, ≥ 5,000 grants/s.
+ *
+ * Run: `DATABASE_URL=postgres://… REDIS_URL=redis://… npm run bench:coordination`
+ * (options: `--seconds 5 --concurrency 4 --limit 12 --modes postgres,postgres-advisory,redis`).
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { loadavg } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { row, writeResult } from './lib/bench-result.ts';
+import { percentile, round } from './lib/stats.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '5' },
+    concurrency: { type: 'string', default: '4' },
+    limit: { type: 'string', default: '12' },
+    modes: { type: 'string', default: 'postgres,postgres-advisory,redis' },
+  },
+});
+const PROCESSES = 3;
+const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+const KEY_PREFIX = process.env.REDIS_KEY_PREFIX ?? 'bwbench:';
+const CHILD = fileURLToPath(new URL('./lib/coordination-bench-child.ts', import.meta.url));
+type Mode = 'postgres' | 'redis' | 'postgres-advisory';
+
+async function runMode(mode: Mode) {
+  const pool = `bench-${randomUUID().slice(0, 8)}`;
+  const children = Array.from({ length: PROCESSES }, (_, i) => {
+    const spec = {
+      mode,
+      url: mode === 'redis' ? REDIS_URL : DATABASE_URL,
+      pool,
+      keyPrefix: KEY_PREFIX,
+      limit: Number(args.limit),
+      concurrency: Number(args.concurrency),
+      durationMs: Number(args.seconds) * 1_000,
+      id: `bench-${i}`,
+    };
+    const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(spec)], {
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    let out = '';
+    const ready = new Promise<void>((resolve) =>
+      child.stdout.setEncoding('utf8').on('data', (s: string) => {
+        out += s;
+        if (out.includes('ready\n')) resolve();
+      }),
+    );
+    const done = new Promise<{ latencies: number[]; refused: number }>((resolve, reject) =>
+      child.on('exit', (code) => {
+        if (code !== 0) return reject(new Error(`${mode} child exited with ${code}`));
+        resolve(JSON.parse(out.split('\n').filter(Boolean).at(-1)!));
+      }),
+    );
+    return { child, ready, done };
+  });
+  await Promise.all(children.map((c) => c.ready));
+  const started = performance.now();
+  for (const c of children) c.child.stdin.write('go\n');
+  const results = await Promise.all(children.map((c) => c.done));
+  const seconds = (performance.now() - started) / 1_000;
+  await cleanup(mode, pool);
+  const latencies = results.flatMap((r) => r.latencies).sort((a, b) => a - b);
+  return {
+    mode,
+    grants: latencies.length,
+    refused: results.reduce((n, r) => n + r.refused, 0),
+    p50Ms: round(percentile(latencies, 50)),
+    p99Ms: round(percentile(latencies, 99)),
+    grantsPerSecond: Math.round(latencies.length / seconds),
+  };
+}
+
+async function cleanup(mode: Mode, pool: string): Promise<void> {
+  if (mode === 'postgres') {
+    const c = new pg.Client({ connectionString: DATABASE_URL });
+    await c.connect();
+    await c.query('delete from coordination_tokens where pool = $1', [pool]);
+    await c.end();
+  } else if (mode === 'redis') {
+    const r = new Redis(REDIS_URL);
+    const keys = await r.keys(`${KEY_PREFIX}${pool}:*`);
+    if (keys.length > 0) await r.del(...keys);
+    r.disconnect();
+  }
+}
+
+const modes = args.modes.split(',') as Mode[];
+console.log(
+  `bench:coordination — ${PROCESSES} processes × ${args.concurrency} loops, limit ${args.limit}, ${args.seconds} s each (load ${loadavg()[0]!.toFixed(2)})`,
+);
+console.log(row('backend', 'p50 ms', 'p99 ms', 'grants/s', 'refused'));
+const results = [];
+for (const mode of modes) {
+  const r = await runMode(mode);
+  results.push(r);
+  console.log(row(mode, r.p50Ms, r.p99Ms, r.grantsPerSecond, r.refused));
+}
+const pgResult = results.find((r) => r.mode === 'postgres');
+if (pgResult) {
+  const met = (ok: boolean) => (ok ? 'met' : 'MISSED');
+  console.log(
+    `targets on PostgreSQL: p50 ≤ 2 ms ${met(pgResult.p50Ms <= 2)}, p99 ≤ 10 ms ${met(pgResult.p99Ms <= 10)}, ≥ 5,000 grants/s ${met(pgResult.grantsPerSecond >= 5_000)}`,
+  );
+}
+const path = await writeResult('coordination', {
+  processes: PROCESSES,
+  concurrency: Number(args.concurrency),
+  limit: Number(args.limit),
+  seconds: Number(args.seconds),
+  results,
+  targets: { postgresP50Ms: 2, postgresP99Ms: 10, postgresGrantsPerSecond: 5_000 },
+});
+console.log(`written ${path}`);
