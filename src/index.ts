@@ -54,15 +54,6 @@ export { defineConfig } from './runtime/runtime-config.ts';
 export type { RuntimeConfig, RuntimeConfigInput } from './runtime/runtime-config.ts';
 export type { EndpointConfig } from './engines/endpoint-config.ts';
 
-// Several processes on one quota.
-export type { CoordinationBackendKind, CoordinationOptions } from './coordination/coordination-options.ts';
-export {
-  CoordinationUnavailableError,
-  isCoordinationUnavailableError,
-  isLeaseFencedError,
-  LeaseFencedError,
-} from './coordination/coordination-errors.ts';
-
 // Errors and their guards.
 export { ConfigError, isConfigError } from './errors/config-error.ts';
 export { AgentStoppedError, isAgentStoppedError } from './errors/lifecycle-errors.ts';

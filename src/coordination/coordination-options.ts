@@ -1,6 +1,13 @@
 import { ConfigError } from '../errors/config-error.ts';
 
-/** Where several processes share one quota: `memory` (this process alone), `postgres` or `redis`. */
+/**
+ * Where several processes share one quota: `memory` (this process alone), `postgres` or `redis`.
+ *
+ * @example
+ * ```ts
+ * const backend: CoordinationBackendKind = process.env.REDIS_URL ? 'redis' : 'postgres';
+ * ```
+ */
 export type CoordinationBackendKind = 'memory' | 'postgres' | 'redis';
 
 /**

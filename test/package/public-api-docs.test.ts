@@ -14,6 +14,7 @@ const ENTRIES = {
   'breakwater/emulator': join(SRC, 'entries', 'emulator-entry.ts'),
   'breakwater/testing': join(SRC, 'entries', 'testing-entry.ts'),
   'breakwater/ai-sdk': join(SRC, 'ai-sdk', 'index.ts'),
+  'breakwater/coordination': join(SRC, 'entries', 'coordination-entry.ts'),
 };
 
 const program = ts.createProgram(Object.values(ENTRIES), {
