@@ -171,7 +171,19 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         resolve: resolve as (d: TokenDecision | Grant) => void,
         reject,
       };
-      signal?.addEventListener('abort', () => this.#withdraw(p, signal.reason), { once: true });
+      // The caller's signal is shared by many probes (the probe runner's): its listener goes when p settles.
+      const onAbort = () => this.#withdraw(p, signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const settle = p.resolve;
+      const fail = p.reject;
+      p.resolve = (d) => {
+        signal?.removeEventListener('abort', onAbort);
+        settle(d);
+      };
+      p.reject = (e) => {
+        signal?.removeEventListener('abort', onAbort);
+        fail(e);
+      };
       this.#local.acquireProbe(endpointId, signal).then(
         (grant) => {
           if (p.done) return this.#local.release(grant.leaseId, { kind: 'unused' });

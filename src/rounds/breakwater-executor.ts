@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { InspectionEvent } from 'xstate';
 import type { Clock } from '../clock/clock.ts';
+import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import type { Engine } from '../engines/engine-types.ts';
 import type { CallMemo } from '../runtime/agent-actors.ts';
@@ -26,6 +27,8 @@ export interface BreakwaterExecutorOptions {
   readonly memo?: CallMemo;
   readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
   readonly inspect?: (event: InspectionEvent) => void;
+  /** Share tokens and endpoint health with other processes. Default: this process alone. */
+  readonly coordination?: CoordinationOptions;
 }
 
 /** The breakwater policy as a {@link TurnExecutor}, with the supervisor exposed for the live view and visualizer. */
@@ -50,6 +53,7 @@ export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): Br
     ...(options.memo ? { memo: options.memo } : {}),
     ...(options.createEngine ? { createEngine: options.createEngine } : {}),
     ...(options.inspect ? { inspect: options.inspect } : {}),
+    ...(options.coordination ? { coordination: options.coordination } : {}),
   });
   for (const def of options.agents) {
     const restored = options.restored?.[def.name];

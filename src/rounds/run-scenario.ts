@@ -1,3 +1,4 @@
+import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
@@ -77,6 +78,11 @@ export interface RunScenarioOptions {
   readonly inspect?: (event: InspectionEvent) => void;
   /** The run lease's timing (tests shorten it). Default: 15 s, renewed every 5 s. */
   readonly lease?: RunLeaseOptions;
+  /**
+   * Share the concurrency tokens and endpoint health with other processes (another run, a service) through
+   * PostgreSQL or Redis. Default: this process alone.
+   */
+  readonly coordination?: CoordinationOptions;
   /** Called once everything is set up, before the first turn (attach a live view or a visualizer here). */
   readonly onStart?: (context: ScenarioRunContext) => void | Promise<void>;
 }
@@ -297,6 +303,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
               ...(restore ? { restored: restore.agents } : {}),
               ...(options.logger ? { logger: options.logger } : {}),
               ...(options.inspect ? { inspect: options.inspect } : {}),
+              ...(options.coordination ? { coordination: options.coordination } : {}),
             });
       if (breakwater && restore) applyRunRestore(breakwater.supervisor, restore);
       executor =

@@ -1,3 +1,6 @@
+import type { CoordinationOptions } from '../../coordination/coordination-options.ts';
+import { resolveCoordination } from '../../coordination/coordination-options.ts';
+import { createCoordinationBackend } from '../../coordination/create-coordination.ts';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import {
@@ -54,6 +57,8 @@ export interface RunCommandOptions {
   readonly dataDir?: string;
   /** Control URL of a running emulator to use instead of an in-process one. */
   readonly emulatorUrl?: string;
+  /** Share tokens and endpoint health with other processes: `postgres://…` or `redis://…`. Default: none. */
+  readonly coordinationUrl?: string;
   /** Serve the live state visualizer on 127.0.0.1 (0 = any free port). Default: off. */
   readonly vizPort?: number;
   /** Serve Prometheus metrics at `/metrics` on 127.0.0.1 (0 = any free port). Default: off. */
@@ -85,6 +90,9 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   if (options.resumeRunId !== undefined && options.resumeRunId.trim() === '')
     throw new CliError('resume needs the id of a run; `breakwater runs` lists them');
   if (options.emulatorUrl !== undefined) checkEmulatorUrl(options.emulatorUrl);
+  // Checked and reached before anything is stored: a bad or unreachable backend is one line, and no run.
+  const coordination =
+    options.coordinationUrl !== undefined ? await checkCoordination(options.coordinationUrl) : undefined;
   // Lines meant for the user while --json keeps stdout for the report alone.
   const note = (line: string) => {
     if (options.json) process.stderr.write(`${scrubSecrets(line)}\n`);
@@ -136,6 +144,7 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
       ...(policy ? { policy } : {}),
       ...(options.providers ? { providers: options.providers } : {}),
       ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+      ...(coordination ? { coordination } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       logger: createLogger(),
       onProgress: (p) => live?.setProgress(p),
@@ -287,6 +296,31 @@ function startStdinByok(
   return started;
 }
 
+/** `--coordination-url`: the backend from its scheme, reached once (then closed) so a bad one is one line. */
+async function checkCoordination(url: string): Promise<CoordinationOptions> {
+  const backend = /^rediss?:/i.test(url) ? 'redis' : 'postgres';
+  const options: CoordinationOptions = { backend, url };
+  let resolved: ReturnType<typeof resolveCoordination>;
+  try {
+    resolved = resolveCoordination(options, 'cli-check');
+  } catch (e) {
+    throw new CliError(
+      `--coordination-url: ${e instanceof Error ? e.message.replace(/^.*coordination\.url: /, '') : String(e)}`,
+    );
+  }
+  const probe = createCoordinationBackend(resolved!);
+  try {
+    await probe.connect(AbortSignal.timeout(15_000));
+  } catch (e) {
+    throw new CliError(
+      `--coordination-url: ${e instanceof Error ? e.message.replace(/^coordination\.url: /, '').replace(/; not sending \(fail closed\)$/, '') : String(e)}`,
+    );
+  } finally {
+    await probe.close();
+  }
+  return options;
+}
+
 interface RunFlags {
   policy?: RunPolicy;
   providers?: ProviderMode;
@@ -295,6 +329,7 @@ interface RunFlags {
   dataDir?: string;
   runId?: string;
   emulatorUrl?: string;
+  coordinationUrl?: string;
   viz?: boolean;
   port?: string;
   metricsPort?: string;
@@ -322,6 +357,7 @@ function sharedOptions(flags: RunFlags): RunCommandOptions {
     ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
     ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
     ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
+    ...(flags.coordinationUrl ? { coordinationUrl: flags.coordinationUrl } : {}),
     ...(port !== undefined ? { vizPort: port } : {}),
     ...(flags.metricsPort !== undefined
       ? { metricsPort: portNumber('--metrics-port', flags.metricsPort) }
@@ -383,6 +419,10 @@ const storeFlags = (cmd: Command) =>
     .option(
       '--emulator-url <url>',
       'use a running emulator (its control URL) instead of starting one in-process',
+    )
+    .option(
+      '--coordination-url <url>',
+      'share the concurrency tokens and endpoint health with other processes: postgres://… or redis://…',
     )
     .option('--viz', 'serve the live state visualizer on 127.0.0.1 while the run goes')
     .option('--port <n>', 'visualizer port with --viz (default: any free port)')
