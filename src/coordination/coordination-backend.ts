@@ -27,6 +27,18 @@ export interface SharedHealthFacts {
   readonly disabledReason?: string;
   /** When the sender's breaker is OPEN: until when; else null. */
   readonly openUntil: number | null;
+  /** The provider's latest rate-limit counts for this key as the sender saw them (`resetAt` wall-clock ms). */
+  readonly requests?: SharedWindow;
+  readonly tokens?: SharedWindow;
+  /** When the counts were seen, wall-clock ms (old counts are not applied). */
+  readonly observedAt?: number;
+}
+
+/** One rate-limit dimension in {@link SharedHealthFacts}. */
+export interface SharedWindow {
+  readonly limit?: number;
+  readonly remaining?: number;
+  readonly resetAt?: number;
 }
 
 /** A health change another process published. */

@@ -1,6 +1,12 @@
 import type { Clock } from '../clock/clock.ts';
+import type { RateLimitWindow } from '../engines/engine-types.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
-import type { CoordinationBackend, SharedHealthFacts, SharedHealthMessage } from './coordination-backend.ts';
+import type {
+  CoordinationBackend,
+  SharedHealthFacts,
+  SharedHealthMessage,
+  SharedWindow,
+} from './coordination-backend.ts';
 
 /** Options of {@link SharedHealthLink}. */
 export interface SharedHealthLinkOptions {
@@ -12,13 +18,25 @@ export interface SharedHealthLinkOptions {
   readonly onAbsorbed?: (endpointId: string) => void;
   /** Publishing failed (the backend is gone): the scheduler fails closed on its own; this is for the log. */
   readonly onError?: (error: unknown) => void;
+  /** Rate-limit counts of one endpoint are published at most this often (a fault goes at once), ms. Default 250. */
+  readonly rateLimitEveryMs?: number;
+}
+
+/** Counts older than this are not applied (the providers' windows are a minute), wall ms. */
+const MAX_COUNT_AGE_MS = 60_000;
+
+interface Counts {
+  readonly requests?: SharedWindow;
+  readonly tokens?: SharedWindow;
+  readonly observedAt: number;
 }
 
 /**
  * Shares endpoint health between the processes of a pool: a fault recorded here (a 429's cooldown, a credit
- * loss's disable, an OPEN breaker) is published at once; what others publish is absorbed, only ever making an
- * endpoint wait longer. Deadlines travel as wall-clock instants and are turned into this runtime's clock on
- * arrival, so a scenario's scaled clock and the system clock agree on "how long from now".
+ * loss's disable, an OPEN breaker) is published at once, and the provider's rate-limit counts from the response
+ * headers at most every `rateLimitEveryMs`; what others publish is absorbed, only ever making an endpoint wait
+ * longer. Deadlines travel as wall-clock instants and are turned into this runtime's clock on arrival, so a
+ * scenario's scaled clock and the system clock agree on "how long from now".
  *
  * @example
  * ```ts
@@ -29,6 +47,9 @@ export interface SharedHealthLinkOptions {
  */
 export class SharedHealthLink {
   readonly #o: SharedHealthLinkOptions;
+  readonly #counts = new Map<string, Counts>();
+  readonly #countTimers = new Map<string, ReturnType<typeof setTimeout>>();
+  readonly #lastCountPublish = new Map<string, number>();
 
   constructor(options: SharedHealthLinkOptions) {
     this.#o = options;
@@ -42,23 +63,75 @@ export class SharedHealthLink {
     for (const m of await this.#o.backend.loadHealth()) this.#absorb(m);
   }
 
-  /** Publishes `endpointId`'s current cooldown, disable and breaker deadline, if any lies ahead. */
+  /** Publishes `endpointId`'s current cooldown, disable and breaker deadline (and its last counts). */
   publish(endpointId: string): void {
+    const facts = this.#facts(endpointId);
+    if (!facts) return;
+    if (
+      facts.cooldownUntil === 0 &&
+      facts.disabledUntil === 0 &&
+      facts.openUntil === null &&
+      !facts.requests &&
+      !facts.tokens
+    )
+      return;
+    this.#lastCountPublish.set(endpointId, Date.now());
+    this.#o.backend.publishHealth(endpointId, facts).catch((e: unknown) => this.#o.onError?.(e));
+  }
+
+  /** A response's rate-limit counts: kept, and published (throttled per endpoint, the latest counts win). */
+  rateLimit(endpointId: string, windows: { requests?: RateLimitWindow; tokens?: RateLimitWindow }): void {
+    const now = this.#o.clock.now();
+    const wall = Date.now();
+    const toShared = (w: RateLimitWindow | undefined): SharedWindow | undefined =>
+      w && {
+        ...(w.limit !== undefined ? { limit: w.limit } : {}),
+        ...(w.remaining !== undefined ? { remaining: w.remaining } : {}),
+        ...(w.resetAt !== undefined ? { resetAt: wall + Math.max(0, w.resetAt - now) } : {}),
+      };
+    const requests = toShared(windows.requests);
+    const tokens = toShared(windows.tokens);
+    this.#counts.set(endpointId, {
+      ...(requests ? { requests } : {}),
+      ...(tokens ? { tokens } : {}),
+      observedAt: wall,
+    });
+    if (this.#countTimers.has(endpointId)) return;
+    const every = this.#o.rateLimitEveryMs ?? 250;
+    const wait = Math.max(0, (this.#lastCountPublish.get(endpointId) ?? 0) + every - wall);
+    const timer = setTimeout(() => {
+      this.#countTimers.delete(endpointId);
+      this.publish(endpointId);
+    }, wait);
+    timer.unref?.();
+    this.#countTimers.set(endpointId, timer);
+  }
+
+  /** Stops pending publications (the runtime stopped). */
+  close(): void {
+    for (const t of this.#countTimers.values()) clearTimeout(t);
+    this.#countTimers.clear();
+  }
+
+  #facts(endpointId: string): SharedHealthFacts | undefined {
     const h = this.#o.endpoints.get(endpointId)?.health;
-    if (!h) return;
+    if (!h) return undefined;
     const now = this.#o.clock.now();
     const v = h.view(now);
     const wall = Date.now();
     const toWall = (until: number) => (until > now ? wall + (until - now) : 0);
-    const facts: SharedHealthFacts = {
+    const counts = this.#counts.get(endpointId);
+    const fresh = counts && wall - counts.observedAt < MAX_COUNT_AGE_MS ? counts : undefined;
+    return {
       cooldownUntil: toWall(v.cooldownUntil),
       disabledUntil: toWall(v.disabledUntil),
       ...(v.disabledReason ? { disabledReason: v.disabledReason } : {}),
       openUntil:
         v.breaker === 'open' && v.openUntil !== null && v.openUntil > now ? toWall(v.openUntil) : null,
+      ...(fresh?.requests ? { requests: fresh.requests } : {}),
+      ...(fresh?.tokens ? { tokens: fresh.tokens } : {}),
+      ...(fresh ? { observedAt: fresh.observedAt } : {}),
     };
-    if (facts.cooldownUntil === 0 && facts.disabledUntil === 0 && facts.openUntil === null) return;
-    this.#o.backend.publishHealth(endpointId, facts).catch((e: unknown) => this.#o.onError?.(e));
   }
 
   #absorb(m: SharedHealthMessage): void {
@@ -67,12 +140,24 @@ export class SharedHealthLink {
     const now = this.#o.clock.now();
     const wall = Date.now();
     const toLocal = (at: number) => (at > wall ? now + (at - wall) : 0);
+    const { facts } = m;
+    const freshCounts = facts.observedAt !== undefined && wall - facts.observedAt < MAX_COUNT_AGE_MS;
+    const toWindow = (w: SharedWindow | undefined): RateLimitWindow | undefined =>
+      w && {
+        ...(w.limit !== undefined ? { limit: w.limit } : {}),
+        ...(w.remaining !== undefined ? { remaining: w.remaining } : {}),
+        ...(w.resetAt !== undefined ? { resetAt: toLocal(w.resetAt) || now } : {}),
+      };
+    const requests = freshCounts ? toWindow(facts.requests) : undefined;
+    const tokens = freshCounts ? toWindow(facts.tokens) : undefined;
     const changed = h.absorbShared(
       {
-        cooldownUntil: toLocal(m.facts.cooldownUntil),
-        disabledUntil: toLocal(m.facts.disabledUntil),
-        ...(m.facts.disabledReason ? { disabledReason: m.facts.disabledReason } : {}),
-        openUntil: m.facts.openUntil === null ? null : toLocal(m.facts.openUntil) || null,
+        cooldownUntil: toLocal(facts.cooldownUntil),
+        disabledUntil: toLocal(facts.disabledUntil),
+        ...(facts.disabledReason ? { disabledReason: facts.disabledReason } : {}),
+        openUntil: facts.openUntil === null ? null : toLocal(facts.openUntil) || null,
+        ...(requests ? { requests } : {}),
+        ...(tokens ? { tokens } : {}),
       },
       now,
     );

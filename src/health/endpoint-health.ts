@@ -61,6 +61,11 @@ export interface EndpointHealthHooks {
   readonly onReadinessChange?: (endpointId: string) => void;
   /** A fault was recorded (after the health is updated). */
   readonly onFault?: (endpointId: string, fault: Fault) => void;
+  /** A response's rate-limit headers corrected the buckets (other processes on the same key may want them). */
+  readonly onRateLimit?: (
+    endpointId: string,
+    windows: { requests?: RateLimitWindow; tokens?: RateLimitWindow },
+  ) => void;
 }
 
 /** The endpoint's own limits from its config. */
@@ -321,10 +326,21 @@ export class EndpointHealthTracker {
       disabledUntil: number;
       disabledReason?: string;
       openUntil: number | null;
+      /** The provider's latest count for this key (it counts every process's calls): the buckets follow it. */
+      requests?: RateLimitWindow;
+      tokens?: RateLimitWindow;
     },
     now: number,
   ): boolean {
     let changed = false;
+    if (facts.requests) {
+      this.#rpm.observe(lessInFlight(facts.requests, this.#inFlight)!, now);
+      changed = true;
+    }
+    if (facts.tokens) {
+      this.#tpm.observe(lessInFlight(facts.tokens, this.#inFlight)!, now);
+      changed = true;
+    }
     if (facts.cooldownUntil > this.#cooldownUntil && facts.cooldownUntil > now) {
       this.#cooldownUntil = facts.cooldownUntil;
       changed = true;
@@ -366,6 +382,11 @@ export class EndpointHealthTracker {
     if (req) this.#rpm.observe(req, now);
     const tok = lessInFlight(r.rateLimit.tokens ?? r.rateLimit.inputTokens, others);
     if (tok) this.#tpm.observe(tok, now);
+    if ((req || tok) && this.#hooks.onRateLimit)
+      this.#hooks.onRateLimit(this.id, {
+        ...(req ? { requests: req } : {}),
+        ...(tok ? { tokens: tok } : {}),
+      });
   }
 
   #applyFault(fault: Fault, now: number): void {

@@ -168,6 +168,8 @@ export function createSupervisor(
         // Other processes on the same quota hear of the cooldown / disable at once.
         healthLink?.publish(id);
       },
+      // Only with a shared backend: one process alone has nobody to tell (no cost on its hot path).
+      ...(coordination ? { onRateLimit: (id, windows) => healthLink?.rateLimit(id, windows) } : {}),
     },
   });
   /** The BYOK session of each LLM agent: only that session's keys come after its chain. */
@@ -342,6 +344,7 @@ export function createSupervisor(
           endpoints.close();
           timers.close();
           keepAlive.close();
+          healthLink?.close();
           if (coordinated) void coordinated.dispose().finally(stopped);
           else stopped();
         },
