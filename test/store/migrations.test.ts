@@ -18,7 +18,17 @@ import {
 } from '../../src/store/index.ts';
 import { POSTGRES_URL } from './store-test-support.ts';
 
-const STORE_TABLES = ['agent_snapshots', 'agent_states', 'call_results', 'events', 'rounds', 'runs', 'turns'];
+const STORE_TABLES = [
+  'agent_snapshots',
+  'agent_states',
+  'call_results',
+  'coordination_health',
+  'coordination_tokens',
+  'events',
+  'rounds',
+  'runs',
+  'turns',
+];
 
 async function publicTables(db: Kysely<unknown>): Promise<string[]> {
   const { rows } = await sql<{ table_name: string }>`
