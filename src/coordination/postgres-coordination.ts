@@ -49,20 +49,27 @@ returning t.slot, t.generation`;
 
 /*
  * A NOTIFY per release serializes every commit on the server's notification queue: releases notify only while
- * some process waits. A waiter marks the pool's row -1 ("someone waits until") when it is refused; `fresh` says
+ * some process waits. A waiter refused with every token held marks the pool's row -1 ("someone waits until",
+ * a second past the earliest lease's expiry, when it looks again anyway); `fresh` says
  * the mark was off before, in which case a release racing with the mark may not have seen it, and the waiter
  * looks once more shortly after (once per mark, not a polling loop).
  */
 const WAIT_SQL = `
-with o as (select expires_at as old from coordination_tokens where pool = $1 and slot = -1 for update),
+with f as (
+  select count(*) filter (where holder is null or expires_at < now()) as free,
+    min(expires_at) filter (where holder is not null and expires_at >= now()) as first
+  from coordination_tokens where pool = $1 and slot >= 0 and slot < $2
+),
+o as (select expires_at as old from coordination_tokens where pool = $1 and slot = -1 for update),
 m as (
-  update coordination_tokens t set expires_at = now() + make_interval(secs => $3::float8 * 2 / 1000)
-  from o where t.pool = $1 and t.slot = -1
+  update coordination_tokens t
+  set expires_at = greatest(coalesce(o.old, now()),
+    coalesce((select first from f), now() + make_interval(secs => $3::float8 / 1000)) + interval '1 second')
+  from o where t.pool = $1 and t.slot = -1 and (select free from f) = 0
   returning coalesce(o.old < now(), true) as fresh
 )
-select (select fresh from m) as fresh,
-  (select greatest(0, extract(epoch from (min(expires_at) - now())) * 1000)::float8
-   from coordination_tokens where pool = $1 and slot >= 0 and slot < $2 and holder is not null) as ms`;
+select (select free from f)::int as free, (select fresh from m) as fresh,
+  greatest(0, extract(epoch from ((select first from f) - now())) * 1000)::float8 as ms`;
 
 /** After a fresh wait mark, the one look again: longer than a release statement takes, ms. */
 const FRESH_MARK_RECHECK_MS = 25;
@@ -179,14 +186,17 @@ export class PostgresCoordination implements CoordinationBackend {
     ]);
     const row = r.rows[0];
     if (row) return { ok: true, lease: { slot: String(row.slot), generation: Number(row.generation) } };
-    const e = await this.#query<{ ms: number | null; fresh: boolean | null }>(WAIT_SQL, [
+    const e = await this.#query<{ ms: number | null; fresh: boolean | null; free: number }>(WAIT_SQL, [
       this.#o.pool,
       limit,
       this.#o.leaseTtlMs,
     ]);
-    const ms = e.rows[0]?.ms;
+    const wait = e.rows[0];
+    // A free token was only locked by another acquirer or a release in flight: look again at once, no mark.
+    if (wait && wait.free > 0) return { ok: false, retryInMs: 0 };
+    const ms = wait?.ms;
     const retryInMs = ms === null || ms === undefined ? undefined : Number(ms);
-    if (e.rows[0]?.fresh !== false)
+    if (wait?.fresh !== false)
       return { ok: false, retryInMs: Math.min(retryInMs ?? FRESH_MARK_RECHECK_MS, FRESH_MARK_RECHECK_MS) };
     return { ok: false, retryInMs };
   }
