@@ -125,6 +125,8 @@ const path = await writeResult('coordination', {
   limit: Number(args.limit),
   seconds: Number(args.seconds),
   results,
+  measuredAs:
+    'each of 3 child processes runs `concurrency` loops of tryAcquire + release on one pool of `limit` tokens; latency per grant (acquire + release), refused attempts retried at once and not counted; grants/s = grants of all processes / wall time',
   targets: { postgresP50Ms: 2, postgresP99Ms: 10, postgresGrantsPerSecond: 5_000 },
 });
 console.log(`written ${path}`);
