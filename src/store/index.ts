@@ -79,4 +79,4 @@ export {
   IncompleteClusterError,
   isIncompleteClusterError,
   PGLITE_INIT_MARKER,
-} from './pglite-template.ts';
+} from './incomplete-cluster-error.ts';

@@ -6,7 +6,8 @@ import { DatabaseUnavailableError } from './database-unavailable-error.ts';
 import { createGuardedPool, type GuardedPoolOptions } from './guarded-pg-pool.ts';
 import { migrateToLatest } from './migrate-to-latest.ts';
 import { isDataDirInUseError, lockDataDir } from './pglite-lock.ts';
-import { createPGlite, isIncompleteClusterError } from './pglite-template.ts';
+import { isIncompleteClusterError } from './incomplete-cluster-error.ts';
+import { createPGlite } from './pglite-template.ts';
 import type { StoreSchema } from './store-schema.ts';
 import { redactUrl } from '../redact/secret-scrubber.ts';
 

@@ -4,7 +4,10 @@ import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
+// PGlite (a 10 MB WebAssembly build) loads on the first embedded open, not with the store: a PostgreSQL user, or a
+// CLI command that opens no store, never pays for it.
+import type { PGlite } from '@electric-sql/pglite';
+import { IncompleteClusterError, PGLITE_INIT_MARKER } from './incomplete-cluster-error.ts';
 import { PGLITE_LOCK_FILE } from './pglite-lock.ts';
 
 /**
@@ -60,13 +63,6 @@ export function pgliteTemplatePath(
   return join(tmpdir(), `breakwater-pglite-${pgliteVersion()}${uid}.tar`);
 }
 
-/**
- * Present in a data folder while its cluster is being made (template unpacked or `initdb`), removed once PGlite has
- * started on it. A process killed during a first start leaves a folder PGlite cannot open; the marker says the folder
- * holds nothing but that half-made cluster (no run can have committed anything yet), so the next open starts over.
- */
-export const PGLITE_INIT_MARKER = 'breakwater-initializing';
-
 /** Files that are ours, not the cluster's: the single-process lock (pglite-lock.ts) and the marker above. */
 const OURS = new Set([PGLITE_LOCK_FILE, PGLITE_INIT_MARKER]);
 
@@ -106,35 +102,6 @@ function isTarball(bytes: Uint8Array): boolean {
 }
 
 /**
- * A PGlite data folder holds files but not a complete cluster, and nothing says breakwater was making one there
- * (a folder made by an older version and interrupted, or a folder that is not a PGlite cluster at all). It is not
- * emptied automatically: it may hold someone's files.
- *
- * @example
- * ```ts
- * try { await openDatabase({ dataDir }); } catch (e) { if (isIncompleteClusterError(e)) console.error(e.message); }
- * ```
- */
-export class IncompleteClusterError extends Error {
-  readonly code = 'INCOMPLETE_PGLITE_CLUSTER' as const;
-  readonly dataDir: string;
-  constructor(dataDir: string, missing: readonly string[]) {
-    super(
-      `the folder ${dataDir} holds files but not a complete PGlite cluster (missing ${missing.join(', ')}): if it is a data folder whose first start was interrupted, nothing was committed in it — remove it and run again; otherwise choose an empty folder with --data-dir`,
-    );
-    this.name = 'IncompleteClusterError';
-    this.dataDir = dataDir;
-  }
-}
-
-/** Type guard for {@link IncompleteClusterError} (also matches by `code`). */
-export function isIncompleteClusterError(e: unknown): e is IncompleteClusterError {
-  return (
-    typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'INCOMPLETE_PGLITE_CLUSTER'
-  );
-}
-
-/**
  * Creates a PGlite instance on `dataDir` (`undefined` = in memory). The caller holds the folder's lock.
  *
  * A folder's first start (nothing there yet, or a first start that was interrupted, see {@link PGLITE_INIT_MARKER})
@@ -155,7 +122,7 @@ export async function createPGlite(dataDir: string | undefined): Promise<PGlite>
   if (!interrupted && !isFresh(dataDir)) {
     const missing = CLUSTER_FILES.filter((f) => !existsSync(join(dataDir, f)));
     if (missing.length > 0) throw new IncompleteClusterError(dataDir, missing);
-    return PGlite.create({ dataDir });
+    return (await loadPGlite()).create({ dataDir });
   }
   if (interrupted) await clearCluster(dataDir);
   else markInitializing(dataDir);
@@ -164,30 +131,34 @@ export async function createPGlite(dataDir: string | undefined): Promise<PGlite>
   return pglite;
 }
 
+async function loadPGlite(): Promise<typeof PGlite> {
+  return (await import('@electric-sql/pglite')).PGlite;
+}
+
 /** Makes a new cluster (in memory, or in an empty `dataDir`): from the cached template, else by `initdb`. */
 async function createCluster(dataDir: string | undefined): Promise<PGlite> {
   const template = pgliteTemplatePath();
   // PGlite.create(undefined, options) ignores the options: always pass one options object.
   const where = dataDir !== undefined ? { dataDir } : {};
-  if (!template) return PGlite.create(where);
+  if (!template) return (await loadPGlite()).create(where);
   let cached = await readTemplate(template);
   if (!cached) {
     // The template is always taken from an in-memory cluster: a folder's dump would carry the folder's own files
     // (our lock naming this process), and every cluster made from it would start with someone else's lock.
-    const fresh = await PGlite.create({});
+    const fresh = await (await loadPGlite()).create({});
     cached = await writeTemplate(fresh, template);
     if (dataDir === undefined) return fresh;
     await fresh.close();
   }
   if (cached) {
     try {
-      return await PGlite.create({ ...where, loadDataDir: new Blob([cached]) });
+      return await (await loadPGlite()).create({ ...where, loadDataDir: new Blob([cached]) });
     } catch {
       await rm(template, { force: true });
       if (dataDir !== undefined) await clearCluster(dataDir);
     }
   }
-  return PGlite.create(where);
+  return (await loadPGlite()).create(where);
 }
 
 /** The cached template's bytes; a damaged one, or one holding files of ours, is removed (`undefined`). */
