@@ -1,7 +1,7 @@
 import type { Clock } from '../clock/clock.ts';
 import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
-import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from './engine-types.ts';
+import type { EndpointDescriptor, Engine, EngineRequest, EngineResult, StreamSink } from './engine-types.ts';
 
 /**
  * The engine of a parsed endpoint, its provider SDK loaded on the first call. The three SDKs cost about half a
@@ -43,22 +43,31 @@ export function deferredSdkEngine(
 function deferredEngine(endpoint: EndpointDescriptor, load: () => Promise<Engine>): Engine {
   let engine: Engine | undefined;
   let loading: Promise<Engine> | undefined;
+  const loaded = (): Promise<Engine> => {
+    loading ??= load().then(
+      (e) => {
+        engine = e;
+        return e;
+      },
+      (e: unknown) => {
+        // A failed import (a broken install) is tried again on the next call rather than remembered.
+        loading = undefined;
+        throw e;
+      },
+    );
+    return loading;
+  };
+  const streamOn = (e: Engine, request: EngineRequest, sink: StreamSink) =>
+    e.stream ? e.stream(request, sink) : e.call(request);
   return {
     endpoint,
     call(request: EngineRequest): Promise<EngineResult> {
       if (engine) return engine.call(request);
-      loading ??= load().then(
-        (e) => {
-          engine = e;
-          return e;
-        },
-        (e: unknown) => {
-          // A failed import (a broken install) is tried again on the next call rather than remembered.
-          loading = undefined;
-          throw e;
-        },
-      );
-      return loading.then((e) => e.call(request));
+      return loaded().then((e) => e.call(request));
+    },
+    stream(request: EngineRequest, sink: StreamSink): Promise<EngineResult> {
+      if (engine) return streamOn(engine, request, sink);
+      return loaded().then((e) => streamOn(e, request, sink));
     },
   };
 }
