@@ -27,6 +27,7 @@ import type {
 export const AGENT_MACHINE_VERSION = 'agent@2';
 
 export type {
+  PartialAnswer,
   AcquireTokenInput,
   ActiveTurn,
   AgentContext,
@@ -221,6 +222,7 @@ const agentSetup = setup({
         waitingSince: event.at,
         inputTokens: 0,
         outputTokens: 0,
+        ...(event.stream ? { stream: true as const } : {}),
       };
       return { turn, recheckAt: undefined };
     }),
@@ -261,6 +263,8 @@ const agentSetup = setup({
           outputTokens: t.outputTokens + (out.ok ? out.result.usage.outputTokens : 0),
           leaseId: undefined,
           waitingSince: out.at,
+          // A streamed step keeps the text its caller holds after a fault; an answer ends the step.
+          partial: out.ok ? undefined : (out.partial ?? t.partial),
         },
       };
     }),
@@ -404,6 +408,9 @@ const engineCall = agentSetup.createStateConfig({
       chainPosition: context.turn!.endpointIndex ?? 0,
       prompt: promptOf(context),
       waitMs: context.turn!.waitMs,
+      ...(context.turn!.stream
+        ? { stream: true as const, step: context.turn!.step, partial: context.turn!.partial }
+        : {}),
     }),
   },
   on: {

@@ -244,6 +244,8 @@ export async function handleCall(
     // response as its end, even mid-chunk.
     if (rule?.kind === 'stream_cut' || rule?.kind === 'stream_stall') res.removeHeader('connection');
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    // A provider sends the 200 at once, before the first event (a stall before any content is after headers).
+    res.flushHeaders();
     const status = await writeStream(
       core,
       wire,
