@@ -157,6 +157,7 @@ export async function readAnthropicStream(
   events: AsyncIterable<Anthropic.RawMessageStreamEvent>,
   sink: StreamSink,
   fallbackModel: string,
+  touch: () => void = () => {},
 ): Promise<ProviderOutcome> {
   let text = '';
   let model = fallbackModel;
@@ -168,6 +169,7 @@ export async function readAnthropicStream(
   const tools = new Map<number, { id: string; name: string; json: string }>();
   try {
     for await (const ev of events) {
+      touch();
       switch (ev.type) {
         case 'content_block_delta':
           if (ev.delta.type === 'text_delta') {
@@ -266,15 +268,20 @@ export function createAnthropicEngine(
         return fromAnthropicMessage(message);
       }),
     stream: (request: EngineRequest, sink: StreamSink) =>
-      runEngineCall(ctx, request, async () => {
-        const events = await client.messages.create(
-          { ...toAnthropicBody(config.model, request), stream: true },
-          {
-            headers: idempotencyHeaders(request),
-            ...(request.signal ? { signal: request.signal } : {}),
-          },
-        );
-        return readAnthropicStream(events, sink, config.model);
-      }),
+      runEngineCall(
+        ctx,
+        request,
+        async (touch) => {
+          const events = await client.messages.create(
+            { ...toAnthropicBody(config.model, request), stream: true },
+            {
+              headers: idempotencyHeaders(request),
+              ...(request.signal ? { signal: request.signal } : {}),
+            },
+          );
+          return readAnthropicStream(events, sink, config.model, touch);
+        },
+        true,
+      ),
   });
 }

@@ -52,7 +52,8 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 export async function runEngineCall(
   ctx: EngineContext,
   request: EngineRequest,
-  send: () => Promise<ProviderOutcome>,
+  send: (touch: () => void) => Promise<ProviderOutcome>,
+  streamed = false,
 ): Promise<EngineResult> {
   const { clock, config, endpoint } = ctx;
   const wallNow = ctx.wallNow ?? Date.now;
@@ -66,8 +67,13 @@ export async function runEngineCall(
     ctx.credential,
   );
   const maxRetryAfterMs = config.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+  call.streamed = streamed;
+  // A stream's reader calls it per event: the body is alive (the idle deadline counts from the last one).
+  const touch = () => {
+    call.lastActivity = clock.now();
+  };
   try {
-    const outcome = await runTimedCall(call, send);
+    const outcome = await runTimedCall(call, () => send(touch));
     const now = clock.now();
     const headers = call.headers ?? new Headers();
     const requestId = headers.get('request-id') ?? headers.get('x-request-id') ?? outcome.requestId;

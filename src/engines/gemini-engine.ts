@@ -152,6 +152,7 @@ export async function readGeminiStream(
   responses: AsyncIterable<GenerateContentResponse>,
   sink: StreamSink,
   fallbackModel: string,
+  touch: () => void = () => {},
 ): Promise<ProviderOutcome> {
   let text = '';
   let model = fallbackModel;
@@ -162,6 +163,7 @@ export async function readGeminiStream(
   const toolCalls: ToolCall[] = [];
   try {
     for await (const response of responses) {
+      touch();
       const candidate = response.candidates?.[0];
       for (const part of candidate?.content?.parts ?? []) {
         if (part.functionCall) {
@@ -237,9 +239,14 @@ export function createGeminiEngine(
         return fromGeminiResponse(response, config.model);
       }),
     stream: (request: EngineRequest, sink: StreamSink) =>
-      runEngineCall(ctx, request, async () => {
-        const responses = await client.models.generateContentStream(toGeminiParams(config.model, request));
-        return readGeminiStream(responses, sink, config.model);
-      }),
+      runEngineCall(
+        ctx,
+        request,
+        async (touch) => {
+          const responses = await client.models.generateContentStream(toGeminiParams(config.model, request));
+          return readGeminiStream(responses, sink, config.model, touch);
+        },
+        true,
+      ),
   });
 }

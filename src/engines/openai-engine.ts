@@ -152,6 +152,7 @@ export async function readChatCompletionStream(
   chunks: AsyncIterable<ChatCompletionChunk>,
   sink: StreamSink,
   fallbackModel: string,
+  touch: () => void = () => {},
 ): Promise<ProviderOutcome> {
   let text = '';
   let refusal = '';
@@ -161,6 +162,7 @@ export async function readChatCompletionStream(
   const tools: { id: string; name: string; args: string }[] = [];
   try {
     for await (const chunk of chunks) {
+      touch();
       const choice = chunk.choices?.[0];
       if (choice) {
         const delta = choice.delta;
@@ -251,19 +253,24 @@ export function createOpenAIEngine(
         return fromChatCompletion(completion, config.model);
       }),
     stream: (request: EngineRequest, sink: StreamSink) =>
-      runEngineCall(ctx, request, async () => {
-        const body = {
-          ...toOpenAIBody(config.model, request, compatible),
-          stream: true as const,
-          stream_options: { include_usage: true },
-          // vLLM continues the last assistant message instead of answering after it.
-          ...(request.prefill ? { continue_final_message: true, add_generation_prompt: false } : {}),
-        };
-        const chunks = await client.chat.completions.create(body, {
-          headers: idempotencyHeaders(request),
-          ...(request.signal ? { signal: request.signal } : {}),
-        });
-        return readChatCompletionStream(chunks, sink, config.model);
-      }),
+      runEngineCall(
+        ctx,
+        request,
+        async (touch) => {
+          const body = {
+            ...toOpenAIBody(config.model, request, compatible),
+            stream: true as const,
+            stream_options: { include_usage: true },
+            // vLLM continues the last assistant message instead of answering after it.
+            ...(request.prefill ? { continue_final_message: true, add_generation_prompt: false } : {}),
+          };
+          const chunks = await client.chat.completions.create(body, {
+            headers: idempotencyHeaders(request),
+            ...(request.signal ? { signal: request.signal } : {}),
+          });
+          return readChatCompletionStream(chunks, sink, config.model, touch);
+        },
+        true,
+      ),
   });
 }
