@@ -1,4 +1,5 @@
 import type { Clock } from '../clock/clock.ts';
+import { holdClock } from '../clock/virtual-clock.ts';
 import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
 import type { EndpointDescriptor, Engine, EngineRequest, EngineResult, StreamSink } from './engine-types.ts';
@@ -22,22 +23,39 @@ export function deferredSdkEngine(
   credential: CallCredential | undefined,
 ): Engine {
   return deferredEngine(endpoint, async () => {
-    switch (config.provider) {
-      case 'anthropic': {
-        const { createAnthropicEngine } = await import('./anthropic-engine.ts');
-        return createAnthropicEngine(config, endpoint, clock, wallNow, credential);
-      }
-      case 'gemini': {
-        const { createGeminiEngine } = await import('./gemini-engine.ts');
-        return createGeminiEngine(config, endpoint, clock, wallNow, credential);
-      }
-      case 'openai':
-      case 'openai-compatible': {
-        const { createOpenAIEngine } = await import('./openai-engine.ts');
-        return createOpenAIEngine(config, endpoint, clock, wallNow, credential);
-      }
+    // Loading an SDK is real work (about a second for all three): a virtual clock must not jump over it, or the
+    // first call's lease would run out before it is sent.
+    const unhold = holdClock(clock);
+    try {
+      return await loadSdkEngine(config, endpoint, clock, wallNow, credential);
+    } finally {
+      unhold();
     }
   });
+}
+
+async function loadSdkEngine(
+  config: ParsedEndpointConfig,
+  endpoint: EndpointDescriptor,
+  clock: Clock,
+  wallNow: () => number,
+  credential: CallCredential | undefined,
+): Promise<Engine> {
+  switch (config.provider) {
+    case 'anthropic': {
+      const { createAnthropicEngine } = await import('./anthropic-engine.ts');
+      return createAnthropicEngine(config, endpoint, clock, wallNow, credential);
+    }
+    case 'gemini': {
+      const { createGeminiEngine } = await import('./gemini-engine.ts');
+      return createGeminiEngine(config, endpoint, clock, wallNow, credential);
+    }
+    case 'openai':
+    case 'openai-compatible': {
+      const { createOpenAIEngine } = await import('./openai-engine.ts');
+      return createOpenAIEngine(config, endpoint, clock, wallNow, credential);
+    }
+  }
 }
 
 function deferredEngine(endpoint: EndpointDescriptor, load: () => Promise<Engine>): Engine {
