@@ -186,4 +186,36 @@ describe('breakwater/ai-sdk', () => {
     await waitFor(() => fixture.emulator.stats().inFlight === 0, 'the upstream stream to end');
     await waitFor(() => supervisor.tokens().held === 0, 'the token to come back');
   });
+
+  it('streamText after a restart (OpenAI cannot continue a prefix): the withdrawn text part is marked, the answer follows', async () => {
+    supervisor = createSupervisor({
+      endpoints: [
+        fixture.endpoint('primary', 'openai', { apiKey: 'sk-test-restart-primary-00' }),
+        fixture.endpoint('backup', 'openai'),
+      ],
+      chains: { premium: ['primary', 'backup'] },
+    });
+    fixture.emulator.addFault({
+      kind: 'stream_cut',
+      match: { key: 'sk-test-restart-primary-00' },
+      count: 1,
+      afterChunks: 1,
+    });
+    const bw = createBreakwater(supervisor);
+    const result = streamText({ model: bw('premium'), prompt: 'Restart me.' });
+    const ends: unknown[] = [];
+    const texts = new Map<string, string>();
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta') texts.set(part.id, (texts.get(part.id) ?? '') + part.text);
+      if (part.type === 'text-end') ends.push(part.providerMetadata);
+    }
+    expect(ends).toHaveLength(2);
+    expect(ends[0]).toMatchObject({ breakwater: { withdrawn: true } });
+    expect(ends[1]).toBeUndefined();
+    const [withdrawn, answer] = [...texts.values()];
+    expect(withdrawn!.length).toBeGreaterThan(0);
+    const clean = await generateText({ model: bw('premium'), prompt: 'Restart me.' });
+    expect(answer).toBe(clean.text);
+    expect(meta(await result.providerMetadata).faults.map((f) => f.kind)).toEqual(['network']);
+  });
 });
