@@ -72,7 +72,7 @@ describe('a streamed step over any attempts', () => {
           const result = { text: a.deltas.join(''), toolCalls: [] } as unknown as EngineResult;
           return s.succeeded(result);
         };
-        failing.forEach((a, i) => run(a, i, true));
+        for (const [i, a] of failing.entries()) run(a, i, true);
         const final = run(last, failing.length, false)!;
         expect(announced(events)).toBe(final.text);
         for (const e of events)
