@@ -222,9 +222,8 @@ const agentSetup = setup({
         waitingSince: event.at,
         inputTokens: 0,
         outputTokens: 0,
-        ...(event.stream ? { stream: true as const } : {}),
       };
-      return { turn, recheckAt: undefined };
+      return { turn: event.stream ? { ...turn, stream: true as const } : turn, recheckAt: undefined };
     }),
     takeGrant: assign(({ context, event }) => {
       const a = outputOf<TokenAnswer>(event);
@@ -399,19 +398,21 @@ const CANCEL = { target: '#agent.idle', actions: ['cancelTurn', 'emitLastTurn'] 
 const engineCall = agentSetup.createStateConfig({
   invoke: {
     src: 'callEngine',
-    input: ({ context }) => ({
-      agent: context.settings.name,
-      turnId: context.turn!.turnId,
-      tier: context.settings.tier,
-      leaseId: context.turn!.leaseId!,
-      endpointId: context.turn!.endpointId!,
-      chainPosition: context.turn!.endpointIndex ?? 0,
-      prompt: promptOf(context),
-      waitMs: context.turn!.waitMs,
-      ...(context.turn!.stream
-        ? { stream: true as const, step: context.turn!.step, partial: context.turn!.partial }
-        : {}),
-    }),
+    input: ({ context }) => {
+      const t = context.turn!;
+      const input: CallEngineInput = {
+        agent: context.settings.name,
+        turnId: t.turnId,
+        tier: context.settings.tier,
+        leaseId: t.leaseId!,
+        endpointId: t.endpointId!,
+        chainPosition: t.endpointIndex ?? 0,
+        prompt: promptOf(context),
+        waitMs: t.waitMs,
+      };
+      // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
+      return t.stream ? { ...input, stream: true as const, step: t.step, partial: t.partial } : input;
+    },
   },
   on: {
     'CALL.DONE': [
