@@ -38,6 +38,10 @@ export type ErrorSpec =
         | 'hang_before_headers'
         | 'stall_after_headers'
         | 'stream_error'
+        | 'stream_cut'
+        | 'stream_stall'
+        | 'stream_truncated'
+        | 'stream_no_usage'
       >;
       model: string;
       /** Masked key hint for bad-key messages (never the plaintext key). */

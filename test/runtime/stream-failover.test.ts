@@ -1,7 +1,9 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorFaultKind, EmulatorFlavor } from '../../src/emulator/index.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { z } from 'zod';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
+import { defineTool } from '../../src/runtime/define-tool.ts';
 import type { StreamEvent } from '../../src/runtime/turn-stream.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -190,5 +192,29 @@ describe('supervisor.stream (one-off)', () => {
       signal: controller.signal,
     });
     expect((await cancelled.turn).outcome).toBe('cancelled');
+  });
+});
+
+describe('a streamed turn with tools', () => {
+  it('announces the tool call, then a step, then the answer; the events build the final text', async () => {
+    supervisor = createSupervisor({
+      endpoints: [emulatorEndpoint(emulator, 'primary', 'anthropic', 'claude-sonnet-4-6')],
+      chains: { main: ['primary'] },
+    });
+    const fxRate = defineTool({
+      description: 'Latest rate of a currency pair',
+      parameters: z.object({ pair: z.enum(['EURUSD', 'USDJPY']) }),
+      run: async ({ pair }) => `${pair} 1.0842`,
+    });
+    const agent = supervisor.spawnAgent({ name: 'fx', chain: 'main', tools: { fx_rate: fxRate } });
+    const events: StreamEvent[] = [];
+    for await (const e of agent.stream('What is EURUSD?')) events.push(e);
+    const types = events.map((e) => e.type);
+    const turn = (events[events.length - 1] as Extract<StreamEvent, { type: 'done' }>).turn;
+    expect(types.indexOf('tool-call')).toBeGreaterThanOrEqual(0);
+    expect(types.indexOf('step')).toBeGreaterThan(types.indexOf('tool-call'));
+    expect(events.find((e) => e.type === 'tool-call')).toMatchObject({ call: { name: 'fx_rate' } });
+    expect(turn.answer.text).toContain('1.0842');
+    expect(announced(events)).toBe(turn.answer.text);
   });
 });
