@@ -55,6 +55,7 @@ export function beginStreamAttempt(
   out: TurnStreamSink,
   input: CallEngineInput,
   endpoint: EndpointDescriptor,
+  restart = false,
 ): StreamAttempt {
   const prior = input.partial;
   const priorText = prior?.text ?? '';
@@ -63,7 +64,7 @@ export function beginStreamAttempt(
   let sources: StreamSource[] = [];
   if (priorText) {
     const trimmed = priorText.trimEnd();
-    if (trimmed && canContinuePrefix(endpoint)) {
+    if (trimmed && !restart && canContinuePrefix(endpoint)) {
       mode = 'continuation';
       kept = trimmed;
       sources = keptSources(prior?.sources ?? [], trimmed.length);
@@ -119,7 +120,7 @@ export function beginStreamAttempt(
 }
 
 /**
- * A memoized answer given to a streamed step (a resumed run): announced whole, replacing anything shown before.
+ * A memoized answer given to a streamed step (a resumed run): announced whole, withdrawing anything shown before.
  *
  * @example
  * ```ts
@@ -127,7 +128,8 @@ export function beginStreamAttempt(
  * ```
  */
 export function replayMemoized(out: TurnStreamSink, input: CallEngineInput, result: EngineResult): void {
-  const attempt = beginStreamAttempt(out, { ...input, partial: undefined }, result.endpoint);
+  // The memoized text is the whole step's answer: anything shown before it is withdrawn.
+  const attempt = beginStreamAttempt(out, input, result.endpoint, true);
   if (result.text) attempt.sink.text(result.text);
   attempt.succeeded(result);
 }
