@@ -22,6 +22,7 @@ const KINDS: readonly { flavor: EmulatorFlavor; model: string; continues: boolea
   { flavor: 'gemini', model: 'gemini-2.5-flash', continues: false },
   { flavor: 'vllm', model: 'qwen2.5-7b', continues: true },
   { flavor: 'ollama', model: 'llama3.1', continues: false },
+  { flavor: 'gemini-compat', model: 'gemini-2.5-flash', continues: false },
 ];
 
 const PRIMARY_KEY = 'sk-stream-primary-000000000001';
