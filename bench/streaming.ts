@@ -15,6 +15,7 @@
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
+import { createEngine } from '../src/engines/create-engine.ts';
 import { createSupervisor, type Supervisor } from '../src/runtime/create-supervisor.ts';
 import { row, writeResult } from './lib/bench-result.ts';
 import { type EmulatorProcess, startEmulatorProcess } from './lib/emulator-process.ts';
@@ -42,7 +43,7 @@ const PROMPT =
   'Agenda item U03: the overnight settlement batch for the APAC desk finished 40 minutes late. Give your ' +
   'assessment: the most likely cause, the immediate mitigation, and what to check before tomorrow morning.';
 
-type Mode = 'bare' | 'breakwater';
+type Mode = 'bare' | 'adapter' | 'breakwater';
 const MODES = args.modes.split(',') as Mode[];
 
 /** One streamed call: resolves with the ms to its first content delta and how many content chunks it had. */
@@ -77,6 +78,38 @@ function bareClient(emu: EmulatorProcess): Client {
         }
       }
       if (!text) throw new Error('bare stream had no text');
+      return { ttftMs, chunks: n };
+    },
+    close: async () => {},
+  };
+}
+
+/** Diagnostic (`--modes adapter,…`): `createEngine(...).stream()` alone, no runtime. */
+function adapterClient(emu: EmulatorProcess): Client {
+  const engine = createEngine({
+    id: 'emulated-openai',
+    provider: 'openai',
+    model: MODEL,
+    apiKey: KEY,
+    baseURL: emu.baseURL('openai'),
+  });
+  return {
+    async stream(_w, i, t0) {
+      let ttftMs = -1;
+      let n = 0;
+      await engine.stream!(
+        {
+          messages: [{ role: 'user', content: PROMPT }],
+          maxTokens: MAX_TOKENS,
+          idempotencyKey: `adapter-${i}`,
+        },
+        {
+          text() {
+            if (ttftMs < 0) ttftMs = performance.now() - t0;
+            n++;
+          },
+        },
+      );
       return { ttftMs, chunks: n };
     },
     close: async () => {},
@@ -119,18 +152,25 @@ function breakwaterClient(emu: EmulatorProcess, workers: number): Client {
 }
 
 const makeClient = (mode: Mode, emu: EmulatorProcess, workers: number): Client =>
-  mode === 'bare' ? bareClient(emu) : breakwaterClient(emu, workers);
+  mode === 'bare'
+    ? bareClient(emu)
+    : mode === 'adapter'
+      ? adapterClient(emu)
+      : breakwaterClient(emu, workers);
 
 interface Sample {
   ttfts: number[];
   chunks: number;
   wallMs: number;
   calls: number;
+  /** This process's CPU over the measured calls, µs. */
+  cpuUs: number;
 }
 
 async function drive(client: Client, calls: number, workers: number, seq: { next: number }, into?: Sample) {
   let issued = 0;
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   let chunks = 0;
   await Promise.all(
     Array.from({ length: workers }, async (_, w) => {
@@ -144,6 +184,8 @@ async function drive(client: Client, calls: number, workers: number, seq: { next
     }),
   );
   if (into) {
+    const cpu = process.cpuUsage(cpu0);
+    into.cpuUs += cpu.user + cpu.system;
     into.wallMs += performance.now() - t0;
     into.chunks += chunks;
     into.calls += calls;
@@ -153,7 +195,7 @@ async function drive(client: Client, calls: number, workers: number, seq: { next
 async function measure(emu: EmulatorProcess, workers: number): Promise<Record<Mode, Sample>> {
   const seq = { next: 0 };
   const samples = Object.fromEntries(
-    MODES.map((m) => [m, { ttfts: [], chunks: 0, wallMs: 0, calls: 0 }]),
+    MODES.map((m) => [m, { ttfts: [], chunks: 0, wallMs: 0, calls: 0, cpuUs: 0 }]),
   ) as unknown as Record<Mode, Sample>;
   for (const mode of MODES) {
     const client = makeClient(mode, emu, workers);
@@ -192,11 +234,15 @@ async function main(): Promise<void> {
   } finally {
     await emu.close();
   }
-  if (MODES.length !== 2 || CONCURRENCIES.join(',') !== '1,32') {
+  if (MODES.join(',') !== 'bare,breakwater' || CONCURRENCIES.join(',') !== '1,32') {
     for (const c of CONCURRENCIES)
       for (const m of MODES) {
         const s = results[c]![m];
-        console.log(`c=${c} ${m}`, summarize(s.ttfts), `${round((s.chunks / s.wallMs) * 1000, 0)} chunks/s`);
+        console.log(
+          `c=${c} ${m}`,
+          summarize(s.ttfts),
+          `${round((s.chunks / s.wallMs) * 1000, 0)} chunks/s, client CPU ${round(s.cpuUs / s.calls, 0)} µs/call`,
+        );
       }
     console.log('partial run (profiling): no result written');
     return;
