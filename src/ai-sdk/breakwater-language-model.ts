@@ -68,8 +68,8 @@ export interface BreakwaterMetadata extends JSONObject {
 }
 
 /**
- * A breakwater chain as an AI SDK `LanguageModelV3`: every `doGenerate`/`doStream` is one `supervisor.call`
- * (tokens, breakers, cooldowns, fallback along the chain, the degraded layer). Tools are offered to the model
+ * A breakwater chain as an AI SDK `LanguageModelV3`: every `doGenerate` is one `supervisor.call`, every `doStream`
+ * one `supervisor.stream` (tokens, breakers, cooldowns, fallback along the chain, the degraded layer). Tools are offered to the model
  * and their calls handed back to the AI SDK, which runs them and calls again.
  *
  * `doStream` is `supervisor.stream`: text deltas as they come; a stream broken mid-way continues on the next
