@@ -114,10 +114,16 @@ function ordered(backends: Backend[], i: number): Backend[] {
   return i % 2 === 0 ? backends : [...backends].reverse();
 }
 
-/** Round `k` of a long run: the k-th agenda item's 8 turns (cycling through the 35), the states, the health. */
-function roundInput(runId: string, k: number, mid: HistoryRound) {
+/**
+ * Round `k` of a long run: the k-th agenda item's 8 turns (cycling through the 35), the agents' states, the health.
+ * In a real run every agent's state changes every round (its memory window moves), so every round writes all 8
+ * state rows: the states alternate between the end of history round 2 and of round 1, never repeating the last
+ * commit's (a repeated state is skipped by the commit, which would make every round after the first cheaper).
+ */
+function roundInput(runId: string, k: number, mid: HistoryRound, other: HistoryRound) {
   const from = ((k - 1) % 35) * 8;
-  return { runId, round: k, turns: mid.turns.slice(from, from + 8), states: mid.states, health: mid.health };
+  const states = k % 2 === 1 ? mid.states : other.states;
+  return { runId, round: k, turns: mid.turns.slice(from, from + 8), states, health: mid.health };
 }
 
 /** What the run's rows take on disk (`pg_column_size` of whole rows), per committed turn. */
@@ -150,7 +156,11 @@ interface LongRunSamples {
 }
 
 /** `RUNS` + 1 runs of `ROUNDS` commits per backend, interleaved; the first run of each backend warms it up. */
-async function longRuns(backends: Backend[], mid: HistoryRound): Promise<LongRunSamples> {
+async function longRuns(
+  backends: Backend[],
+  mid: HistoryRound,
+  other: HistoryRound,
+): Promise<LongRunSamples> {
   const out: LongRunSamples = {
     first: { pglite: [], pg: [] },
     late: { pglite: [], pg: [] },
@@ -168,7 +178,7 @@ async function longRuns(backends: Backend[], mid: HistoryRound): Promise<LongRun
         machineVersion: AGENT_MACHINE_VERSION,
       });
       for (let k = 1; k <= ROUNDS; k++) {
-        const input = roundInput(runId, k, mid);
+        const input = roundInput(runId, k, mid, other);
         const t0 = performance.now();
         await b.store.commitRound(input);
         const ms = performance.now() - t0;
@@ -231,7 +241,11 @@ async function resume(b: Backend, runId: string): Promise<ResumeSample> {
   return { totalMs: t3 - t0, restoreMs: t1 - t0, rebuildMs: t2 - t1, peersMs: t3 - t2 };
 }
 
-async function resumes(backends: Backend[], mid: HistoryRound): Promise<Record<BackendName, ResumeSample[]>> {
+async function resumes(
+  backends: Backend[],
+  mid: HistoryRound,
+  other: HistoryRound,
+): Promise<Record<BackendName, ResumeSample[]>> {
   const out: Record<BackendName, ResumeSample[]> = { pglite: [], pg: [] };
   for (const b of backends) {
     const runId = `${PREFIX}-resume`;
@@ -241,7 +255,7 @@ async function resumes(backends: Backend[], mid: HistoryRound): Promise<Record<B
       totalRounds: RESUME_ROUNDS + 1,
       machineVersion: AGENT_MACHINE_VERSION,
     });
-    for (let k = 1; k <= RESUME_ROUNDS; k++) await b.store.commitRound(roundInput(runId, k, mid));
+    for (let k = 1; k <= RESUME_ROUNDS; k++) await b.store.commitRound(roundInput(runId, k, mid, other));
     await b.store.setRunStatus(runId, 'interrupted');
   }
   // One resume more than measured: the first warms each backend's resume path (JIT, plans, caches).
@@ -258,14 +272,15 @@ async function main(): Promise<void> {
   console.log('building agent8-storm history through the runtime (8 agents × 35 items × 2 rounds)');
   const history = await buildAgent8History(2);
   const mid = history[1]!;
+  const other = history[0]!;
   const backends = await openBackends();
   let long: LongRunSamples;
   let resumed: Record<BackendName, ResumeSample[]>;
   try {
     console.log(`long runs: ${RUNS} (+1 warm-up) runs of ${ROUNDS} 8-agent rounds per backend, interleaved`);
-    long = await longRuns(backends, mid);
+    long = await longRuns(backends, mid, other);
     console.log(`resumes: a ${RESUME_ROUNDS * 8}-turn run, ${RESUMES} (+1 warm-up) resumes per backend`);
-    resumed = await resumes(backends, mid);
+    resumed = await resumes(backends, mid, other);
   } finally {
     for (const b of backends) await b.cleanup().catch((e) => console.error(`cleanup ${b.name}:`, e));
   }
@@ -346,7 +361,7 @@ async function main(): Promise<void> {
     targets,
     met,
     measuredAs: {
-      commit: `store.commitRound of one 8-agent round (8 turns of one agenda item from agent8-storm round 2, the 8 agents' states, the endpoints' health), timed at round 1 and at round ${ROUNDS} of ${RUNS} runs per backend (after one warm-up run); states are written when they change (round 1: 8 rows; later: those that changed)`,
+      commit: `store.commitRound of one 8-agent round (8 turns of one agenda item from agent8-storm round 2, the 8 agents' states, the endpoints' health), timed at round 1 and at round ${ROUNDS} of ${RUNS} runs per backend (after one warm-up run); every round writes the 8 agents' states (they alternate between two real end-of-round states, as a real run's change every round)`,
       bytesPerTurn:
         'sum of pg_column_size over the run’s turns, rounds and agent_states rows, divided by its turns, after 10 and after 100 rounds',
       resume: `getRun + acquireRunLease + setRunStatus + loadRunRestore (agent states, memory windows from turns, health, answer-cache entries) + call-memo preload + createBreakwaterExecutor(restored snapshots) + applyRunRestore + listTurns(last round); ${RESUME_ROUNDS} rounds × 8 agents = ${RESUME_ROUNDS * 8} turns; open/migrate not included (openMs)`,

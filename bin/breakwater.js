@@ -44,10 +44,11 @@ function sourceStamp() {
 
 async function cachedBundle() {
   if (process.env.BREAKWATER_NO_BUNDLE === '1') return undefined;
-  const file = join(CACHE, `cli-${sourceStamp()}.mjs`);
+  const dir = join(CACHE, `cli-${sourceStamp()}`);
+  const entry = join(dir, 'main.mjs');
   try {
-    statSync(file);
-    return file;
+    statSync(entry);
+    return entry;
   } catch {
     // not built yet for these sources
   }
@@ -62,9 +63,17 @@ async function cachedBundle() {
       });
     },
   };
+  // Written under a temporary name and renamed: processes starting together never load half a bundle.
+  const partial = `${dir}.${process.pid}.partial`;
   const result = await esbuild.build({
-    entryPoints: [join(ROOT, 'src', 'cli', 'main.ts')],
+    entryPoints: { main: join(ROOT, 'src', 'cli', 'main.ts') },
     bundle: true,
+    // Split at dynamic imports, so what the sources load lazily (a command's module, a provider's SDK on an
+    // endpoint's first call) stays lazy: one file would hoist every package's import to the start, and
+    // `breakwater --version` would load all three provider SDKs and both database drivers.
+    splitting: true,
+    outdir: partial,
+    outExtension: { '.js': '.mjs' },
     platform: 'node',
     format: 'esm',
     target: 'node20',
@@ -75,16 +84,19 @@ async function cachedBundle() {
     logLevel: 'silent',
     plugins: [keepImportMetaUrl],
   });
-  mkdirSync(CACHE, { recursive: true });
-  // Written under a temporary name and renamed: processes starting together never load half a file.
-  const partial = `${file}.${process.pid}.partial`;
-  writeFileSync(partial, result.outputFiles[0].contents);
-  renameSync(partial, file);
-  for (const old of readdirSync(CACHE)) {
-    if (old.startsWith('cli-') && join(CACHE, old) !== file && !old.endsWith('.partial'))
-      rmSync(join(CACHE, old), { force: true });
+  mkdirSync(partial, { recursive: true });
+  for (const out of result.outputFiles) writeFileSync(out.path, out.contents);
+  try {
+    renameSync(partial, dir);
+  } catch {
+    // Another process renamed its build there first: the same sources, so use it.
+    rmSync(partial, { recursive: true, force: true });
   }
-  return file;
+  for (const old of readdirSync(CACHE)) {
+    if (old.startsWith('cli-') && join(CACHE, old) !== dir && !old.endsWith('.partial'))
+      rmSync(join(CACHE, old), { recursive: true, force: true });
+  }
+  return entry;
 }
 
 let bundle;

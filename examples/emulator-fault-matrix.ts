@@ -72,15 +72,15 @@ export interface MatrixCell {
   readonly retryAfterMs?: number;
 }
 
-/** One row per emulator fault kind the adapter can meet (`stream_error` needs a streaming call). */
+/** One row per emulator fault kind a plain (non-streamed) call can meet. */
 export type FaultMatrix = ReadonlyArray<{
   readonly kind: EmulatorFaultKind;
   readonly cells: Readonly<Record<EmulatorFlavor, MatrixCell>>;
 }>;
 
-/** Fault kinds that act on a non-streaming call (the adapter's calls do not stream). */
+/** Fault kinds that act on a non-streaming call (the `stream_*` kinds act on streams only: README "Fault kinds"). */
 export const MATRIX_KINDS: readonly EmulatorFaultKind[] = EMULATOR_FAULT_KINDS.filter(
-  (k) => k !== 'stream_error',
+  (k) => !k.startsWith('stream_'),
 );
 
 /**

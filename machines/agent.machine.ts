@@ -27,6 +27,7 @@ import type {
 export const AGENT_MACHINE_VERSION = 'agent@2';
 
 export type {
+  PartialAnswer,
   AcquireTokenInput,
   ActiveTurn,
   AgentContext,
@@ -222,7 +223,7 @@ const agentSetup = setup({
         inputTokens: 0,
         outputTokens: 0,
       };
-      return { turn, recheckAt: undefined };
+      return { turn: event.stream ? { ...turn, stream: true as const } : turn, recheckAt: undefined };
     }),
     takeGrant: assign(({ context, event }) => {
       const a = outputOf<TokenAnswer>(event);
@@ -261,6 +262,8 @@ const agentSetup = setup({
           outputTokens: t.outputTokens + (out.ok ? out.result.usage.outputTokens : 0),
           leaseId: undefined,
           waitingSince: out.at,
+          // A streamed step keeps the text its caller holds after a fault; an answer ends the step.
+          partial: out.ok ? undefined : (out.partial ?? t.partial),
         },
       };
     }),
@@ -395,16 +398,21 @@ const CANCEL = { target: '#agent.idle', actions: ['cancelTurn', 'emitLastTurn'] 
 const engineCall = agentSetup.createStateConfig({
   invoke: {
     src: 'callEngine',
-    input: ({ context }) => ({
-      agent: context.settings.name,
-      turnId: context.turn!.turnId,
-      tier: context.settings.tier,
-      leaseId: context.turn!.leaseId!,
-      endpointId: context.turn!.endpointId!,
-      chainPosition: context.turn!.endpointIndex ?? 0,
-      prompt: promptOf(context),
-      waitMs: context.turn!.waitMs,
-    }),
+    input: ({ context }) => {
+      const t = context.turn!;
+      const input: CallEngineInput = {
+        agent: context.settings.name,
+        turnId: t.turnId,
+        tier: context.settings.tier,
+        leaseId: t.leaseId!,
+        endpointId: t.endpointId!,
+        chainPosition: t.endpointIndex ?? 0,
+        prompt: promptOf(context),
+        waitMs: t.waitMs,
+      };
+      // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
+      return t.stream ? { ...input, stream: true as const, step: t.step, partial: t.partial } : input;
+    },
   },
   on: {
     'CALL.DONE': [

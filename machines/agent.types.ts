@@ -39,6 +39,15 @@ export interface AgentInput {
   readonly memory: AgentMemory;
 }
 
+/**
+ * A streamed step's text so far, kept when its call failed after content had come: the next attempt continues it
+ * (as an assistant prefix) or withdraws it (restart). `sources`: characters per endpoint, in order.
+ */
+export interface PartialAnswer {
+  readonly text: string;
+  readonly sources: readonly { readonly endpointId: string; readonly chars: number }[];
+}
+
 /** The turn being worked on. Plain data: survives persistence. */
 export interface ActiveTurn {
   readonly turnId: string;
@@ -69,6 +78,10 @@ export interface ActiveTurn {
   readonly endpointIndex?: number;
   readonly inputTokens: number;
   readonly outputTokens: number;
+  /** The caller streams this turn: engine calls stream, and a fault after content keeps the partial answer. */
+  readonly stream?: true;
+  /** The current step's streamed text kept after a mid-stream fault (see {@link PartialAnswer}). */
+  readonly partial?: PartialAnswer;
 }
 
 export interface AgentContext {
@@ -87,7 +100,14 @@ export interface AgentContext {
  */
 export type CallOutcome =
   | { readonly ok: true; readonly result: EngineResult; readonly at: number; readonly memoized: boolean }
-  | { readonly ok: false; readonly fault: Fault; readonly at: number; readonly leaseLost?: true };
+  | {
+      readonly ok: false;
+      readonly fault: Fault;
+      readonly at: number;
+      readonly leaseLost?: true;
+      /** A streamed call: the step's text the caller holds now (what the next attempt continues or withdraws). */
+      readonly partial?: PartialAnswer;
+    };
 
 export interface CallEngineInput {
   readonly agent: string;
@@ -102,6 +122,12 @@ export interface CallEngineInput {
   /** What the request is built from (the runtime builds it: the same memory gives the same prompt). */
   readonly prompt: PromptParts;
   readonly waitMs: number;
+  /** Stream the call (the turn is streamed); absent: a plain call. */
+  readonly stream?: true;
+  /** The engine call number inside the turn (a streamed turn's events say when a new step starts). */
+  readonly step?: number;
+  /** A streamed step's text kept from a failed attempt: continued or withdrawn by this one. */
+  readonly partial?: PartialAnswer;
 }
 
 /** What the `acquireToken` actor asks the scheduler for. */
@@ -182,6 +208,8 @@ export type AgentEvent =
       at: number;
       /** The whole conversation to send (a one-off call); default: `prompt` as one user message. */
       messages?: readonly ChatMessage[];
+      /** The caller streams the turn. Default: not streamed. */
+      stream?: true;
     }
   | { type: 'CANCEL'; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }

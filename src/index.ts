@@ -42,6 +42,7 @@ export type {
 export type { AgentHandle, AskOptions, TurnMeta } from './runtime/agent-handle-types.ts';
 export type { CallOptions } from './runtime/one-off-call.ts';
 export type { Turn, TurnAnswer, TurnOutcome } from './runtime/turn.ts';
+export type { StreamEvent, TurnStream } from './runtime/turn-stream.ts';
 export type { ChatMessage, StopReason, ToolCall, Usage } from './engines/engine-types.ts';
 export type { EndpointHealth } from './health/endpoint-health-view.ts';
 

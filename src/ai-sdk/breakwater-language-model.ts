@@ -11,8 +11,11 @@ import type {
 } from '@ai-sdk/provider';
 import type { DegradedAnswer } from '../degraded/decision-tree.ts';
 import type { DegradedContext } from '../runtime/agent-definition.ts';
+import type { ToolCall } from '../engines/engine-types.ts';
+import type { CallOptions } from '../runtime/one-off-call.ts';
 import type { Supervisor } from '../runtime/supervisor-types.ts';
 import type { Turn } from '../runtime/turn.ts';
+import type { StreamEvent } from '../runtime/turn-stream.ts';
 import { BreakwaterTurnFailedError } from './ai-sdk-errors.ts';
 import { mapCallOptions } from './prompt-mapping.ts';
 
@@ -65,12 +68,12 @@ export interface BreakwaterMetadata extends JSONObject {
 }
 
 /**
- * A breakwater chain as an AI SDK `LanguageModelV3`: every `doGenerate`/`doStream` is one `supervisor.call`
- * (tokens, breakers, cooldowns, fallback along the chain, the degraded layer). Tools are offered to the model
+ * A breakwater chain as an AI SDK `LanguageModelV3`: every `doGenerate` is one `supervisor.call`, every `doStream`
+ * one `supervisor.stream` (tokens, breakers, cooldowns, fallback along the chain, the degraded layer). Tools are offered to the model
  * and their calls handed back to the AI SDK, which runs them and calls again.
  *
- * `doStream` is not token-by-token yet: the call runs to its end through the chain (a fallback mid-stream would
- * otherwise show the user two answers), then the finished turn is emitted as stream parts.
+ * `doStream` is `supervisor.stream`: text deltas as they come; a stream broken mid-way continues on the next
+ * endpoint (see `doStream` for how a restart shows).
  *
  * @example
  * ```ts
@@ -93,11 +96,11 @@ export class BreakwaterLanguageModel implements LanguageModelV3 {
     this.#settings = settings;
   }
 
-  async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
-    const mapped = mapCallOptions(options);
+  /** The one-off call of one AI SDK call. */
+  #callOptions(options: LanguageModelV3CallOptions, mapped: ReturnType<typeof mapCallOptions>): CallOptions {
     const s = this.#settings;
     const maxTokens = mapped.maxTokens ?? s.maxTokens;
-    const turn = await this.#supervisor.call({
+    return {
       chain: this.modelId,
       messages: mapped.messages,
       ...(mapped.system !== undefined ? { system: mapped.system } : {}),
@@ -109,71 +112,192 @@ export class BreakwaterLanguageModel implements LanguageModelV3 {
       ...(s.maxAttempts !== undefined ? { maxAttempts: s.maxAttempts } : {}),
       ...(s.decisionTree !== undefined ? { decisionTree: s.decisionTree } : {}),
       ...(options.abortSignal ? { signal: options.abortSignal } : {}),
-    });
-    if (turn.outcome === 'cancelled') {
-      // The AI SDK expects the abort's own reason, as fetch would throw it.
-      throw options.abortSignal?.reason ?? new BreakwaterTurnFailedError(turn);
-    }
-    if (turn.outcome === 'failed') throw new BreakwaterTurnFailedError(turn);
+    };
+  }
+
+  async doGenerate(options: LanguageModelV3CallOptions): Promise<LanguageModelV3GenerateResult> {
+    const mapped = mapCallOptions(options);
+    const turn = await this.#supervisor.call(this.#callOptions(options, mapped));
+    throwIfUnanswered(turn, options);
     const content: LanguageModelV3Content[] = [];
     if (turn.answer.text) content.push({ type: 'text', text: turn.answer.text });
-    for (const call of turn.toolCalls ?? [])
-      content.push({
-        type: 'tool-call',
-        toolCallId: call.id,
-        toolName: call.name,
-        input: JSON.stringify(call.arguments),
-      });
+    for (const call of turn.toolCalls ?? []) content.push(toolCallPart(call));
     return {
       content,
       finishReason: finishReasonOf(turn),
       usage: usageOf(turn),
       providerMetadata: { breakwater: metadataOf(turn) },
-      response: {
-        id: turn.turnId,
-        timestamp: new Date(turn.finishedAt),
-        ...(turn.model !== undefined ? { modelId: turn.model } : {}),
-      },
+      response: responseOf(turn),
       warnings: mapped.warnings,
     };
   }
 
+  /**
+   * Streams through `supervisor.stream`: text deltas as they come from the endpoint answering. A continuation
+   * (the partial answer continued on another endpoint) is seamless; trailing whitespace is held back until more
+   * text follows, since a continuation may drop it. AI SDK stream parts cannot take text back: after a restart
+   * (an endpoint that cannot continue a prefix), the withdrawn text part is closed with
+   * `providerMetadata.breakwater.withdrawn: true` and the answer follows in a new text part.
+   */
   async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
-    const result = await this.doGenerate(options);
-    const parts: LanguageModelV3StreamPart[] = [{ type: 'stream-start', warnings: result.warnings }];
-    if (result.response) parts.push({ type: 'response-metadata', ...result.response });
-    for (const [i, c] of result.content.entries()) {
-      if (c.type === 'text') {
-        const id = `text-${i}`;
-        parts.push(
-          { type: 'text-start', id },
-          { type: 'text-delta', id, delta: c.text },
-          { type: 'text-end', id },
-        );
-      } else if (c.type === 'tool-call') {
-        parts.push(
-          { type: 'tool-input-start', id: c.toolCallId, toolName: c.toolName },
-          { type: 'tool-input-delta', id: c.toolCallId, delta: c.input },
-          { type: 'tool-input-end', id: c.toolCallId },
-          c,
-        );
-      }
-    }
-    parts.push({
-      type: 'finish',
-      usage: result.usage,
-      finishReason: result.finishReason,
-      ...(result.providerMetadata ? { providerMetadata: result.providerMetadata } : {}),
-    });
+    const mapped = mapCallOptions(options);
+    const stream = this.#supervisor.stream(this.#callOptions(options, mapped));
+    const iterator = stream[Symbol.asyncIterator]();
+    const parts = new StreamParts();
+    let started = false;
     return {
       stream: new ReadableStream<LanguageModelV3StreamPart>({
-        start(controller) {
-          for (const p of parts) controller.enqueue(p);
-          controller.close();
+        async pull(controller) {
+          if (!started) {
+            started = true;
+            controller.enqueue({ type: 'stream-start', warnings: mapped.warnings });
+          }
+          // One event per pull, enqueuing what it gives (zero or more parts).
+          for (;;) {
+            let next: IteratorResult<StreamEvent>;
+            try {
+              next = await iterator.next();
+            } catch (e) {
+              controller.error(e);
+              return;
+            }
+            if (next.done) {
+              controller.close();
+              return;
+            }
+            const e = next.value;
+            if (e.type === 'done') {
+              try {
+                throwIfUnanswered(e.turn, options);
+              } catch (err) {
+                controller.error(err);
+                return;
+              }
+              for (const p of parts.finish(e.turn)) controller.enqueue(p);
+              controller.close();
+              return;
+            }
+            const out = parts.on(e);
+            if (out.length > 0) {
+              for (const p of out) controller.enqueue(p);
+              return;
+            }
+          }
+        },
+        cancel() {
+          stream.cancel();
         },
       }),
     };
   }
+}
+
+/** Turns breakwater stream events into AI SDK stream parts (text parts by id, whitespace held back). */
+class StreamParts {
+  #textId: string | undefined;
+  #n = 0;
+  #held = '';
+  #shown = 0;
+
+  on(e: StreamEvent): LanguageModelV3StreamPart[] {
+    const out: LanguageModelV3StreamPart[] = [];
+    if (e.type === 'endpoint') {
+      if (e.mode === 'restart' && e.withdrawn > 0 && this.#textId) {
+        out.push({
+          type: 'text-end',
+          id: this.#textId,
+          providerMetadata: { breakwater: { withdrawn: true, chars: this.#shown } },
+        });
+        this.#textId = undefined;
+        this.#held = '';
+        this.#shown = 0;
+      } else if (e.withdrawn > 0) {
+        // A continuation drops the partial answer's trailing whitespace: it was held back, never shown.
+        this.#held = this.#held.slice(0, Math.max(0, this.#held.length - e.withdrawn));
+      }
+    } else if (e.type === 'text') {
+      if (!this.#textId) {
+        this.#textId = `text-${this.#n++}`;
+        out.push({ type: 'text-start', id: this.#textId });
+      }
+      const all = this.#held + e.text;
+      const visible = all.trimEnd();
+      this.#held = all.slice(visible.length);
+      if (visible) {
+        this.#shown += visible.length;
+        out.push({ type: 'text-delta', id: this.#textId, delta: visible });
+      }
+    } else if (e.type === 'step') {
+      out.push(...this.#closeText());
+    }
+    return out;
+  }
+
+  finish(turn: Turn): LanguageModelV3StreamPart[] {
+    const out = this.#closeText();
+    // A degraded answer never streamed: it is the turn's text, whole.
+    if (turn.degraded && turn.answer.text) {
+      const id = `text-${this.#n++}`;
+      out.push(
+        { type: 'text-start', id },
+        { type: 'text-delta', id, delta: turn.answer.text },
+        { type: 'text-end', id },
+      );
+    }
+    for (const call of turn.toolCalls ?? []) {
+      const part = toolCallPart(call);
+      out.push(
+        { type: 'tool-input-start', id: part.toolCallId, toolName: part.toolName },
+        { type: 'tool-input-delta', id: part.toolCallId, delta: part.input },
+        { type: 'tool-input-end', id: part.toolCallId },
+        part,
+      );
+    }
+    out.push(
+      { type: 'response-metadata', ...responseOf(turn) },
+      {
+        type: 'finish',
+        usage: usageOf(turn),
+        finishReason: finishReasonOf(turn),
+        providerMetadata: { breakwater: metadataOf(turn) },
+      },
+    );
+    return out;
+  }
+
+  #closeText(): LanguageModelV3StreamPart[] {
+    if (!this.#textId) return [];
+    const out: LanguageModelV3StreamPart[] = [];
+    if (this.#held) out.push({ type: 'text-delta', id: this.#textId, delta: this.#held });
+    out.push({ type: 'text-end', id: this.#textId });
+    this.#textId = undefined;
+    this.#held = '';
+    this.#shown = 0;
+    return out;
+  }
+}
+
+/** A cancelled turn throws the abort's own reason (as fetch would); a failed one a BreakwaterTurnFailedError. */
+function throwIfUnanswered(turn: Turn, options: LanguageModelV3CallOptions): void {
+  if (turn.outcome === 'cancelled') throw options.abortSignal?.reason ?? new BreakwaterTurnFailedError(turn);
+  if (turn.outcome === 'failed') throw new BreakwaterTurnFailedError(turn);
+}
+
+function toolCallPart(call: ToolCall): Extract<LanguageModelV3Content, { type: 'tool-call' }> {
+  return {
+    type: 'tool-call',
+    toolCallId: call.id,
+    toolName: call.name,
+    input: JSON.stringify(call.arguments),
+  };
+}
+
+function responseOf(turn: Turn) {
+  return {
+    id: turn.turnId,
+    timestamp: new Date(turn.finishedAt),
+    ...(turn.model !== undefined ? { modelId: turn.model } : {}),
+  };
 }
 
 function finishReasonOf(turn: Turn): LanguageModelV3FinishReason {

@@ -93,6 +93,18 @@ export function generateAnswer(
   req: WireRequest,
   opts: { seed: number; answerTokens: number },
 ): GeneratedAnswer {
+  const answer = generateWholeAnswer(req, opts);
+  if (req.prefill === undefined || answer.toolCall) return answer;
+  // A prefill is continued: the answer is what follows as many characters as the prefill has (the whole answer
+  // to the same conversation, minus its start), so a continued stream ends as one answer of the same length.
+  const rest = answer.text.length > req.prefill.length ? answer.text.slice(req.prefill.length) : '.';
+  return { ...answer, text: rest, outputTokens: Math.max(1, estimateTokens(rest)) };
+}
+
+function generateWholeAnswer(
+  req: WireRequest,
+  opts: { seed: number; answerTokens: number },
+): GeneratedAnswer {
   const trailingResults = [];
   let lastUser = '';
   for (let i = req.messages.length - 1; i >= 0; i--) {

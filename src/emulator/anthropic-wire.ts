@@ -1,5 +1,5 @@
 import type { ErrorSpec, WireContext, WireErrorResponse, WireModule } from './wire-module.ts';
-import { commonError, json, splitText, sse, thousands } from './wire-module.ts';
+import { commonError, json, splitText, sse, textPieces, thousands } from './wire-module.ts';
 import type { GeneratedAnswer, WireMessage, WireRequest, WireTool } from './wire-request.ts';
 import { contentText, estimateTokens, requestText, WireRequestError } from './wire-request.ts';
 
@@ -41,6 +41,15 @@ function parse(body: unknown): WireRequest {
       }
     }
   }
+  // A last assistant text is a prefill: the answer continues it (and the API refuses one ending in whitespace).
+  const last = messages[messages.length - 1];
+  let prefill: string | undefined;
+  if (last?.role === 'assistant') {
+    if (/\s$/.test(last.text))
+      throw new WireRequestError('messages: final assistant content cannot end with trailing whitespace');
+    prefill = last.text;
+    messages.pop();
+  }
   const tools: WireTool[] = (Array.isArray(b.tools) ? b.tools : [])
     .filter((t: Record<string, unknown>) => typeof t?.name === 'string' && t.input_schema)
     .map((t: Record<string, unknown>) => ({
@@ -55,7 +64,8 @@ function parse(body: unknown): WireRequest {
     maxTokens: b.max_tokens,
     stream: b.stream === true,
     includeUsage: true,
-    inputTokens: estimateTokens(requestText(system, messages, tools)),
+    inputTokens: estimateTokens(requestText(system, messages, tools) + (prefill ?? '')),
+    ...(prefill !== undefined ? { prefill } : {}),
   };
 }
 
@@ -121,7 +131,7 @@ function streamEvents(req: WireRequest, answer: GeneratedAnswer, ctx: WireContex
       }),
     );
     out.push(ev({ type: 'ping' }));
-    for (const piece of splitText(answer.text)) {
+    for (const piece of textPieces(answer.text, ctx)) {
       out.push(
         ev({ type: 'content_block_delta', index, delta: { type: 'text_delta', text: piece } } as {
           type: string;

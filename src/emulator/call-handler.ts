@@ -11,6 +11,7 @@ import type { QuotaAdmission } from './quota-windows.ts';
 import { outputTokenProblem } from './request-limits.ts';
 import { responseHeaders, sendError, wireContext } from './response-writer.ts';
 import { responsesWire } from './responses-wire.ts';
+import { STREAM_FAULTS, writeStream } from './stream-writer.ts';
 import { type WireRequest, WireRequestError } from './wire-request.ts';
 
 /** Recorded when the client went away before its answer (nginx/Ollama's "client closed request"). */
@@ -120,7 +121,7 @@ export async function handleCall(
     stream: call.stream,
     at: core.time.now(),
   });
-  if (rule && rule.kind !== 'stream_error') {
+  if (rule && !STREAM_FAULTS.has(rule.kind)) {
     const status = await applyFault(core, wire, ctx, rule, call, plainKey, req, res, signal);
     return finish(status, rule.kind);
   }
@@ -239,14 +240,22 @@ export async function handleCall(
       res.end(JSON.stringify(wire.success(call, answer, ctx)));
       return finish(200);
     }
+    // A cut or a stall must read as the truncation it is: undici takes the close of a `connection: close`
+    // response as its end, even mid-chunk.
+    if (rule?.kind === 'stream_cut' || rule?.kind === 'stream_stall') res.removeHeader('connection');
     res.writeHead(200, { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    const events = wire.streamEvents(call, answer, ctx);
-    if (rule?.kind === 'stream_error') {
-      res.end(events.slice(0, Math.min(3, events.length - 1)).join('') + wire.streamError(ctx, rule.message));
-      return finish(200, 'stream_error');
-    }
-    res.end(events.join(''));
-    return finish(200);
+    // A provider sends the 200 at once, before the first event (a stall before any content is after headers).
+    res.flushHeaders();
+    const status = await writeStream(
+      core,
+      wire,
+      ctx,
+      res,
+      wire.streamEvents(call, answer, ctx),
+      rule,
+      signal,
+    );
+    return finish(status, rule?.kind);
   } finally {
     release?.();
   }

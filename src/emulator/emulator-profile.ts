@@ -42,6 +42,7 @@ export const faultRuleSchema = z
     count: boundedNumber({ int: true, gt: 0, max: 1_000_000_000, what: 'calls' }).optional(),
     retryAfterMs: nonNegative,
     message: z.string().optional(),
+    afterChunks: boundedNumber({ int: true, min: 0, max: 1_000_000, what: 'chunks' }).optional(),
   })
   .superRefine((rule, ctx) => {
     const w = rule.window;
@@ -75,6 +76,7 @@ export const emulatorProfileSchema = z
     }).optional(),
     latency: z.strictObject({ minMs: latencyMs, maxMs: latencyMs }).optional(),
     answerTokens: boundedNumber({ int: true, gt: 0, max: 100_000, what: 'tokens' }).optional(),
+    streamChunkChars: boundedNumber({ int: true, gt: 0, max: 1_000_000, what: 'chars' }).optional(),
     acceptAnyKey: z.boolean().optional(),
     keys: boundedArray(keySchema, 10_000, 'keys').optional(),
     defaultQuotas: quotaSchema.optional(),
@@ -114,6 +116,8 @@ export interface ResolvedProfile {
   timeScale: number;
   latency: { minMs: number; maxMs: number };
   answerTokens: number;
+  /** Characters per streamed text delta; undefined: every answer in 3 deltas. */
+  streamChunkChars: number | undefined;
   acceptAnyKey: boolean;
   keys: EmulatorKey[];
   defaultQuotas: QuotaLimits;
@@ -246,6 +250,7 @@ export function resolveProfile(profile: EmulatorProfile, seedOverride?: number):
       maxMs: profile.latency?.maxMs ?? profile.latency?.minMs ?? 0,
     },
     answerTokens: profile.answerTokens ?? 60,
+    streamChunkChars: profile.streamChunkChars,
     acceptAnyKey: profile.acceptAnyKey ?? keys.length === 0,
     keys,
     defaultQuotas: profile.defaultQuotas ?? {},

@@ -54,7 +54,11 @@ export type EmulatorFaultKind =
   | 'stall_after_headers'
   | 'bad_key'
   | 'credit_exhausted'
-  | 'stream_error';
+  | 'stream_error'
+  | 'stream_cut'
+  | 'stream_stall'
+  | 'stream_truncated'
+  | 'stream_no_usage';
 
 /**
  * All fault kinds the emulator knows.
@@ -80,6 +84,10 @@ export const EMULATOR_FAULT_KINDS: readonly EmulatorFaultKind[] = Object.freeze(
   'bad_key',
   'credit_exhausted',
   'stream_error',
+  'stream_cut',
+  'stream_stall',
+  'stream_truncated',
+  'stream_no_usage',
 ]);
 
 /**
@@ -106,6 +114,12 @@ export interface FaultRule {
   retryAfterMs?: number;
   /** Overrides the provider's error message where the format has one. */
   message?: string;
+  /**
+   * Mid-stream faults (`stream_error`, `stream_cut`, `stream_stall`): how many content events (text or tool-call
+   * deltas) are sent before the fault; 0 = after the stream's preamble, before any content. Default 1
+   * (`stream_error`: 3 events, as before this option existed).
+   */
+  afterChunks?: number;
 }
 
 /**
@@ -177,6 +191,8 @@ export interface EmulatorProfile {
   latency?: { minMs?: number; maxMs?: number };
   /** Approximate length of generated answers, in tokens. Default 60. */
   answerTokens?: number;
+  /** Characters per streamed text delta (a long answer streams as many chunks). Default: every answer in 3 deltas. */
+  streamChunkChars?: number;
   /** Accept keys not listed in `keys`. Default: true when `keys` is empty, else false. */
   acceptAnyKey?: boolean;
   keys?: EmulatorKey[];

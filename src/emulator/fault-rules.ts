@@ -74,7 +74,7 @@ export class FaultRules {
     for (const active of this.#rules) {
       const { rule } = active;
       if (rule.kind === 'connection_refused') continue;
-      if (rule.kind === 'stream_error' && !call.stream) continue;
+      if (!call.stream && rule.kind.startsWith('stream_')) continue;
       const m = rule.match;
       if (m?.flavor && m.flavor !== call.flavor) continue;
       if (m?.model && m.model !== call.model) continue;

@@ -1,5 +1,5 @@
 import type { ErrorSpec, WireContext, WireErrorResponse, WireModule } from './wire-module.ts';
-import { commonError, json, splitText, sse } from './wire-module.ts';
+import { commonError, json, sse, textPieces } from './wire-module.ts';
 import type { GeneratedAnswer, WireMessage, WireRequest, WireTool } from './wire-request.ts';
 import { contentText, estimateTokens, requestText, WireRequestError } from './wire-request.ts';
 
@@ -105,7 +105,7 @@ function success(req: WireRequest, answer: GeneratedAnswer, ctx: WireContext) {
 
 function streamEvents(req: WireRequest, answer: GeneratedAnswer, ctx: WireContext): string[] {
   const responseId = ctx.id('', 22);
-  const pieces: unknown[][] = splitText(answer.text).map((t) => [{ text: t }]);
+  const pieces: unknown[][] = textPieces(answer.text, ctx).map((t) => [{ text: t }]);
   if (answer.toolCall)
     pieces.push([{ functionCall: { name: answer.toolCall.name, args: answer.toolCall.args } }]);
   if (pieces.length === 0) pieces.push([{ text: '' }]);

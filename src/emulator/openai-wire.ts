@@ -1,7 +1,7 @@
 import type { EmulatorFlavor } from './emulator-types.ts';
 import { goDuration } from './rate-limit-headers-out.ts';
 import type { ErrorSpec, WireContext, WireErrorResponse, WireModule } from './wire-module.ts';
-import { commonError, json, splitText, sse } from './wire-module.ts';
+import { commonError, json, splitText, sse, textPieces } from './wire-module.ts';
 import type { GeneratedAnswer, WireMessage, WireRequest, WireTool } from './wire-request.ts';
 import { contentText, estimateTokens, requestText, WireRequestError } from './wire-request.ts';
 import { geminiErrorObject } from './gemini-wire.ts';
@@ -57,6 +57,13 @@ function parse(body: unknown): WireRequest {
       name: f.name as string,
       parameters: (f.parameters ?? {}) as Record<string, unknown>,
     }));
+  // vLLM's `continue_final_message`: the last assistant text is continued, not answered.
+  const last = messages[messages.length - 1];
+  let prefill: string | undefined;
+  if (b.continue_final_message === true && last?.role === 'assistant') {
+    prefill = last.text;
+    messages.pop();
+  }
   const max = b.max_completion_tokens ?? b.max_tokens;
   const options = (b.stream_options ?? {}) as Record<string, unknown>;
   return {
@@ -67,7 +74,8 @@ function parse(body: unknown): WireRequest {
     maxTokens: typeof max === 'number' ? max : 16_384,
     stream: b.stream === true,
     includeUsage: options.include_usage === true,
-    inputTokens: estimateTokens(requestText(system, messages, tools)),
+    inputTokens: estimateTokens(requestText(system, messages, tools) + (prefill ?? '')),
+    ...(prefill !== undefined ? { prefill } : {}),
   };
 }
 
@@ -123,7 +131,7 @@ function streamEvents(req: WireRequest, answer: GeneratedAnswer, ctx: WireContex
       ...(req.includeUsage ? { usage: null } : {}),
     });
   const out = [chunk({ role: 'assistant', content: '', refusal: null })];
-  for (const piece of splitText(answer.text)) out.push(chunk({ content: piece }));
+  for (const piece of textPieces(answer.text, ctx)) out.push(chunk({ content: piece }));
   if (answer.toolCall) {
     out.push(
       chunk({

@@ -15,6 +15,7 @@ export function wireContext(core: EmulatorCore, flavor: EmulatorFlavor): WireCon
     requestId: flavor === 'anthropic' ? core.id('req_011C', 20) : core.id('req_', 32).toLowerCase(),
     now: core.clock.now(),
     id: (prefix, length) => core.id(prefix, length),
+    chunkChars: core.profile.streamChunkChars,
   };
 }
 

@@ -10,6 +10,8 @@ export interface WireContext {
   now: number;
   /** A fresh id with this prefix and this many random base62 chars (seeded). */
   id(prefix: string, length: number): string;
+  /** Characters per streamed text delta (the profile's `streamChunkChars`); undefined: 3 deltas per answer. */
+  chunkChars?: number | undefined;
 }
 
 /** A provider error the emulator must render in the provider's exact format. */
@@ -36,6 +38,10 @@ export type ErrorSpec =
         | 'hang_before_headers'
         | 'stall_after_headers'
         | 'stream_error'
+        | 'stream_cut'
+        | 'stream_stall'
+        | 'stream_truncated'
+        | 'stream_no_usage'
       >;
       model: string;
       /** Masked key hint for bad-key messages (never the plaintext key). */
@@ -69,6 +75,32 @@ export interface WireModule {
 export function sse(data: unknown, event?: string): string {
   const payload = typeof data === 'string' ? data : JSON.stringify(data);
   return `${event ? `event: ${event}\n` : ''}data: ${payload}\n\n`;
+}
+
+/** The streamed text deltas of an answer: pieces of `ctx.chunkChars`, or 3 pieces. */
+export function textPieces(text: string, ctx: WireContext): string[] {
+  const size = ctx.chunkChars;
+  if (size === undefined) return splitText(text);
+  const out: string[] = [];
+  for (let i = 0; i < text.length; i += size) out.push(text.slice(i, i + size));
+  return out;
+}
+
+/**
+ * Whether one SSE event carries content (a text or tool-call delta) rather than framing (start, ping, stop,
+ * usage): mid-stream faults count these. One place that knows every flavor's shape.
+ */
+export function isContentEvent(event: string): boolean {
+  return (
+    event.includes('"text_delta"') ||
+    event.includes('"input_json_delta"') ||
+    event.includes('"tool_calls"') ||
+    event.includes('"functionCall"') ||
+    event.includes('response.output_text.delta') ||
+    event.includes('response.function_call_arguments.delta') ||
+    /"content":"[^"]/.test(event) ||
+    /"parts":\[\{"text":"[^"]/.test(event)
+  );
 }
 
 /** Splits text into up to `parts` non-empty pieces, for streamed deltas. */

@@ -25,6 +25,11 @@ export interface WireRequest {
   includeUsage: boolean;
   /** ceil(chars/4) of all text in the request (system, messages, tool JSON). */
   inputTokens: number;
+  /**
+   * An assistant text the answer must continue (Anthropic: a last `assistant` message; vLLM: the same with
+   * `continue_final_message: true`). It is not in `messages`; the answer holds only what follows it.
+   */
+  prefill?: string;
 }
 
 export interface GeneratedToolCall {

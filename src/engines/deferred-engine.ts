@@ -1,7 +1,8 @@
 import type { Clock } from '../clock/clock.ts';
+import { holdClock } from '../clock/virtual-clock.ts';
 import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
-import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from './engine-types.ts';
+import type { EndpointDescriptor, Engine, EngineRequest, EngineResult, StreamSink } from './engine-types.ts';
 
 /**
  * The engine of a parsed endpoint, its provider SDK loaded on the first call. The three SDKs cost about half a
@@ -22,43 +23,69 @@ export function deferredSdkEngine(
   credential: CallCredential | undefined,
 ): Engine {
   return deferredEngine(endpoint, async () => {
-    switch (config.provider) {
-      case 'anthropic': {
-        const { createAnthropicEngine } = await import('./anthropic-engine.ts');
-        return createAnthropicEngine(config, endpoint, clock, wallNow, credential);
-      }
-      case 'gemini': {
-        const { createGeminiEngine } = await import('./gemini-engine.ts');
-        return createGeminiEngine(config, endpoint, clock, wallNow, credential);
-      }
-      case 'openai':
-      case 'openai-compatible': {
-        const { createOpenAIEngine } = await import('./openai-engine.ts');
-        return createOpenAIEngine(config, endpoint, clock, wallNow, credential);
-      }
+    // Loading an SDK is real work (about a second for all three): a virtual clock must not jump over it, or the
+    // first call's lease would run out before it is sent.
+    const unhold = holdClock(clock);
+    try {
+      return await loadSdkEngine(config, endpoint, clock, wallNow, credential);
+    } finally {
+      unhold();
     }
   });
+}
+
+async function loadSdkEngine(
+  config: ParsedEndpointConfig,
+  endpoint: EndpointDescriptor,
+  clock: Clock,
+  wallNow: () => number,
+  credential: CallCredential | undefined,
+): Promise<Engine> {
+  switch (config.provider) {
+    case 'anthropic': {
+      const { createAnthropicEngine } = await import('./anthropic-engine.ts');
+      return createAnthropicEngine(config, endpoint, clock, wallNow, credential);
+    }
+    case 'gemini': {
+      const { createGeminiEngine } = await import('./gemini-engine.ts');
+      return createGeminiEngine(config, endpoint, clock, wallNow, credential);
+    }
+    case 'openai':
+    case 'openai-compatible': {
+      const { createOpenAIEngine } = await import('./openai-engine.ts');
+      return createOpenAIEngine(config, endpoint, clock, wallNow, credential);
+    }
+  }
 }
 
 function deferredEngine(endpoint: EndpointDescriptor, load: () => Promise<Engine>): Engine {
   let engine: Engine | undefined;
   let loading: Promise<Engine> | undefined;
+  const loaded = (): Promise<Engine> => {
+    loading ??= load().then(
+      (e) => {
+        engine = e;
+        return e;
+      },
+      (e: unknown) => {
+        // A failed import (a broken install) is tried again on the next call rather than remembered.
+        loading = undefined;
+        throw e;
+      },
+    );
+    return loading;
+  };
+  const streamOn = (e: Engine, request: EngineRequest, sink: StreamSink) =>
+    e.stream ? e.stream(request, sink) : e.call(request);
   return {
     endpoint,
     call(request: EngineRequest): Promise<EngineResult> {
       if (engine) return engine.call(request);
-      loading ??= load().then(
-        (e) => {
-          engine = e;
-          return e;
-        },
-        (e: unknown) => {
-          // A failed import (a broken install) is tried again on the next call rather than remembered.
-          loading = undefined;
-          throw e;
-        },
-      );
-      return loading.then((e) => e.call(request));
+      return loaded().then((e) => e.call(request));
+    },
+    stream(request: EngineRequest, sink: StreamSink): Promise<EngineResult> {
+      if (engine) return streamOn(engine, request, sink);
+      return loaded().then((e) => streamOn(e, request, sink));
     },
   };
 }

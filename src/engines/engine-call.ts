@@ -6,6 +6,7 @@ import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
 import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
 import type {
+  ChatMessage,
   EndpointDescriptor,
   EngineRequest,
   EngineResult,
@@ -51,7 +52,8 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 export async function runEngineCall(
   ctx: EngineContext,
   request: EngineRequest,
-  send: () => Promise<ProviderOutcome>,
+  send: (touch: () => void) => Promise<ProviderOutcome>,
+  streamed = false,
 ): Promise<EngineResult> {
   const { clock, config, endpoint } = ctx;
   const wallNow = ctx.wallNow ?? Date.now;
@@ -65,8 +67,13 @@ export async function runEngineCall(
     ctx.credential,
   );
   const maxRetryAfterMs = config.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+  call.streamed = streamed;
+  // A stream's reader calls it per event: the body is alive (the idle deadline counts from the last one).
+  const touch = () => {
+    call.lastActivity = clock.now();
+  };
   try {
-    const outcome = await runTimedCall(call, send);
+    const outcome = await runTimedCall(call, () => send(touch));
     const now = clock.now();
     const headers = call.headers ?? new Headers();
     const requestId = headers.get('request-id') ?? headers.get('x-request-id') ?? outcome.requestId;
@@ -108,6 +115,40 @@ export async function runEngineCall(
   } finally {
     endTimedCall(call);
   }
+}
+
+/**
+ * A stream that broke after its 200: the body ended without the provider's end marker, or the SDK's stream parser
+ * failed on what arrived (a cut, a truncated last chunk). The classifier reads it as `network` ("terminated"), or
+ * as `timeout` / `cancelled` when our deadline or the caller's signal cut it.
+ */
+export class StreamCutError extends Error {
+  readonly code = 'STREAM_CUT' as const;
+  constructor(detail: string, options?: { cause?: unknown }) {
+    super(`stream terminated before its end (${detail})`, options);
+    this.name = 'StreamCutError';
+  }
+}
+
+/**
+ * An error thrown while reading a stream, as the classifier should see it: the provider's own errors (an HTTP
+ * status, or an error event with a body) pass; anything else (a socket cut, a parser choking on a cut chunk, an
+ * abort) is a {@link StreamCutError}.
+ */
+export function streamFailure(err: unknown): unknown {
+  if (err && typeof err === 'object') {
+    const e = err as { status?: unknown; error?: unknown };
+    if (typeof e.status === 'number' || (e.error !== undefined && e.error !== null)) return err;
+  }
+  const text = err instanceof Error ? err.message : String(err);
+  return new StreamCutError(text.slice(0, 120), { cause: err });
+}
+
+/** The request's messages with its prefill (if any) as the last assistant message. */
+export function messagesWithPrefill(request: EngineRequest): readonly ChatMessage[] {
+  return request.prefill
+    ? [...request.messages, { role: 'assistant', content: request.prefill }]
+    : request.messages;
 }
 
 /** Headers that carry the idempotency key on one call. */

@@ -83,6 +83,25 @@ export interface EngineRequest {
    * `Idempotency-Key` header; the durable store memoizes results under it.
    */
   readonly idempotencyKey: string;
+  /**
+   * An assistant text the answer continues (a stream resumed on another endpoint after a fault): sent as the last
+   * assistant message (Anthropic prefill; vLLM `continue_final_message`). The result's text is only what follows
+   * it. Only for endpoints where {@link canContinuePrefix} is true. Default: none.
+   */
+  readonly prefill?: string;
+}
+
+/**
+ * Receives a streamed call's content as it arrives (see {@link Engine.stream}).
+ *
+ * @example
+ * ```ts
+ * const sink: StreamSink = { text: (delta) => process.stdout.write(delta) };
+ * ```
+ */
+export interface StreamSink {
+  /** One text delta, in order. */
+  text(delta: string): void;
 }
 
 /**
@@ -169,4 +188,28 @@ export interface EngineResult {
 export interface Engine {
   readonly endpoint: EndpointDescriptor;
   call(request: EngineRequest): Promise<EngineResult>;
+  /**
+   * The same call, streamed through the SDK's own streaming: text deltas reach `sink` as they come, and it
+   * resolves with the same {@link EngineResult} (text, tool calls, stop reason and usage assembled) or rejects
+   * with an `EngineFaultError`. The idle deadline applies between chunks; a stream that ends without the
+   * provider's end marker is a `network` fault. Optional: an engine without it is called whole.
+   */
+  stream?(request: EngineRequest, sink: StreamSink): Promise<EngineResult>;
+}
+
+/**
+ * Whether an endpoint can continue an assistant prefix ({@link EngineRequest.prefill}): Anthropic (documented
+ * prefill) and vLLM (`continue_final_message`). OpenAI Chat Completions, Gemini, Ollama and other compatible
+ * servers cannot: an assistant message there is a finished turn, so a stream broken on them restarts.
+ *
+ * @example
+ * ```ts
+ * canContinuePrefix(engine.endpoint); // true for anthropic
+ * ```
+ */
+export function canContinuePrefix(endpoint: Pick<EndpointDescriptor, 'provider' | 'flavor'>): boolean {
+  return (
+    endpoint.provider === 'anthropic' ||
+    (endpoint.provider === 'openai-compatible' && endpoint.flavor === 'vllm')
+  );
 }

@@ -14,6 +14,8 @@ import {
   idempotencyHeaders,
   type ProviderOutcome,
   runEngineCall,
+  StreamCutError,
+  streamFailure,
 } from './engine-call.ts';
 import type {
   ChatMessage,
@@ -21,6 +23,7 @@ import type {
   Engine,
   EngineRequest,
   StopReason,
+  StreamSink,
   ToolCall,
 } from './engine-types.ts';
 import { timedFetch } from './timed-fetch.ts';
@@ -141,6 +144,67 @@ export function fromGeminiResponse(
 }
 
 /**
+ * Reads a `streamGenerateContent` (SSE) stream: text parts go to `sink` as they come (thoughts skipped);
+ * function calls, the finish reason and the last `usageMetadata` are kept. A stream without a `finishReason` was
+ * cut (genai throws on a chunk cut mid-JSON: a cut too).
+ */
+export async function readGeminiStream(
+  responses: AsyncIterable<GenerateContentResponse>,
+  sink: StreamSink,
+  fallbackModel: string,
+  touch: () => void = () => {},
+): Promise<ProviderOutcome> {
+  let text = '';
+  let model = fallbackModel;
+  let finish: string | undefined;
+  let requestId: string | undefined;
+  let usage: GenerateContentResponse['usageMetadata'];
+  let blocked = false;
+  const toolCalls: ToolCall[] = [];
+  try {
+    for await (const response of responses) {
+      touch();
+      const candidate = response.candidates?.[0];
+      for (const part of candidate?.content?.parts ?? []) {
+        if (part.functionCall) {
+          const name = part.functionCall.name ?? '';
+          toolCalls.push({
+            id: `${name}-${toolCalls.length}`,
+            name,
+            arguments: part.functionCall.args ?? {},
+          });
+        } else if (typeof part.text === 'string' && part.text && !part.thought) {
+          text += part.text;
+          sink.text(part.text);
+        }
+      }
+      if (candidate?.finishReason) finish = candidate.finishReason;
+      if (!candidate && response.promptFeedback?.blockReason !== undefined) blocked = true;
+      if (response.usageMetadata) usage = response.usageMetadata;
+      if (response.modelVersion) model = response.modelVersion;
+      if (response.responseId) requestId = response.responseId;
+    }
+  } catch (err) {
+    throw streamFailure(err);
+  }
+  if (!finish && !blocked) throw new StreamCutError('no finishReason');
+  return {
+    text,
+    toolCalls,
+    stopReason: blocked ? 'refusal' : mapFinishReason(finish, toolCalls.length > 0),
+    usage:
+      usage?.candidatesTokenCount !== undefined || usage?.thoughtsTokenCount !== undefined
+        ? {
+            inputTokens: usage.promptTokenCount ?? 0,
+            outputTokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
+          }
+        : { inputTokens: usage?.promptTokenCount ?? 0, outputTokens: Math.ceil(text.length / 4) },
+    model,
+    ...(requestId ? { requestId } : {}),
+  };
+}
+
+/**
  * An {@link Engine} over Gemini's native generateContent (`@google/genai`). One client per engine,
  * no `retryOptions` (the SDK then never retries), deadlines from {@link timedFetch}. The client holds
  * the credential's marker, never the key: `credentialFetch` puts the key on the wire (default
@@ -174,5 +238,15 @@ export function createGeminiEngine(
         const response = await client.models.generateContent(toGeminiParams(config.model, request));
         return fromGeminiResponse(response, config.model);
       }),
+    stream: (request: EngineRequest, sink: StreamSink) =>
+      runEngineCall(
+        ctx,
+        request,
+        async (touch) => {
+          const responses = await client.models.generateContentStream(toGeminiParams(config.model, request));
+          return readGeminiStream(responses, sink, config.model, touch);
+        },
+        true,
+      ),
   });
 }

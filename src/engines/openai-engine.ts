@@ -1,6 +1,7 @@
 import OpenAI from 'openai';
 import type {
   ChatCompletion,
+  ChatCompletionChunk,
   ChatCompletionAssistantMessageParam,
   ChatCompletionCreateParamsNonStreaming,
   ChatCompletionMessageParam,
@@ -11,10 +12,13 @@ import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from 
 import {
   type EngineContext,
   idempotencyHeaders,
+  messagesWithPrefill,
   parseToolArguments,
   type ProviderOutcome,
   runEngineCall,
+  StreamCutError,
   serializeToolArguments,
+  streamFailure,
 } from './engine-call.ts';
 import type {
   ChatMessage,
@@ -22,6 +26,7 @@ import type {
   Engine,
   EngineRequest,
   StopReason,
+  StreamSink,
   ToolCall,
 } from './engine-types.ts';
 import { sdkTimeoutMs } from './sdk-timeout.ts';
@@ -76,7 +81,7 @@ export function toOpenAIBody(
 ): ChatCompletionCreateParamsNonStreaming {
   return {
     model,
-    messages: toOpenAIMessages(request.system, request.messages),
+    messages: toOpenAIMessages(request.system, messagesWithPrefill(request)),
     ...(compatible ? { max_tokens: request.maxTokens } : { max_completion_tokens: request.maxTokens }),
     ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
     ...(request.tools?.length
@@ -138,6 +143,71 @@ export function fromChatCompletion(completion: ChatCompletion, fallbackModel: st
 }
 
 /**
+ * Reads a Chat Completions chunk stream (`stream_options.include_usage`): content deltas go to `sink`; tool calls
+ * are assembled by `index` (the first fragment carries id and name, later ones only arguments); usage comes from
+ * the last chunk (`choices: []`). A stream without any `finish_reason` was cut; one whose usage chunk is missing
+ * (a compatible server, a proxy) is complete, its size estimated (chars ÷ 4).
+ */
+export async function readChatCompletionStream(
+  chunks: AsyncIterable<ChatCompletionChunk>,
+  sink: StreamSink,
+  fallbackModel: string,
+  touch: () => void = () => {},
+): Promise<ProviderOutcome> {
+  let text = '';
+  let refusal = '';
+  let model = fallbackModel;
+  let finish: string | null | undefined;
+  let usage: ChatCompletionChunk['usage'];
+  const tools: { id: string; name: string; args: string }[] = [];
+  try {
+    for await (const chunk of chunks) {
+      touch();
+      const choice = chunk.choices?.[0];
+      if (choice) {
+        const delta = choice.delta;
+        if (delta?.content) {
+          text += delta.content;
+          sink.text(delta.content);
+        }
+        if (delta?.refusal) refusal += delta.refusal;
+        if (delta?.tool_calls) {
+          for (const tc of delta.tool_calls) {
+            let t = tools[tc.index];
+            if (!t) {
+              t = { id: '', name: '', args: '' };
+              tools[tc.index] = t;
+            }
+            if (tc.id) t.id = tc.id;
+            if (tc.function?.name) t.name += tc.function.name;
+            if (tc.function?.arguments) t.args += tc.function.arguments;
+          }
+        }
+        if (choice.finish_reason) finish = choice.finish_reason;
+      }
+      if (chunk.usage) usage = chunk.usage;
+      if (chunk.model) model = chunk.model;
+    }
+  } catch (err) {
+    throw streamFailure(err);
+  }
+  if (!finish) throw new StreamCutError('no finish_reason');
+  const toolCalls: ToolCall[] = [];
+  for (const t of tools)
+    if (t) toolCalls.push({ id: t.id, name: t.name, arguments: parseToolArguments(t.args) });
+  const refused = refusal.length > 0;
+  return {
+    text: text || (refused ? refusal : ''),
+    toolCalls,
+    stopReason: mapFinishReason(finish, refused),
+    usage: usage
+      ? { inputTokens: usage.prompt_tokens ?? 0, outputTokens: usage.completion_tokens ?? 0 }
+      : { inputTokens: 0, outputTokens: Math.ceil(text.length / 4) },
+    model: model || fallbackModel,
+  };
+}
+
+/**
  * An {@link Engine} over OpenAI Chat Completions (`openai`), also for every OpenAI-compatible
  * server (vLLM, Ollama, Gemini's compat path) through `baseURL`. One client per engine, SDK
  * retries off, deadlines from {@link timedFetch}. The client holds the credential's marker, never the
@@ -182,5 +252,25 @@ export function createOpenAIEngine(
         );
         return fromChatCompletion(completion, config.model);
       }),
+    stream: (request: EngineRequest, sink: StreamSink) =>
+      runEngineCall(
+        ctx,
+        request,
+        async (touch) => {
+          const body = {
+            ...toOpenAIBody(config.model, request, compatible),
+            stream: true as const,
+            stream_options: { include_usage: true },
+            // vLLM continues the last assistant message instead of answering after it.
+            ...(request.prefill ? { continue_final_message: true, add_generation_prompt: false } : {}),
+          };
+          const chunks = await client.chat.completions.create(body, {
+            headers: idempotencyHeaders(request),
+            ...(request.signal ? { signal: request.signal } : {}),
+          });
+          return readChatCompletionStream(chunks, sink, config.model, touch);
+        },
+        true,
+      ),
   });
 }

@@ -43,6 +43,13 @@ export interface TimedCall {
   bodyText: string | undefined;
   /** Cleanups still owed (timers, listeners); run by {@link endTimedCall}. */
   cleanup: (() => void) | undefined;
+  /**
+   * A streamed call: its success body is handed to the SDK as it is (no wrapping stream, one hop less per
+   * chunk), and the stream's reader stamps {@link TimedCall.lastActivity} per event instead.
+   */
+  streamed: boolean;
+  /** The run clock's now at the last sign of life of the body (the idle deadline counts from it). */
+  lastActivity: number;
 }
 
 /**
@@ -71,6 +78,8 @@ export function beginTimedCall(
     wallAtHeaders: undefined,
     bodyText: undefined,
     cleanup: undefined,
+    streamed: false,
+    lastActivity: 0,
   };
 }
 
@@ -135,7 +144,6 @@ export const timedFetch: typeof fetch = async (input, init) => {
 
   let timer: unknown;
   let idleTimer: unknown;
-  let lastActivity = 0;
   let bodyController: ReadableStreamDefaultController<Uint8Array> | undefined;
   // From send to the last body byte the call is real work: a virtual clock must not jump over it.
   const unhold = holdClock(clock);
@@ -183,7 +191,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
   // for the remainder when it finds the body was active. That keeps per-chunk work to one clock read.
   const idleMs = call.idleTimeoutMs;
   const onIdle = () => {
-    const quiet = clock.now() - lastActivity;
+    const quiet = clock.now() - call.lastActivity;
     if (quiet < idleMs) {
       idleTimer = clock.setTimeout(onIdle, idleMs - quiet);
       return;
@@ -198,8 +206,11 @@ export const timedFetch: typeof fetch = async (input, init) => {
     }
     controller.abort(err);
   };
-  lastActivity = clock.now();
+  call.lastActivity = clock.now();
   idleTimer = clock.setTimeout(onIdle, idleMs);
+  // A streamed success body goes to the SDK untouched: its reader stamps activity per event, and the idle deadline
+  // aborts the request (which errors the body) like any other cut.
+  if (call.streamed && response.ok) return response;
 
   const reader = response.body.getReader();
   const body = new ReadableStream<Uint8Array>(
@@ -215,7 +226,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
             c.close();
             return;
           }
-          lastActivity = clock.now();
+          call.lastActivity = clock.now();
           c.enqueue(value);
         } catch (err) {
           release();

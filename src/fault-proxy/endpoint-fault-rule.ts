@@ -18,9 +18,10 @@ export interface EndpointFaultRule {
   readonly id?: string;
   /**
    * What happens: any emulator fault kind but `connection_refused` (a proxy that refuses is no proxy:
-   * use `connection_reset`). HTTP errors are rendered in the endpoint's own wire format.
+   * use `connection_reset`) and the emulator's mid-stream cuts (`stream_cut`, `stream_stall`, `stream_truncated`,
+   * `stream_no_usage`: the emulator's own). HTTP errors are rendered in the endpoint's own wire format.
    */
-  readonly kind: Exclude<EmulatorFaultKind, 'connection_refused'>;
+  readonly kind: Exclude<EmulatorFaultKind, 'connection_refused' | ProxylessStreamFault>;
   /** Only calls for this model. Default: any. */
   readonly match?: { readonly model?: string };
   /** Chance to fire on a matching call, 0..1, from a seeded generator. Default 1. */
@@ -35,8 +36,18 @@ export interface EndpointFaultRule {
   readonly message?: string;
 }
 
+/** The emulator's mid-stream faults a proxy does not act out. */
+type ProxylessStreamFault = 'stream_cut' | 'stream_stall' | 'stream_truncated' | 'stream_no_usage';
+const PROXYLESS: ReadonlySet<EmulatorFaultKind> = new Set<ProxylessStreamFault>([
+  'stream_cut',
+  'stream_stall',
+  'stream_truncated',
+  'stream_no_usage',
+]);
+
 /**
- * Fault kinds a proxy can act out: every emulator kind but `connection_refused`.
+ * Fault kinds a proxy can act out: every emulator kind but `connection_refused` and the emulator's own mid-stream
+ * cuts.
  *
  * @example
  * ```ts
@@ -44,7 +55,9 @@ export interface EndpointFaultRule {
  * ```
  */
 export const PROXY_FAULT_KINDS: readonly EndpointFaultRule['kind'][] = Object.freeze(
-  EMULATOR_FAULT_KINDS.filter((k): k is EndpointFaultRule['kind'] => k !== 'connection_refused'),
+  EMULATOR_FAULT_KINDS.filter(
+    (k): k is EndpointFaultRule['kind'] => k !== 'connection_refused' && !PROXYLESS.has(k),
+  ),
 );
 
 const nonNegative = z.number().nonnegative().optional();

@@ -28,6 +28,8 @@ export interface LiveAgent {
   turns: number;
   degraded: number;
   failed: number;
+  /** A streamed run: the running turn's text so far. */
+  text?: string;
 }
 
 /**

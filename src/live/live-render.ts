@@ -77,10 +77,16 @@ export function renderFrame(model: LiveModel, now: number, width = 80): string[]
   const agents = [...model.agents.values()];
   const nameWidth = Math.max(5, ...agents.map((a) => a.name.length));
   lines.push('agents');
-  for (const a of agents)
+  const room = Math.max(20, width - 1);
+  for (const a of agents) {
+    const line = `  ${a.name.padEnd(nameWidth)}  ${(a.noAgent ? 'no_agent' : a.state).padEnd(9)}  ${agentDetail(a, now)}`;
+    // A streamed turn's text as it grows: its end is what is new, so the line keeps the tail.
+    const text = a.text?.replace(/\s+/g, ' ').trim();
+    const left = room - line.length - 5;
     lines.push(
-      `  ${a.name.padEnd(nameWidth)}  ${(a.noAgent ? 'no_agent' : a.state).padEnd(9)}  ${agentDetail(a, now)}`,
+      text && left >= 10 ? `${line}  › ${text.length > left ? `…${text.slice(-(left - 1))}` : text}` : line,
     );
+  }
   const endpoints = [...model.endpoints.values()];
   if (endpoints.length > 0) {
     const idWidth = Math.max(...endpoints.map((e) => e.id.length));

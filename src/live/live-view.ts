@@ -88,6 +88,11 @@ export interface LiveView {
   /** Round and item progress (the round runner calls it after each turn). */
   setProgress(progress: LiveProgress): void;
   /**
+   * A streamed run: `agent`'s running turn's text so far (`''` when it ended). On a terminal the agent's line
+   * shows its tail, redrawn at the next tick; plain mode shows only the finished turns.
+   */
+  setText(agent: string, text: string): void;
+  /**
    * Writes a line of your own without breaking the frame: on a terminal it goes above the frame and
    * stays in the scrollback; otherwise it is written as it is. Use it instead of writing to `out`.
    */
@@ -215,6 +220,14 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       const key = `${progress.round}:${shown}`;
       if (key !== lastProgress) logLines([line]);
       lastProgress = key;
+    },
+    setText(agent, text) {
+      if (stopped || mode !== 'tty') return;
+      const row = model.agents.get(agent);
+      if (!row) return;
+      if (text) row.text = text;
+      else delete row.text;
+      dirty = true;
     },
     log(line) {
       const text = scrubSecrets(line);

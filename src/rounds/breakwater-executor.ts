@@ -8,7 +8,8 @@ import type { CallMemo } from '../runtime/agent-actors.ts';
 import type { AgentDefinition } from '../runtime/agent-definition.ts';
 import { createSupervisor, type Supervisor } from '../runtime/create-supervisor.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
-import { type AgentMemory, emptyMemory } from '../runtime/turn.ts';
+import type { AgentHandle, AskOptions } from '../runtime/agent-handle-types.ts';
+import { type AgentMemory, emptyMemory, type Turn } from '../runtime/turn.ts';
 import type { TurnExecutor } from './turn-executor.ts';
 
 /** Options of {@link createBreakwaterExecutor}. */
@@ -29,6 +30,10 @@ export interface BreakwaterExecutorOptions {
   readonly inspect?: (event: InspectionEvent) => void;
   /** Share tokens and endpoint health with other processes. Default: this process alone. */
   readonly coordination?: CoordinationOptions;
+  /** Stream every turn (`agent.stream`): the same committed turns, and `onText` sees the text grow. Default false. */
+  readonly stream?: boolean;
+  /** With `stream`: an agent's current text of its running turn, after every change; `''` when the turn ends. */
+  readonly onText?: (agent: string, text: string) => void;
 }
 
 /** The breakwater policy as a {@link TurnExecutor}, with the supervisor exposed for the live view and visualizer. */
@@ -71,13 +76,12 @@ export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): Br
   return {
     policy: 'breakwater',
     supervisor,
-    ask: (r) =>
-      handle(r.agent).ask(r.prompt, {
-        turnId: r.turnId,
-        key: r.key,
-        meta: r.meta,
-        ...(r.signal ? { signal: r.signal } : {}),
-      }),
+    ask: (r) => {
+      const ask = { turnId: r.turnId, key: r.key, meta: r.meta, ...(r.signal ? { signal: r.signal } : {}) };
+      return options.stream
+        ? streamed(handle(r.agent), r.prompt, ask, options.onText)
+        : handle(r.agent).ask(r.prompt, ask);
+    },
     memory: (agent) => supervisor.agent(agent)?.memory() ?? emptyMemory(),
     persistedSnapshot: (agent) => supervisor.agent(agent)?.persistedSnapshot(),
     health: () => ({ endpoints: supervisor.health(), tokens: supervisor.tokens() }),
@@ -88,4 +92,24 @@ export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): Br
     subscribeEvents: (listener) => supervisor.subscribeEvents(listener),
     stop: () => supervisor.stop(),
   };
+}
+
+/** One streamed turn: its text as it grows goes to `onText`; resolves with the same turn `ask` would. */
+async function streamed(
+  agent: AgentHandle,
+  prompt: string,
+  ask: AskOptions,
+  onText: ((agent: string, text: string) => void) | undefined,
+): Promise<Turn> {
+  const stream = agent.stream(prompt, ask);
+  let text = '';
+  for await (const e of stream) {
+    if (e.type === 'endpoint') text = text.slice(0, e.kept);
+    else if (e.type === 'step') text = '';
+    else if (e.type === 'text') text += e.text;
+    else continue;
+    onText?.(agent.name, text);
+  }
+  onText?.(agent.name, '');
+  return stream.turn;
 }

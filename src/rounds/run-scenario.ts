@@ -85,6 +85,13 @@ export interface RunScenarioOptions {
   readonly coordination?: CoordinationOptions;
   /** Called once everything is set up, before the first turn (attach a live view or a visualizer here). */
   readonly onStart?: (context: ScenarioRunContext) => void | Promise<void>;
+  /**
+   * The breakwater policy streams every turn: committed turns are the same, and `onText` sees each agent's text
+   * grow (the live view shows it). Default false.
+   */
+  readonly stream?: boolean;
+  /** With `stream`: an agent's current text, after every change; `''` when its turn ended. Default none. */
+  readonly onText?: (agent: string, text: string) => void;
 }
 
 /** What a starting run exposes to its observers. */
@@ -304,6 +311,8 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
               ...(options.logger ? { logger: options.logger } : {}),
               ...(options.inspect ? { inspect: options.inspect } : {}),
               ...(options.coordination ? { coordination: options.coordination } : {}),
+              ...(options.stream ? { stream: true } : {}),
+              ...(options.onText ? { onText: options.onText } : {}),
             });
       if (breakwater && restore) applyRunRestore(breakwater.supervisor, restore);
       executor =

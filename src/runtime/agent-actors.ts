@@ -16,7 +16,7 @@ import type {
 } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
-import type { EngineRequest, EngineResult } from '../engines/engine-types.ts';
+import type { Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
 import { InternalActorError } from '../errors/internal-error.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
@@ -32,7 +32,9 @@ import {
 import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
 import type { CallMemo, CallRecordEvent } from './call-memo.ts';
 import { buildRequest, estimateRequestTokens, type PromptParts } from './prompt-builder.ts';
+import { beginStreamAttempt, replayMemoized, type StreamAttempt } from './stream-attempt.ts';
 import type { ToolResultRecord } from './turn.ts';
+import type { TurnStreamSink } from './turn-stream.ts';
 
 export interface AgentActorDeps {
   readonly endpoints: EndpointRegistry;
@@ -51,6 +53,8 @@ export interface AgentActorDeps {
   readonly onCall?: (record: CallRecordEvent) => void;
   /** The trace and span ids of an agent's running turn, for its log lines (when tracing is on). */
   readonly traceIdsOf?: (turnId: string) => { trace_id: string; span_id: string } | undefined;
+  /** Where a streamed turn's events go, by turn id (absent: nobody streams). */
+  readonly streamOf?: (turnId: string) => TurnStreamSink | undefined;
 }
 
 export type { CallMemo, CallRecordEvent } from './call-memo.ts';
@@ -253,7 +257,11 @@ export function createAgentActors(deps: AgentActorDeps) {
       const key = input.leaseId.slice(MEMO_LEASE.length);
       const result = (memoized.get(input.leaseId) ?? (await memo?.recall(key))) as EngineResult | undefined;
       memoized.delete(input.leaseId);
-      if (result) return { ok: true, result, at: clock.now(), memoized: true };
+      if (result) {
+        const out = input.stream ? deps.streamOf?.(input.turnId) : undefined;
+        if (out) replayMemoized(out, input, result);
+        return { ok: true, result, at: clock.now(), memoized: true };
+      }
       const fault: Fault = {
         kind: 'cancelled',
         provider: 'openai',
@@ -317,8 +325,13 @@ export function createAgentActors(deps: AgentActorDeps) {
           : internalFault(new Error(`endpoint ${input.endpointId} is gone`), input.endpointId);
         return { ok: false, fault, at: clock.now() };
       }
+      // A streamed turn streams its calls; its events go to the caller's channel as they come.
+      const out = input.stream ? deps.streamOf?.(input.turnId) : undefined;
+      const attempt = out ? beginStreamAttempt(out, input, engine.endpoint) : undefined;
       try {
-        const result = await engine.call({ ...request, signal });
+        const result = attempt
+          ? attempt.succeeded(await streamCall(engine, request, signal, attempt))
+          : await engine.call({ ...request, signal });
         const at = clock.now();
         settlement = { kind: 'success', result };
         if (logger.isLevelEnabled('info'))
@@ -358,7 +371,8 @@ export function createAgentActors(deps: AgentActorDeps) {
           'call',
         );
         deps.onCall?.(describe('fault', at, fault));
-        return { ok: false, fault, at };
+        const partial = attempt?.failed(fault);
+        return partial ? { ok: false, fault, at, partial } : { ok: false, fault, at };
       }
     } finally {
       // A call we cut ourselves (cancelled, a deadline, the lease) may still be on its way to the server or its
@@ -442,6 +456,22 @@ export function createAgentActors(deps: AgentActorDeps) {
   });
 
   return { acquireToken, callEngine, runTools, answerDegraded, wakeAt, checkHealth };
+}
+
+/** One streamed call: the engine's own stream, or (an engine without one) the whole answer as one delta. */
+async function streamCall(
+  engine: Engine,
+  request: Omit<EngineRequest, 'signal'>,
+  signal: AbortSignal,
+  attempt: StreamAttempt,
+): Promise<EngineResult> {
+  const req: EngineRequest = attempt.prefill
+    ? { ...request, prefill: attempt.prefill, signal }
+    : { ...request, signal };
+  if (engine.stream) return engine.stream(req, attempt.sink);
+  const result = await engine.call(req);
+  if (result.text) attempt.sink.text(result.text);
+  return result;
 }
 
 /** The call's fault; a call cancelled because its lease ran out is a `timeout` of that endpoint. */

@@ -1,4 +1,5 @@
 import type { RuntimeActor } from './runtime-actor.ts';
+import type { TurnStream } from './turn-stream.ts';
 import type { AgentMemory, Turn } from './turn.ts';
 
 /**
@@ -92,6 +93,18 @@ export interface AgentHandle {
    * Rejects with `AgentStoppedError` when the agent is already stopped.
    */
   ask(prompt: string, options?: AskOptions): Promise<Turn>;
+  /**
+   * The same turn as {@link AgentHandle.ask}, streamed: an async iterable of events (text deltas, tool calls,
+   * faults met, endpoint changes with continuation or restart) ending with `done` and the same {@link Turn}.
+   * Breaking out of the `for await` (or aborting `signal`) cancels the turn: the upstream request is aborted and
+   * its token released, and the turn ends `cancelled`. Failover rules: README "Streaming".
+   *
+   * @example
+   * ```ts
+   * for await (const e of agent.stream('Item 3?', { signal })) if (e.type === 'text') process.stdout.write(e.text);
+   * ```
+   */
+  stream(prompt: string, options?: AskOptions): TurnStream;
   /** `stopped` once stopped. */
   state(): AgentStateName;
   /** The agent's working memory (utterances, slots, tool results): plain JSON. */

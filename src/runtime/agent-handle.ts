@@ -17,6 +17,7 @@ import type {
 } from './agent-handle-types.ts';
 import type { AgentMemory, Turn } from './turn.ts';
 import type { TurnTracer } from '../observability/turn-tracer.ts';
+import { streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
 
 export type {
   AgentHandle,
@@ -42,6 +43,8 @@ interface PendingAsk {
   readonly prompt: string;
   /** A one-off call's conversation (sent instead of `prompt` as one user message). */
   readonly messages?: readonly ChatMessage[];
+  /** A streamed turn. */
+  readonly stream?: true;
   readonly meta: TurnMeta | undefined;
   readonly resolve: (t: Turn) => void;
   /** The OpenTelemetry context where `ask()` was called (the turn span's parent), when tracing is on. */
@@ -67,6 +70,8 @@ export interface AgentHandleHooks {
   readonly stopActor: (actor: Actor<typeof agentMachine>) => void;
   /** Spans of turns and attempts (OpenTelemetry); absent when tracing is off. */
   readonly tracer?: TurnTracer | undefined;
+  /** The channels of streamed turns in flight, by turn id (the `callEngine` actor pushes into them). */
+  readonly streams?: Map<string, TurnStreamSink>;
 }
 
 /** Forwards an actor's snapshots and its failure to its handle. */
@@ -194,12 +199,13 @@ export class LlmAgentHandle implements ManagedHandle {
         unstartedCancelledTurn(this.name, this.tier, { turnId, prompt }, this.#o.clock.now()),
       );
     return new Promise<Turn>((resolve) => {
-      const messages = (options as ConversationAskOptions).messages;
+      const { messages, stream } = options as ConversationAskOptions;
       const ask: PendingAsk = {
         turnId,
         key: options.key ?? `${this.name}:${turnId}`,
         prompt,
         ...(messages ? { messages } : {}),
+        ...(stream ? { stream } : {}),
         meta: options.meta,
         resolve,
         trace: this.#o.tracer?.capture(),
@@ -213,6 +219,18 @@ export class LlmAgentHandle implements ManagedHandle {
       this.#queue.push(ask);
       this.#startNext();
     });
+  }
+
+  stream(prompt: string, options: AskOptions = {}): TurnStream {
+    const turnId = options.turnId ?? randomUUID();
+    const streams = this.#o.streams;
+    return streamAsk(
+      turnId,
+      options.signal,
+      (signal) => this.ask(prompt, { ...options, turnId, signal, stream: true } as ConversationAskOptions),
+      (id, sink) => streams?.set(id, sink),
+      (id) => streams?.delete(id),
+    );
   }
 
   state(): AgentStateName {
@@ -307,6 +325,7 @@ export class LlmAgentHandle implements ManagedHandle {
       prompt: ask.prompt,
       at: this.#o.clock.now(),
       ...(ask.messages ? { messages: ask.messages } : {}),
+      ...(ask.stream ? { stream: true as const } : {}),
     });
   }
 

@@ -32,7 +32,8 @@ import {
 import { KeepAlive } from './keep-alive.ts';
 import { reportedCall } from './key-check-record.ts';
 import { NoAgentHandle } from './no-agent-handle.ts';
-import { createOneOffCaller } from './one-off-call.ts';
+import { createOneOffCaller, createOneOffStreamer } from './one-off-call.ts';
+import type { TurnStreamSink } from './turn-stream.ts';
 import { createProbeRunner } from './probe-runner.ts';
 import { agentSettings } from './agent-settings.ts';
 import type { Supervisor, SupervisorOptions } from './supervisor-types.ts';
@@ -249,8 +250,11 @@ export function createSupervisor(
   const definitions = new Map<string, AgentDefinition>();
   const cache = new AnswerCache();
   const trees: Record<string, NonNullable<LlmAgentDefinition['decisionTree']>> = {};
+  // Streamed turns in flight, by turn id: the handle registers its channel, the callEngine actor pushes into it.
+  const streams = new Map<string, TurnStreamSink>();
   const agentLogic = agentMachine.provide({
     actors: createAgentActors({
+      streamOf: (turnId) => streams.get(turnId),
       endpoints,
       scheduler,
       timers,
@@ -300,6 +304,7 @@ export function createSupervisor(
     onStopped: forget,
     stopActor: (actor) => lifecycle.send({ type: 'AGENT.STOP', agent: actor }),
     tracer,
+    streams,
   };
 
   // The lifecycle: the drain waits for every ask given (or cancels them all when a stop signal aborts).
@@ -432,6 +437,7 @@ export function createSupervisor(
   };
 
   const call = createOneOffCaller(spawnAgent);
+  const stream = createOneOffStreamer(spawnAgent);
 
   return {
     config,
@@ -439,6 +445,7 @@ export function createSupervisor(
     clock,
     spawnAgent,
     call,
+    stream,
     agent: (name) => handles.get(name),
     agents: () => [...handles.values()],
     subscribe(listener) {

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { streamAsk, type TurnStream } from './turn-stream.ts';
 import type { Clock } from '../clock/clock.ts';
 import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
@@ -92,6 +93,18 @@ export class NoAgentHandle implements ManagedHandle {
     });
     this.#tail = run.catch(() => {});
     return result;
+  }
+
+  stream(prompt: string, options: AskOptions = {}): TurnStream {
+    // Plain code has no deltas: the stream is its `done` event.
+    const turnId = options.turnId ?? randomUUID();
+    return streamAsk(
+      turnId,
+      options.signal,
+      (signal) => this.ask(prompt, { ...options, turnId, signal }),
+      () => {},
+      () => {},
+    );
   }
 
   state(): AgentStateName {

@@ -14,6 +14,7 @@ import type { ActorInspectionEvent, RuntimeActor } from './runtime-actor.ts';
 import type { SupervisorByok } from './supervisor-byok.ts';
 import type { CallOptions } from './one-off-call.ts';
 import type { AgentMemory, Turn } from './turn.ts';
+import type { TurnStream } from './turn-stream.ts';
 import type { Logger } from 'pino';
 
 /*
@@ -149,6 +150,20 @@ export interface Supervisor {
    * ```
    */
   call(options: CallOptions): Promise<Turn>;
+  /**
+   * The streaming twin of {@link Supervisor.call}: the same one-off call, as a {@link TurnStream} of events
+   * (text deltas, tool calls, faults, endpoint changes) ending with the same {@link Turn}. Breaking out of the
+   * `for await` aborts the upstream request and releases its token. Throws a ConfigError for no messages, an
+   * unknown chain or tier.
+   *
+   * @example
+   * ```ts
+   * const stream = supervisor.stream({ chain: 'premium', messages: [{ role: 'user', content: 'Hi' }] });
+   * for await (const e of stream) if (e.type === 'text') process.stdout.write(e.text);
+   * console.log((await stream.turn).outcome);
+   * ```
+   */
+  stream(options: CallOptions): TurnStream;
   agent(name: string): AgentHandle | undefined;
   agents(): readonly AgentHandle[];
   /** Calls `listener` on every agent state change. Returns the unsubscribe function. */

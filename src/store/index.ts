@@ -75,3 +75,8 @@ export {
   PGLITE_LOCK_FILE,
   isDataDirInUseError,
 } from './pglite-lock.ts';
+export {
+  IncompleteClusterError,
+  isIncompleteClusterError,
+  PGLITE_INIT_MARKER,
+} from './incomplete-cluster-error.ts';

@@ -6,6 +6,7 @@ import { DatabaseUnavailableError } from './database-unavailable-error.ts';
 import { createGuardedPool, type GuardedPoolOptions } from './guarded-pg-pool.ts';
 import { migrateToLatest } from './migrate-to-latest.ts';
 import { isDataDirInUseError, lockDataDir } from './pglite-lock.ts';
+import { isIncompleteClusterError } from './incomplete-cluster-error.ts';
 import { createPGlite } from './pglite-template.ts';
 import type { StoreSchema } from './store-schema.ts';
 import { redactUrl } from '../redact/secret-scrubber.ts';
@@ -144,7 +145,7 @@ async function connect(
     return { db: new Kysely<StoreSchema>({ dialect: new PGliteDialect(pglite) }), location: dir, unlock };
   } catch (e) {
     unlock?.();
-    if (isDataDirInUseError(e)) throw e;
+    if (isDataDirInUseError(e) || isIncompleteClusterError(e)) throw e;
     // PGlite's file system errors are plain objects ({ name: 'ErrnoError', errno }), not Errors.
     const { code, errno, message } = (e ?? {}) as { code?: unknown; errno?: unknown; message?: unknown };
     const why =

@@ -1,10 +1,13 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { closeSync, existsSync, fsyncSync, openSync, readdirSync, readFileSync, writeSync } from 'node:fs';
 import { mkdir, readdir, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { PGlite } from '@electric-sql/pglite';
+// PGlite (a 10 MB WebAssembly build) loads on the first embedded open, not with the store: a PostgreSQL user, or a
+// CLI command that opens no store, never pays for it.
+import type { PGlite } from '@electric-sql/pglite';
+import { IncompleteClusterError, PGLITE_INIT_MARKER } from './incomplete-cluster-error.ts';
 import { PGLITE_LOCK_FILE } from './pglite-lock.ts';
 
 /**
@@ -60,16 +63,38 @@ export function pgliteTemplatePath(
   return join(tmpdir(), `breakwater-pglite-${pgliteVersion()}${uid}.tar`);
 }
 
-/** True when `dir` holds nothing yet (absent or empty): only then may a template be unpacked there. */
-function isFresh(dir: string | undefined): boolean {
-  if (dir === undefined) return true;
+/** Files that are ours, not the cluster's: the single-process lock (pglite-lock.ts) and the marker above. */
+const OURS = new Set([PGLITE_LOCK_FILE, PGLITE_INIT_MARKER]);
+
+/** True when `dir` holds nothing of a cluster yet (absent, or only our own files). */
+function isFresh(dir: string): boolean {
   try {
-    // The single-process lock (pglite-lock.ts) is ours, not the cluster's.
-    return readdirSync(dir).every((name) => name === PGLITE_LOCK_FILE);
+    return readdirSync(dir).every((name) => OURS.has(name));
   } catch {
     return true;
   }
 }
+
+/** Removes whatever a cluster left in `dir`, keeping our own files (the lock this process holds). */
+async function clearCluster(dir: string): Promise<void> {
+  for (const name of await readdir(dir).catch(() => [] as string[]))
+    if (!OURS.has(name)) await rm(join(dir, name), { recursive: true, force: true });
+  await mkdir(dir, { recursive: true });
+}
+
+/** Writes the marker and flushes it, so it is on disk before the first file of the cluster is. */
+function markInitializing(dir: string): void {
+  const fd = openSync(join(dir, PGLITE_INIT_MARKER), 'w');
+  try {
+    writeSync(fd, `${process.pid}\n`);
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** What a complete cluster always has; a folder with other files but not these is not a PGlite cluster we made. */
+const CLUSTER_FILES = ['PG_VERSION', join('global', 'pg_control')];
 
 /** A POSIX tar archive has `ustar` at offset 257 of its first header. */
 function isTarball(bytes: Uint8Array): boolean {
@@ -77,10 +102,14 @@ function isTarball(bytes: Uint8Array): boolean {
 }
 
 /**
- * Creates a PGlite instance on `dataDir` (`undefined` = in memory). A fresh cluster starts from the cached
- * template when there is one; otherwise it runs `initdb` and leaves a template for the next one (written
- * to a temporary name and renamed, so concurrent processes never read half a file). A template that
- * cannot be read or loaded is removed and `initdb` runs instead: the cache can only make an open faster.
+ * Creates a PGlite instance on `dataDir` (`undefined` = in memory). The caller holds the folder's lock.
+ *
+ * A folder's first start (nothing there yet, or a first start that was interrupted, see {@link PGLITE_INIT_MARKER})
+ * makes the cluster under the marker, so a kill at any point leaves a folder the next open can start over in.
+ * A fresh cluster starts from the cached template when there is one; otherwise it runs `initdb` and leaves a
+ * template for the next one (written to a temporary name and renamed, so concurrent processes never read half a
+ * file). A template that cannot be read or loaded is removed and `initdb` runs instead: the cache can only make an
+ * open faster.
  *
  * @example
  * ```ts
@@ -88,34 +117,88 @@ function isTarball(bytes: Uint8Array): boolean {
  * ```
  */
 export async function createPGlite(dataDir: string | undefined): Promise<PGlite> {
+  if (dataDir === undefined) return createCluster(undefined);
+  const interrupted = existsSync(join(dataDir, PGLITE_INIT_MARKER));
+  if (!interrupted && !isFresh(dataDir)) {
+    const missing = CLUSTER_FILES.filter((f) => !existsSync(join(dataDir, f)));
+    if (missing.length > 0) throw new IncompleteClusterError(dataDir, missing);
+    return (await loadPGlite()).create({ dataDir });
+  }
+  if (interrupted) await clearCluster(dataDir);
+  else markInitializing(dataDir);
+  const pglite = await createCluster(dataDir);
+  await rm(join(dataDir, PGLITE_INIT_MARKER), { force: true });
+  return pglite;
+}
+
+async function loadPGlite(): Promise<typeof PGlite> {
+  return (await import('@electric-sql/pglite')).PGlite;
+}
+
+/** Makes a new cluster (in memory, or in an empty `dataDir`): from the cached template, else by `initdb`. */
+async function createCluster(dataDir: string | undefined): Promise<PGlite> {
   const template = pgliteTemplatePath();
   // PGlite.create(undefined, options) ignores the options: always pass one options object.
   const where = dataDir !== undefined ? { dataDir } : {};
-  if (!template || !isFresh(dataDir)) return PGlite.create(where);
-  const cached = await readFile(template).catch(() => undefined);
-  if (cached && !isTarball(cached)) await rm(template, { force: true });
-  else if (cached) {
+  if (!template) return (await loadPGlite()).create(where);
+  let cached = await readTemplate(template);
+  if (!cached) {
+    // The template is always taken from an in-memory cluster: a folder's dump would carry the folder's own files
+    // (our lock naming this process), and every cluster made from it would start with someone else's lock.
+    const fresh = await (await loadPGlite()).create({});
+    cached = await writeTemplate(fresh, template);
+    if (dataDir === undefined) return fresh;
+    await fresh.close();
+  }
+  if (cached) {
     try {
-      return await PGlite.create({ ...where, loadDataDir: new Blob([cached]) });
+      return await (await loadPGlite()).create({ ...where, loadDataDir: new Blob([cached]) });
     } catch {
       await rm(template, { force: true });
-      if (dataDir !== undefined) {
-        // Whatever the failed load left, except the lock this process holds on the folder.
-        for (const name of await readdir(dataDir).catch(() => [] as string[]))
-          if (name !== PGLITE_LOCK_FILE) await rm(join(dataDir, name), { recursive: true, force: true });
-        await mkdir(dataDir, { recursive: true });
-      }
+      if (dataDir !== undefined) await clearCluster(dataDir);
     }
   }
-  const pglite = await PGlite.create(where);
+  return (await loadPGlite()).create(where);
+}
+
+/** The cached template's bytes; a damaged one, or one holding files of ours, is removed (`undefined`). */
+async function readTemplate(template: string): Promise<Uint8Array<ArrayBuffer> | undefined> {
+  const cached = await readFile(template).catch(() => undefined);
+  if (!cached) return undefined;
+  if (isTarball(cached) && !tarEntryNames(cached).some((name) => OURS.has(basename(name)))) return cached;
+  await rm(template, { force: true });
+  return undefined;
+}
+
+/** Dumps `pglite` to the template (a temporary name renamed, so no process reads half a file). */
+async function writeTemplate(pglite: PGlite, template: string): Promise<Uint8Array<ArrayBuffer> | undefined> {
   const partial = `${template}.${randomBytes(4).toString('hex')}.partial`;
   try {
-    const dump = await pglite.dumpDataDir('none');
-    await writeFile(partial, new Uint8Array(await dump.arrayBuffer()));
+    const dump = new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer());
+    await writeFile(partial, dump);
     await rename(partial, template);
+    return dump;
   } catch {
     // A cache that cannot be written only means the next fresh cluster runs initdb too.
     await rm(partial, { force: true }).catch(() => {});
+    return undefined;
   }
-  return pglite;
+}
+
+/** The names of a POSIX tar archive's entries (a 512-byte header each, its size in octal at 124, data padded to 512). */
+function tarEntryNames(bytes: Uint8Array): string[] {
+  const names: string[] = [];
+  const text = (from: number, length: number) =>
+    Buffer.from(bytes.subarray(from, from + length))
+      .toString('latin1')
+      .replace(/\0.*$/s, '');
+  for (let at = 0; at + 512 <= bytes.length; ) {
+    const name = text(at, 100);
+    if (name === '') break;
+    const prefix = text(at + 345, 155);
+    names.push(prefix ? `${prefix}/${name}` : name);
+    const size = Number.parseInt(text(at + 124, 12).trim() || '0', 8);
+    at += 512 + Math.ceil((Number.isFinite(size) ? size : 0) / 512) * 512;
+  }
+  return names;
 }

@@ -130,4 +130,92 @@ describe('breakwater/ai-sdk', () => {
     await waitFor(() => supervisor.tokens().held === 0, 'the token to come back');
     expect(fixture.emulator.stats().calls.filter((c) => c.flavor === 'openai')).toHaveLength(0);
   });
+
+  it('streamText streams delta by delta through supervisor.stream, the text equal to generateText', async () => {
+    const bw = start();
+    const result = streamText({ model: bw('premium'), prompt: 'Stream the overnight summary.' });
+    const deltas: string[] = [];
+    for await (const delta of result.textStream) deltas.push(delta);
+    expect(deltas.length).toBeGreaterThan(1);
+    const whole = await generateText({ model: bw('premium'), prompt: 'Stream the overnight summary.' });
+    expect(deltas.join('')).toBe(whole.text);
+    expect(meta(await result.providerMetadata).outcome).toBe('answered');
+  });
+
+  it('streamText survives a stream cut after its first chunk: continued on an Anthropic endpoint, nothing doubled', async () => {
+    supervisor = createSupervisor({
+      endpoints: [
+        fixture.endpoint('primary', 'anthropic', { apiKey: 'sk-test-cut-primary-0000' }),
+        fixture.endpoint('backup', 'anthropic'),
+      ],
+      chains: { premium: ['primary', 'backup'] },
+    });
+    const bw = createBreakwater(supervisor);
+    const clean = await generateText({ model: bw('premium'), prompt: 'Stream, then break.' });
+    fixture.emulator.addFault({
+      kind: 'stream_cut',
+      match: { key: 'sk-test-cut-primary-0000' },
+      count: 1,
+      afterChunks: 1,
+    });
+    const result = streamText({ model: bw('premium'), prompt: 'Stream, then break.' });
+    let text = '';
+    for await (const delta of result.textStream) text += delta;
+    const m = meta(await result.providerMetadata);
+    expect(m.faults.map((f) => f.kind)).toEqual(['network']);
+    expect(m.attempts).toBe(2);
+    // The emulator continues a prefill with the rest of the same answer: the stream reads as the unbroken one.
+    expect(text).toBe(clean.text);
+    expect(await result.text).toBe(clean.text);
+  });
+
+  it('breaking out of streamText aborts the upstream stream and frees the token', async () => {
+    fixture.emulator.addFault({ kind: 'stream_stall', match: { flavor: 'anthropic' }, afterChunks: 1 });
+    const bw = start();
+    const controller = new AbortController();
+    const result = streamText({
+      model: bw('premium'),
+      prompt: 'Stall after a word.',
+      abortSignal: controller.signal,
+    });
+    for await (const delta of result.textStream) {
+      expect(delta.length).toBeGreaterThan(0);
+      controller.abort(new Error('reader left'));
+      break;
+    }
+    await waitFor(() => fixture.emulator.stats().inFlight === 0, 'the upstream stream to end');
+    await waitFor(() => supervisor.tokens().held === 0, 'the token to come back');
+  });
+
+  it('streamText after a restart (OpenAI cannot continue a prefix): the withdrawn text part is marked, the answer follows', async () => {
+    supervisor = createSupervisor({
+      endpoints: [
+        fixture.endpoint('primary', 'openai', { apiKey: 'sk-test-restart-primary-00' }),
+        fixture.endpoint('backup', 'openai'),
+      ],
+      chains: { premium: ['primary', 'backup'] },
+    });
+    fixture.emulator.addFault({
+      kind: 'stream_cut',
+      match: { key: 'sk-test-restart-primary-00' },
+      count: 1,
+      afterChunks: 1,
+    });
+    const bw = createBreakwater(supervisor);
+    const result = streamText({ model: bw('premium'), prompt: 'Restart me.' });
+    const ends: unknown[] = [];
+    const texts = new Map<string, string>();
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-delta') texts.set(part.id, (texts.get(part.id) ?? '') + part.text);
+      if (part.type === 'text-end') ends.push(part.providerMetadata);
+    }
+    expect(ends).toHaveLength(2);
+    expect(ends[0]).toMatchObject({ breakwater: { withdrawn: true } });
+    expect(ends[1]).toBeUndefined();
+    const [withdrawn, answer] = [...texts.values()];
+    expect(withdrawn!.length).toBeGreaterThan(0);
+    const clean = await generateText({ model: bw('premium'), prompt: 'Restart me.' });
+    expect(answer).toBe(clean.text);
+    expect(meta(await result.providerMetadata).faults.map((f) => f.kind)).toEqual(['network']);
+  });
 });

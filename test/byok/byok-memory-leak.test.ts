@@ -105,7 +105,8 @@ runtime:
   breaker: { consecutiveToOpen: 1, openMs: 1500, probesToClose: 1 }
   retry: { minRetriesPerWindow: 10000 }
   creditCooldownMs: 2000
-  agentDefaults: { maxWaitMs: 500 }
+  # Long enough that a loaded machine's pauses do not send the agents to degraded answers before they use the key.
+  agentDefaults: { maxWaitMs: 5000 }
   byok:
     idleTtlMs: 15000
     templates:

@@ -3,16 +3,17 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { keyForms } from '../support/key-forms.ts';
 import { scanProcessMemory } from '../support/process-memory.ts';
 import { findKeyInSnapshot } from './heap-retainers.ts';
 import { holderKey } from './leak-holder-key.ts';
 
-// The leak tests are only as good as their detectors. Each case runs a process that holds a canary in
-// ONE form, then asserts that the raw-memory scan and the heap-snapshot search find exactly what they
-// claim to find — and that a process which never held the key gives no hit at all (no false positive
-// from the harness itself). Without this, a leak test could pass because it is blind.
+// The leak tests are only as good as their detectors. One process holds a canary per form, each key in
+// ONE form (every form its own key), and each case asserts that the raw-memory scan and the heap-snapshot
+// search find exactly what they claim to find for its key — and that a key the process never held gives no
+// hit at all (no false positive from the harness itself). Without this, a leak test could pass because it
+// is blind. (One holder for all forms: a process and a heap snapshot per form cost half a minute.)
 
 const seed = randomBytes(8).toString('hex');
 const dir = mkdtempSync(join(tmpdir(), 'leak-detectors-'));
@@ -22,8 +23,8 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function holder(form: string): Promise<{ pid: number; snapshot: string; child: ChildProcess }> {
-  const snapshot = join(dir, `${form.replace(/\W+/g, '-')}.heapsnapshot`);
+async function holder(forms: string[]): Promise<{ pid: number; snapshot: string; child: ChildProcess }> {
+  const snapshot = join(dir, 'holder.heapsnapshot');
   const child = spawn(
     process.execPath,
     [
@@ -32,20 +33,20 @@ async function holder(form: string): Promise<{ pid: number; snapshot: string; ch
       '--import',
       'tsx',
       join(import.meta.dirname, 'leak-holder-child.ts'),
-      JSON.stringify({ seed, form, snapshotPath: snapshot }),
+      JSON.stringify({ seed, forms, snapshotPath: snapshot }),
     ],
     { cwd: join(import.meta.dirname, '../..'), stdio: ['ignore', 'pipe', 'inherit'] },
   );
   children.push(child);
   await new Promise<void>((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error(`holder ${form} not ready in 60 s`)), 60_000);
+    const guard = setTimeout(() => reject(new Error('holder not ready in 60 s')), 60_000);
     child.stdout?.setEncoding('utf8').on('data', (s: string) => {
       if (s.includes('ready')) {
         clearTimeout(guard);
         resolve();
       }
     });
-    child.once('exit', (code) => reject(new Error(`holder ${form} exited ${code}`)));
+    child.once('exit', (code) => reject(new Error(`holder exited ${code}`)));
   });
   return { pid: child.pid!, snapshot, child };
 }
@@ -78,29 +79,33 @@ const cases: [
 ];
 
 describe('the leak detectors see every form they claim to', () => {
+  let held: Awaited<ReturnType<typeof holder>>;
+  beforeAll(async () => {
+    held = await holder(cases.map(([form]) => form));
+  }, 120_000);
+  afterAll(() => {
+    held?.child.kill('SIGKILL');
+  });
+
   it.each(cases)(
     'a process holding the key as %s',
     async (form, raw, rawAbsent, inSnapshot) => {
       const key = holderKey(seed, form);
-      const { pid, snapshot, child } = await holder(form);
-      const found = new Set(scan(pid, key).hits.map((h) => h.form));
+      const found = new Set(scan(held.pid, key).hits.map((h) => h.form));
       for (const name of raw) expect(found, `raw scan finds ${name}`).toContain(name);
       for (const name of rawAbsent) expect(found, `raw scan does not report ${name}`).not.toContain(name);
-      const hits = findKeyInSnapshot(snapshot, key);
+      const hits = findKeyInSnapshot(held.snapshot, key);
       if (inSnapshot === 'none') expect(hits.map((h) => h.kind)).toEqual([]);
       else expect(hits.map((h) => h.kind)).toContain(inSnapshot);
-      child.kill('SIGKILL');
     },
     120_000,
   );
 
-  it('a process that never held the key: no hit in raw memory or the snapshot', async () => {
-    const key = holderKey(seed, 'string');
-    const { pid, snapshot, child } = await holder('none');
-    const result = scan(pid, key);
+  it('a key the process never held: no hit in raw memory or the snapshot', async () => {
+    const key = holderKey(seed, 'never held');
+    const result = scan(held.pid, key);
     expect(result.bytes).toBeGreaterThan(10_000_000);
     expect(result.hits).toEqual([]);
-    expect(findKeyInSnapshot(snapshot, key)).toEqual([]);
-    child.kill('SIGKILL');
+    expect(findKeyInSnapshot(held.snapshot, key)).toEqual([]);
   }, 120_000);
 });

@@ -104,7 +104,9 @@ async function startRun(
   return { child, done: finished(child) };
 }
 
-describe.each(['freeze', 'garbage', 'freeze, then every connection reset'] as const)(
+// The cases are independent (own proxy, run id, fake server) and mostly wait on the database's bounds: they run side
+// by side.
+describe.concurrent.each(['freeze', 'garbage', 'freeze, then every connection reset'] as const)(
   'PostgreSQL: %s, mid-run',
   (mode) => {
     it('the CLI stops within 30 s with one line (status, resume hint), exit non-zero; resume completes', async () => {
@@ -151,7 +153,7 @@ describe.each(['freeze', 'garbage', 'freeze, then every connection reset'] as co
   },
 );
 
-describe('SIGTERM while the database hangs', () => {
+describe.concurrent('SIGTERM while the database hangs', () => {
   it('ends the process within 10 s, saying so in one line', async () => {
     const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
     proxies.push(proxy);
@@ -176,7 +178,7 @@ describe('SIGTERM while the database hangs', () => {
   }, 180_000);
 });
 
-describe('a server that is not (or no longer) PostgreSQL', () => {
+describe.concurrent('a server that is not (or no longer) PostgreSQL', () => {
   const servers: Server[] = [];
   afterAll(() => {
     for (const s of servers) s.close();

@@ -345,6 +345,22 @@ describe('lines of your own, titles, and terminals without a size', () => {
     live.stop();
     expect(out.chunks.join('')).toBe('run r-2 starting\n[+0ms] Kai calling (was queued)\n');
   });
+  it('a streamed run: the agent line shows the tail of its growing text, gone when the turn ends', () => {
+    const { source } = handSource();
+    const out = captureStream(true);
+    const live = createLiveView({ source, agents: ['Kai'], out, title: 'stream' });
+    live.setText('Kai', 'The overnight batch finished late because');
+    expect(live.frame().find((l) => l.includes('Kai'))).toContain(
+      '› The overnight batch finished late because',
+    );
+    live.setText('Kai', `${'word '.repeat(40)}and the end is here`);
+    const line = live.frame().find((l) => l.includes('Kai'))!;
+    expect(line).toContain('…');
+    expect(line.endsWith('and the end is here')).toBe(true);
+    live.setText('Kai', '');
+    expect(live.frame().find((l) => l.includes('Kai'))).not.toContain('›');
+    live.stop();
+  });
 });
 
 describe('plain mode, notable detail (the default)', () => {

@@ -46,8 +46,9 @@ describe('the public API', () => {
   });
 
   it('the root is the embedding API only: about fifty names, no emulator, store, viz or machines', () => {
+    // 52: the streaming API (TurnStream and its StreamEvent) joined the fifty.
     const names = exportsOf(ENTRIES.breakwater).map((e) => e.name);
-    expect(names.length).toBeLessThanOrEqual(50);
+    expect(names.length).toBeLessThanOrEqual(52);
     expect(names).toEqual(
       expect.arrayContaining(['createSupervisor', 'defineAgent', 'defineTool', 'defineConfig']),
     );

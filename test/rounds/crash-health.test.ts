@@ -162,56 +162,63 @@ const BACKENDS = [
   },
 ];
 
-describe.each(BACKENDS)('a resumed run is as healthy as an uninterrupted one, on $name', (backend) => {
-  it('killed after round 1 and after round 2: the key without credit is not called again, the OPEN breaker stays OPEN until its time, and no more turns degrade', async () => {
-    const stamp = Date.now();
-    const plain = await scenario(backend.args('plain'), backend.store('plain'), `health-plain-${stamp}`, []);
-    const crashed = await scenario(
-      backend.args('crashed'),
-      backend.store('crashed'),
-      `health-crashed-${stamp}`,
-      [1, 2],
-    );
-    expect(crashed.killed).toBe(2);
+// The backends, and the plain and crashed runs of each, are independent (own emulator, run id, data folder; kills
+// triggered by what the emulator sees, not by time): they run side by side.
+describe.concurrent.each(BACKENDS)(
+  'a resumed run is as healthy as an uninterrupted one, on $name',
+  (backend) => {
+    it('killed after round 1 and after round 2: the key without credit is not called again, the OPEN breaker stays OPEN until its time, and no more turns degrade', async () => {
+      const stamp = Date.now();
+      const [plain, crashed] = await Promise.all([
+        scenario(backend.args('plain'), backend.store('plain'), `health-plain-${backend.name}-${stamp}`, []),
+        scenario(
+          backend.args('crashed'),
+          backend.store('crashed'),
+          `health-crashed-${backend.name}-${stamp}`,
+          [1, 2],
+        ),
+      ]);
+      expect(crashed.killed).toBe(2);
 
-    for (const o of [plain, crashed]) {
-      expect(o.turns).toHaveLength(ROUNDS * ITEMS * AGENTS.length);
-      expect(new Set(o.turns.map((t) => `${t.round}:${t.itemId}:${t.agent}`)).size).toBe(o.turns.length);
-    }
-    const broke = (calls: Outcome['calls']) => calls.filter((c) => c.fault === 'credit_exhausted');
-    const flaky = (calls: Outcome['calls']) => calls.filter((c) => c.flavor === 'anthropic');
-    // Uninterrupted: the broke key answered "no credit" (once per call already in flight) and was disabled;
-    // flaky answered 429 three times and opened. Resumed twice: the same, and nothing of either after the first kill.
-    expect(broke(plain.calls).length).toBeGreaterThanOrEqual(1);
-    expect(broke(crashed.calls).length).toBeGreaterThanOrEqual(1);
-    expect(flaky(plain.calls).filter((c) => c.status === 429)).toHaveLength(3);
-    expect(flaky(crashed.calls).filter((c) => c.status === 429)).toHaveLength(3);
-    expect(crashed.callsAfterFirstKill.length).toBeGreaterThan(0);
-    expect(broke(crashed.callsAfterFirstKill)).toEqual([]);
-    expect(flaky(crashed.callsAfterFirstKill)).toEqual([]);
-    // Every committed round after the first shows the breaker OPEN with the deadline it opened with.
-    const flakyHealth = crashed.health.map(
-      (h) =>
-        (
-          h as Record<
-            string,
-            { breaker: { value: string; context: { openUntil: number } }; disabledUntil: number }
-          >
-        ).flaky,
-    );
-    const brokeHealth = crashed.health.map(
-      (h) => (h as Record<string, { disabledUntil: number; disabledReason?: string }>).broke,
-    );
-    expect(flakyHealth.map((f) => f?.breaker.value)).toEqual(['open', 'open', 'open']);
-    expect(new Set(flakyHealth.map((f) => f?.breaker.context.openUntil)).size).toBe(1);
-    expect(brokeHealth.map((b) => b?.disabledReason)).toEqual([
-      'credit exhausted',
-      'credit exhausted',
-      'credit exhausted',
-    ]);
-    expect(new Set(brokeHealth.map((b) => b?.disabledUntil)).size).toBe(1);
+      for (const o of [plain, crashed]) {
+        expect(o.turns).toHaveLength(ROUNDS * ITEMS * AGENTS.length);
+        expect(new Set(o.turns.map((t) => `${t.round}:${t.itemId}:${t.agent}`)).size).toBe(o.turns.length);
+      }
+      const broke = (calls: Outcome['calls']) => calls.filter((c) => c.fault === 'credit_exhausted');
+      const flaky = (calls: Outcome['calls']) => calls.filter((c) => c.flavor === 'anthropic');
+      // Uninterrupted: the broke key answered "no credit" (once per call already in flight) and was disabled;
+      // flaky answered 429 three times and opened. Resumed twice: the same, and nothing of either after the first kill.
+      expect(broke(plain.calls).length).toBeGreaterThanOrEqual(1);
+      expect(broke(crashed.calls).length).toBeGreaterThanOrEqual(1);
+      expect(flaky(plain.calls).filter((c) => c.status === 429)).toHaveLength(3);
+      expect(flaky(crashed.calls).filter((c) => c.status === 429)).toHaveLength(3);
+      expect(crashed.callsAfterFirstKill.length).toBeGreaterThan(0);
+      expect(broke(crashed.callsAfterFirstKill)).toEqual([]);
+      expect(flaky(crashed.callsAfterFirstKill)).toEqual([]);
+      // Every committed round after the first shows the breaker OPEN with the deadline it opened with.
+      const flakyHealth = crashed.health.map(
+        (h) =>
+          (
+            h as Record<
+              string,
+              { breaker: { value: string; context: { openUntil: number } }; disabledUntil: number }
+            >
+          ).flaky,
+      );
+      const brokeHealth = crashed.health.map(
+        (h) => (h as Record<string, { disabledUntil: number; disabledReason?: string }>).broke,
+      );
+      expect(flakyHealth.map((f) => f?.breaker.value)).toEqual(['open', 'open', 'open']);
+      expect(new Set(flakyHealth.map((f) => f?.breaker.context.openUntil)).size).toBe(1);
+      expect(brokeHealth.map((b) => b?.disabledReason)).toEqual([
+        'credit exhausted',
+        'credit exhausted',
+        'credit exhausted',
+      ]);
+      expect(new Set(brokeHealth.map((b) => b?.disabledUntil)).size).toBe(1);
 
-    const degraded = (turns: TurnRecord[]) => turns.filter((t) => t.degraded).length;
-    expect(degraded(crashed.turns)).toBeLessThanOrEqual(degraded(plain.turns));
-  }, 400_000);
-});
+      const degraded = (turns: TurnRecord[]) => turns.filter((t) => t.degraded).length;
+      expect(degraded(crashed.turns)).toBeLessThanOrEqual(degraded(plain.turns));
+    }, 400_000);
+  },
+);

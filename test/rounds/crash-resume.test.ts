@@ -10,77 +10,27 @@ import {
   openDatabase,
   type RunStore,
 } from '../../src/store/index.ts';
+import { AGENTS, ITEMS, KILLS, mulberry32, ROUNDS, runOrKill, SCENARIO } from './crash-drill.ts';
 
 /*
- * The crash test of issue 4: `breakwater run` in a child process is killed with SIGKILL at random points
- * (≥ 20 times), and `breakwater resume` continues it each time. The emulator lives in this process, so its
- * record of every upstream call (with the Idempotency-Key header) outlives the kills.
+ * The crash test of issue 4 on the PostgreSQL server: `breakwater run` in a child process is killed with SIGKILL at
+ * random points (≥ 20 times), and `breakwater resume` continues it each time. The emulator lives in this process, so
+ * its record of every upstream call (with the Idempotency-Key header) outlives the kills. The same drill on the
+ * embedded default is crash-resume-pglite.test.ts.
  */
 
 const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const KILLS = 20;
-const AGENTS = ['Kai', 'Yuna', 'Miso'];
-const ITEMS = 8;
-const ROUNDS = 5;
 
 let emulator: Emulator;
 let database: BreakwaterDatabase;
 let store: RunStore;
 let dir: string;
 
-const SCENARIO = `
-name: crash-drill
-timeScale: 1
-runtime:
-  endpoints:
-    - { id: primary, provider: openai, model: gpt-4o, emulator: openai, apiKey: sk-crash-primary-000000000001 }
-    - { id: backup, provider: anthropic, model: claude-sonnet-4-6, emulator: anthropic, apiKey: sk-ant-crash-backup-0002 }
-  chains: { main: [primary, backup] }
-  concurrency: { limit: 3 }
-agents:
-${AGENTS.map((a) => `  - { name: ${a}, chain: main, tier: analysis, role: "You are ${a}.", memory: { desk: ${a.toLowerCase()} } }`).join('\n')}
-rounds:
-  count: ${ROUNDS}
-  items:
-${Array.from({ length: ITEMS }, (_, i) => `    - { id: I${i + 1}, title: Item ${i + 1} }`).join('\n')}
-emulator:
-  seed: 4
-`;
-
-/** Seeded so a failure can be replayed. */
-function mulberry32(seed: number) {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 function cli(args: string[]): ChildProcess {
   return spawn(process.execPath, ['bin/breakwater.js', ...args], {
     cwd: join(import.meta.dirname, '..', '..'),
     env: { ...process.env, DATABASE_URL, BREAKWATER_LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'pipe'],
-  });
-}
-
-/** Runs the child until it exits, or kills it with SIGKILL after `killAfterMs`. Resolves true when killed. */
-function runOrKill(
-  child: ChildProcess,
-  killAfterMs: number | undefined,
-): Promise<{ killed: boolean; code: number | null; stderr: string }> {
-  let stderr = '';
-  child.stderr?.on('data', (d) => (stderr += d));
-  child.stdout?.resume();
-  return new Promise((resolve) => {
-    const timer =
-      killAfterMs === undefined ? undefined : setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-    child.on('exit', (code, signal) => {
-      if (timer) clearTimeout(timer);
-      resolve({ killed: signal === 'SIGKILL', code, stderr });
-    });
   });
 }
 
@@ -167,89 +117,4 @@ describe('crash and resume', () => {
       expect(turns.every((t) => t.outcome === 'answered' || t.outcome === 'fallback')).toBe(true);
     }
   }, 400_000);
-});
-
-/** What is durable in a PGlite folder (opened while no child holds it): the run, its committed turns, its memo. */
-async function durableIn(dataDir: string, runId: string) {
-  const local = await openDatabase({ dataDir });
-  try {
-    const s = createRunStore(local);
-    const exists = (await s.getRun(runId)) !== undefined;
-    const committed = new Set(
-      exists ? (await s.listTurns(runId)).map((t) => `${runId}:${t.round}:${t.itemId}:${t.agent}`) : [],
-    );
-    const memoized = new Set(
-      (
-        await local.db
-          .selectFrom('call_results')
-          .select('idempotency_key')
-          .where('run_id', '=', runId)
-          .execute()
-      ).map((r) => r.idempotency_key),
-    );
-    return { exists, committed, memoized };
-  } finally {
-    await local.close();
-  }
-}
-
-describe('crash and resume on the embedded default (PGlite)', () => {
-  it(`a PGlite data folder survives ${KILLS}+ SIGKILLs at random points: the run resumes and completes with one turn per (round, item, agent), no committed work asked again`, async () => {
-    const random = mulberry32(7);
-    const dataDir = join(dir, 'pglite');
-    const runId = `crash-pglite-${Date.now()}`;
-    const common = ['--emulator-url', emulator.controlURL, '--data-dir', dataDir, '--json', '--no-live'];
-    let kills = 0;
-    let finished = false;
-    let started = false;
-    const violations: string[] = [];
-    for (let attempt = 0; attempt < 50 && !finished; attempt++) {
-      const durable = attempt === 0 ? undefined : await durableIn(dataDir, runId);
-      const seqBefore = emulator.stats().totalCalls;
-      const args = started
-        ? ['resume', runId, ...common]
-        : ['run', join(dir, 'scenario.yaml'), '--run-id', runId, ...common];
-      // PGlite's first start in a fresh folder takes a while (initdb, or unpacking the cached template):
-      // the first kill comes later.
-      const killAfter =
-        kills < KILLS ? (attempt === 0 ? 3_500 : 1_500) + Math.floor(random() * 2_000) : undefined;
-      const child = spawn(process.execPath, ['bin/breakwater.js', ...args], {
-        cwd: join(import.meta.dirname, '..', '..'),
-        env: { ...process.env, DATABASE_URL: '', BREAKWATER_LOG_LEVEL: 'silent' },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      let stdout = '';
-      child.stdout?.on('data', (d) => (stdout += d));
-      const outcome = await runOrKill(child, killAfter);
-      // A kill before the run row exists (e.g. during PGlite's initdb) means the next attempt starts the run
-      // again, in the same half-made folder.
-      started = started || outcome.killed === false || (await durableIn(dataDir, runId)).exists;
-      for (const call of emulator.stats().calls.filter((c) => c.seq > seqBefore)) {
-        const key = call.idempotencyKey ?? '';
-        const turn = key.replace(/:call\d+$/, '');
-        if (durable?.committed.has(turn)) violations.push(`committed turn ${turn} asked again (${key})`);
-        if (durable?.memoized.has(key)) violations.push(`memoized call ${key} asked again`);
-      }
-      if (outcome.killed) kills++;
-      else {
-        expect(outcome.stderr).toBe('');
-        expect(outcome.code).toBe(0);
-        expect(JSON.parse(stdout).status).toBe('completed');
-        finished = true;
-      }
-    }
-    expect(kills).toBeGreaterThanOrEqual(KILLS);
-    expect(finished).toBe(true);
-    expect(violations).toEqual([]);
-    const local = await openDatabase({ dataDir });
-    try {
-      const s = createRunStore(local);
-      expect((await s.getRun(runId))?.status).toBe('completed');
-      const turns = await s.listTurns(runId);
-      expect(turns).toHaveLength(ROUNDS * ITEMS * AGENTS.length);
-      expect(new Set(turns.map((t) => `${t.round}:${t.itemId}:${t.agent}`)).size).toBe(turns.length);
-    } finally {
-      await local.close();
-    }
-  }, 420_000);
 });

@@ -1,8 +1,11 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
+import { PGlite } from '@electric-sql/pglite';
 import { openDatabase } from '../../src/store/open-database.ts';
+import { PGLITE_LOCK_FILE } from '../../src/store/pglite-lock.ts';
 import { PGLITE_TEMPLATE_ENV, pgliteTemplatePath } from '../../src/store/pglite-template.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
 
@@ -54,4 +57,29 @@ describe('PGlite initdb template', () => {
     expect(statSync(template).mtimeMs).toBe(written);
     expect(existsSync(`${template}.partial`)).toBe(false);
   });
+
+  it("a template holding a folder's own files (an older version dumped a folder with its lock) is dropped: a new folder's lock is this process's", async () => {
+    vi.stubEnv(PGLITE_TEMPLATE_ENV, template);
+    // The old way: initdb in a folder that holds a lock naming another process, dumped as the template.
+    const source = join(dir, 'locked-source');
+    mkdirSync(source, { recursive: true });
+    writeFileSync(
+      join(source, PGLITE_LOCK_FILE),
+      JSON.stringify({ pid: 999_999, host: hostname(), command: 'x', since: 1 }),
+    );
+    const pglite = await PGlite.create({ dataDir: source });
+    writeFileSync(template, new Uint8Array(await (await pglite.dumpDataDir('none')).arrayBuffer()));
+    await pglite.close();
+
+    const folder = join(dir, 'from-old-template');
+    const database = await openDatabase({ dataDir: folder });
+    try {
+      expect(JSON.parse(readFileSync(join(folder, PGLITE_LOCK_FILE), 'utf8')).pid).toBe(process.pid);
+    } finally {
+      await database.close();
+    }
+    expect(existsSync(join(folder, PGLITE_LOCK_FILE))).toBe(false);
+    // The template was taken again, from memory: it holds no lock.
+    expect(readFileSync(template).includes(PGLITE_LOCK_FILE)).toBe(false);
+  }, 120_000);
 });

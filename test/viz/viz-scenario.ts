@@ -26,7 +26,11 @@ export interface BreakerScenario {
 }
 
 /** Builds the runtime of the scenario (not started until `storm`). */
-export function breakerScenario(emulator: Emulator, clock: ManualClock): BreakerScenario {
+export function breakerScenario(
+  emulator: Emulator,
+  clock: ManualClock,
+  options: { onEvent?: (e: RuntimeEvent) => void } = {},
+): BreakerScenario {
   const events: RuntimeEvent[] = [];
   const supervisor = createSupervisor(
     {
@@ -39,7 +43,14 @@ export function breakerScenario(emulator: Emulator, clock: ManualClock): Breaker
       breaker: { consecutiveToOpen: 1, openMs: 30_000, probesToClose: 2 },
       agentDefaults: { maxWaitMs: 120_000, probeIntervalMs: 5_000 },
     },
-    { clock, random: () => 0.5, onEvent: (e) => events.push(e) },
+    {
+      clock,
+      random: () => 0.5,
+      onEvent: (e) => {
+        events.push(e);
+        options.onEvent?.(e);
+      },
+    },
   );
   const analyst = supervisor.spawnAgent({ name: 'analyst', chain: 'premium', tier: 'analysis' });
   const ops = supervisor.spawnAgent({ name: 'ops', chain: 'light', tier: 'ops' });

@@ -33,11 +33,17 @@ let sonnetAtStorm: { openUntil: number | null; cooldownUntil: number };
 beforeAll(async () => {
   clock = createManualClock(Date.parse('2026-08-17T07:32:00+09:00'));
   emulator = await startEmulator({ profile: { seed: 11 }, clock });
-  const scenario = breakerScenario(emulator, clock);
+  // The breaker's states are also read the moment it reports a change: a HALF-OPEN that opens and closes between
+  // two polls (its probes answered within one step's I/O) is still seen. The truth at t stays the last reading at t.
+  const scenario = breakerScenario(emulator, clock, {
+    onEvent: (e) => {
+      if (e.type === 'breaker.state') observe();
+    },
+  });
   const { supervisor } = scenario;
   events = scenario.events;
   observed = [];
-  const observe = () => {
+  function observe() {
     const health = supervisor.health();
     observed.push({
       t: clock.now(),
@@ -47,7 +53,7 @@ beforeAll(async () => {
       flash: health.find((h) => h.id === 'flash')!.breaker,
       held: supervisor.tokens().held,
     });
-  };
+  }
   observe();
   await scenario.storm();
   observe();

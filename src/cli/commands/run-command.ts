@@ -65,6 +65,8 @@ export interface RunCommandOptions {
   readonly metricsPort?: number;
   /** Show the live view. Default true. */
   readonly live?: boolean;
+  /** Stream every turn: the live view shows each agent's text as it grows; committed turns are the same. Default false. */
+  readonly stream?: boolean;
   /**
    * Read `/byok PROVIDER KEY` lines from stdin while the run goes (only when stdin is a terminal or a
    * pipe; never blocks the run). Default true; `--no-stdin` turns it off.
@@ -148,6 +150,9 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
       ...(options.signal ? { signal: options.signal } : {}),
       logger: createLogger(),
       onProgress: (p) => live?.setProgress(p),
+      ...(options.stream
+        ? { stream: true, onText: (agent: string, text: string) => live?.setText(agent, text) }
+        : {}),
       onEvent: (e) => {
         if (e.type === 'round.committed')
           committed = Number((e.data as { round?: unknown })?.round) || committed;
@@ -335,6 +340,7 @@ interface RunFlags {
   metricsPort?: string;
   live?: boolean;
   stdin?: boolean;
+  stream?: boolean;
 }
 
 function portNumber(flag: string, value: string): number {
@@ -364,6 +370,7 @@ function sharedOptions(flags: RunFlags): RunCommandOptions {
       : {}),
     live: flags.live !== false,
     stdin: flags.stdin !== false,
+    ...(flags.stream ? { stream: true } : {}),
   };
 }
 
@@ -431,6 +438,7 @@ const storeFlags = (cmd: Command) =>
       'serve Prometheus metrics at /metrics on 127.0.0.1 while the run goes (0: any free port)',
     )
     .option('--no-live', 'no live view; just the report at the end')
+    .option('--stream', "stream every turn: the live view shows each agent's text as it grows")
     .option('--no-stdin', 'do not read /byok PROVIDER KEY lines from stdin while the run goes');
 
 /**

@@ -1,0 +1,228 @@
+import type { ToolCall } from '../engines/engine-types.ts';
+import type { Fault } from '../faults/fault.ts';
+import type { Turn } from './turn.ts';
+
+/**
+ * How many characters of the text so far came from one endpoint.
+ *
+ * @example
+ * ```ts
+ * const from: StreamSource = { endpointId: 'primary', chars: 120 };
+ * ```
+ */
+export interface StreamSource {
+  readonly endpointId: string;
+  readonly chars: number;
+}
+
+/**
+ * One event of a streamed turn, in order. The text so far is rebuilt from them: `text` appends; `endpoint`
+ * first cuts the text to its `kept` characters (a `restart` keeps none, a `continuation` keeps the partial answer
+ * and at most drops its trailing whitespace); `step` (a new engine call after tools ran) starts it empty. For an
+ * answered turn (`answered`, `fallback`) the text so built equals `turn.answer.text` of the final `done` event.
+ *
+ * - `endpoint`: an endpoint starts delivering this step's answer (before its first delta). `mode`: `start` (the
+ *   first text of the step), `continuation` (the partial answer was given to it as an assistant prefix; `sources`
+ *   says how many characters came from which endpoint), `restart` (it cannot continue a prefix: the earlier
+ *   `withdrawn` characters are taken back and it answers from the start).
+ * - `text`: a delta from `endpointId`.
+ * - `tool-call`: a complete tool call the model asked for (never a partial one).
+ * - `fault`: an attempt failed (`afterChars`: characters it had delivered; 0 = before its first chunk, which
+ *   fails over like a plain call: no text of that endpoint is ever shown).
+ * - `step`: tools ran; the next engine call's text starts empty.
+ * - `done`: the last event, with the same {@link Turn} `ask` resolves with.
+ *
+ * @example
+ * ```ts
+ * let text = '';
+ * for await (const e of agent.stream('Item 3?')) {
+ *   if (e.type === 'endpoint') text = text.slice(0, e.kept);
+ *   else if (e.type === 'step') text = '';
+ *   else if (e.type === 'text') text += e.text;
+ * }
+ * ```
+ */
+export type StreamEvent =
+  | {
+      readonly type: 'endpoint';
+      readonly endpointId: string;
+      readonly chainPosition: number;
+      readonly mode: 'start' | 'continuation' | 'restart';
+      /** Characters of the text so far that stay. */
+      readonly kept: number;
+      /** Characters of the text so far taken back (the tail of it). */
+      readonly withdrawn: number;
+      /** Where the kept text came from, endpoint by endpoint (empty for `start` and `restart`). */
+      readonly sources: readonly StreamSource[];
+    }
+  | { readonly type: 'text'; readonly text: string; readonly endpointId: string }
+  | { readonly type: 'tool-call'; readonly call: ToolCall; readonly endpointId: string }
+  | {
+      readonly type: 'fault';
+      readonly fault: Fault;
+      readonly endpointId: string;
+      readonly afterChars: number;
+    }
+  | { readonly type: 'step'; readonly step: number }
+  | { readonly type: 'done'; readonly turn: Turn };
+
+/**
+ * A streamed turn: an async iterable of {@link StreamEvent}s ending with `done`, and the finished turn as a
+ * promise. Breaking out of the `for await` (or `cancel()`) cancels the turn: the upstream request is aborted and
+ * its token released; `turn` then resolves `cancelled`.
+ *
+ * @example
+ * ```ts
+ * const stream = agent.stream('Summarize item 3', { signal });
+ * for await (const e of stream) if (e.type === 'text') process.stdout.write(e.text);
+ * const turn = await stream.turn;
+ * ```
+ */
+export interface TurnStream extends AsyncIterable<StreamEvent> {
+  /** The finished turn (what `ask` resolves with); resolves even when nobody iterates. */
+  readonly turn: Promise<Turn>;
+  /** Cancels the turn (as its signal would). */
+  cancel(): void;
+}
+
+/** What the runtime pushes events into while a streamed turn runs. @internal */
+export interface TurnStreamSink {
+  push(event: StreamEvent): void;
+  /** The engine step the last events belonged to (-1 before any). */
+  lastStep: number;
+}
+
+/**
+ * The queue between the runtime (pushing) and the consumer (`for await`). One pending read at most; no promise
+ * is made for an event that is already queued. @internal
+ */
+export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterator<StreamEvent> {
+  readonly turn: Promise<Turn>;
+  lastStep = -1;
+  #queue: StreamEvent[] = [];
+  #head = 0;
+  #waiting: ((r: IteratorResult<StreamEvent>) => void) | undefined;
+  #ended = false;
+  #returned = false;
+  #failure: unknown;
+  #rejectWaiting: ((e: unknown) => void) | undefined;
+  readonly #cancel: () => void;
+
+  constructor(turn: Promise<Turn>, cancel: () => void) {
+    this.#cancel = cancel;
+    this.turn = turn.then(
+      (t) => {
+        this.push({ type: 'done', turn: t });
+        this.#ended = true;
+        this.#wake();
+        return t;
+      },
+      (e: unknown) => {
+        this.#failure = e ?? new Error('the streamed turn failed');
+        this.#ended = true;
+        this.#wake();
+        throw e;
+      },
+    );
+    // Whoever only iterates gets the failure from the iterator; `turn` must not also be an unhandled rejection.
+    this.turn.catch(() => {});
+  }
+
+  push(event: StreamEvent): void {
+    if (this.#ended || this.#returned) return;
+    const waiting = this.#waiting;
+    if (waiting) {
+      this.#waiting = undefined;
+      this.#rejectWaiting = undefined;
+      waiting({ value: event, done: false });
+      return;
+    }
+    this.#queue.push(event);
+  }
+
+  next(): Promise<IteratorResult<StreamEvent>> {
+    if (this.#head < this.#queue.length) {
+      const value = this.#queue[this.#head++]!;
+      if (this.#head > 64 && this.#head * 2 > this.#queue.length) {
+        this.#queue = this.#queue.slice(this.#head);
+        this.#head = 0;
+      }
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.#failure !== undefined && !this.#returned) return Promise.reject(this.#failure);
+    if (this.#ended || this.#returned) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => {
+      this.#waiting = resolve;
+      this.#rejectWaiting = reject;
+    });
+  }
+
+  return(): Promise<IteratorResult<StreamEvent>> {
+    if (!this.#returned) {
+      this.#returned = true;
+      this.#queue = [];
+      this.#head = 0;
+      if (!this.#ended) this.#cancel();
+      this.#wake();
+    }
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  cancel(): void {
+    this.#cancel();
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<StreamEvent> {
+    return this;
+  }
+
+  #wake(): void {
+    const waiting = this.#waiting;
+    const reject = this.#rejectWaiting;
+    if (!waiting || this.#head < this.#queue.length) return;
+    this.#waiting = undefined;
+    this.#rejectWaiting = undefined;
+    if (this.#failure !== undefined && !this.#returned) reject?.(this.#failure);
+    else waiting({ value: undefined, done: true });
+  }
+}
+
+/**
+ * Runs `ask` as a streamed turn: its events go to the returned stream; the stream's cancel (or a `break`) aborts
+ * the ask. `register`/`unregister` make the channel findable by turn id while the turn runs. @internal
+ */
+export function streamAsk(
+  turnId: string,
+  signal: AbortSignal | undefined,
+  ask: (signal: AbortSignal) => Promise<Turn>,
+  register: (turnId: string, sink: TurnStreamSink) => void,
+  unregister: (turnId: string) => void,
+): TurnStream {
+  const controller = new AbortController();
+  const abort = () => controller.abort(signal?.reason);
+  if (signal?.aborted) abort();
+  else signal?.addEventListener('abort', abort, { once: true });
+  let settle!: (t: Turn) => void;
+  let fail!: (e: unknown) => void;
+  const turn = new Promise<Turn>((resolve, reject) => {
+    settle = resolve;
+    fail = reject;
+  });
+  const channel = new TurnEventChannel(turn, () => controller.abort(new Error('the stream was cancelled')));
+  register(turnId, channel);
+  const done = () => {
+    unregister(turnId);
+    signal?.removeEventListener('abort', abort);
+  };
+  ask(controller.signal).then(
+    (t) => {
+      done();
+      settle(t);
+    },
+    (e: unknown) => {
+      done();
+      fail(e);
+    },
+  );
+  return channel;
+}
