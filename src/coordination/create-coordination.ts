@@ -1,10 +1,17 @@
-import type { CoordinationBackend } from './coordination-backend.ts';
+import { redactUrl } from '../redact/secret-scrubber.ts';
+import type {
+  CoordinationBackend,
+  GlobalAcquireResult,
+  GlobalLease,
+  SharedHealthFacts,
+  SharedHealthMessage,
+} from './coordination-backend.ts';
 import type { ResolvedCoordination } from './coordination-options.ts';
-import { PostgresCoordination } from './postgres-coordination.ts';
-import { RedisCoordination } from './redis-coordination.ts';
+import { CoordinationUnavailableError } from './coordination-errors.ts';
 
 /**
- * The shared backend for resolved coordination options (not connected yet: `connect()` it).
+ * The shared backend for resolved coordination options (not connected yet: `connect()` it). Its driver (`pg`,
+ * `ioredis`) is loaded on `connect()`, not on import: a process alone never loads either.
  *
  * @example
  * ```ts
@@ -13,8 +20,90 @@ import { RedisCoordination } from './redis-coordination.ts';
  * ```
  */
 export function createCoordinationBackend(c: ResolvedCoordination): CoordinationBackend {
-  const common = { url: c.url, pool: c.pool, processId: c.processId, leaseTtlMs: c.leaseTtlMs };
-  return c.backend === 'postgres'
-    ? new PostgresCoordination(common)
-    : new RedisCoordination({ ...common, keyPrefix: c.keyPrefix });
+  return new LazyBackend(c);
+}
+
+/** Loads the real backend on `connect()`; listeners given before are handed over then. */
+class LazyBackend implements CoordinationBackend {
+  readonly location: string;
+  readonly #c: ResolvedCoordination;
+  #real: CoordinationBackend | undefined;
+  #loading: Promise<CoordinationBackend> | undefined;
+  readonly #wake: (() => void)[] = [];
+  readonly #health: ((m: SharedHealthMessage) => void)[] = [];
+  readonly #lost: ((e: unknown) => void)[] = [];
+  #closed = false;
+
+  constructor(c: ResolvedCoordination) {
+    this.#c = c;
+    this.location = `${c.backend === 'postgres' ? 'PostgreSQL' : 'Redis'} at ${redactUrl(c.url)}`;
+  }
+
+  async connect(signal?: AbortSignal): Promise<void> {
+    await (await this.#load()).connect(signal);
+  }
+
+  async tryAcquire(limit: number): Promise<GlobalAcquireResult> {
+    return (await this.#load()).tryAcquire(limit);
+  }
+
+  async release(lease: GlobalLease): Promise<void> {
+    return (await this.#load()).release(lease);
+  }
+
+  async renew(leases: readonly GlobalLease[]): Promise<Set<string>> {
+    return (await this.#load()).renew(leases);
+  }
+
+  async publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void> {
+    return (await this.#load()).publishHealth(endpointId, facts);
+  }
+
+  async loadHealth(): Promise<SharedHealthMessage[]> {
+    return (await this.#load()).loadHealth();
+  }
+
+  onWake(listener: () => void): void {
+    if (this.#real) this.#real.onWake(listener);
+    else this.#wake.push(listener);
+  }
+
+  onHealth(listener: (message: SharedHealthMessage) => void): void {
+    if (this.#real) this.#real.onHealth(listener);
+    else this.#health.push(listener);
+  }
+
+  onLost(listener: (error: unknown) => void): void {
+    if (this.#real) this.#real.onLost(listener);
+    else this.#lost.push(listener);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    // A driver still loading is closed once loaded: its sockets must not outlive the runtime.
+    const real = this.#real ?? (await this.#loading?.catch(() => undefined));
+    await real?.close();
+  }
+
+  #load(): Promise<CoordinationBackend> {
+    if (this.#closed)
+      return Promise.reject(new CoordinationUnavailableError('the coordination backend is closed'));
+    this.#loading ??= (async () => {
+      const c = this.#c;
+      const common = { url: c.url, pool: c.pool, processId: c.processId, leaseTtlMs: c.leaseTtlMs };
+      const real: CoordinationBackend =
+        c.backend === 'postgres'
+          ? new (await import('./postgres-coordination.ts')).PostgresCoordination(common)
+          : new (await import('./redis-coordination.ts')).RedisCoordination({
+              ...common,
+              keyPrefix: c.keyPrefix,
+            });
+      for (const l of this.#wake.splice(0)) real.onWake(l);
+      for (const l of this.#health.splice(0)) real.onHealth(l);
+      for (const l of this.#lost.splice(0)) real.onLost(l);
+      this.#real = real;
+      return real;
+    })();
+    return this.#loading;
+  }
 }
