@@ -35,6 +35,8 @@ const ACQUIRE_LUA = `${NOW}
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
   local g = redis.call('INCR', KEYS[2])
+  -- The counter outlives every lease by far (a day without grants), then goes too: no key is left for good.
+  redis.call('PEXPIRE', KEYS[2], 86400000)
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3] .. '|' .. g)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   return {1, g}
