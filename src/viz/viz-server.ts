@@ -1,5 +1,7 @@
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { constants as zlibConstants, createGzip, type Gzip } from 'node:zlib';
+import { loadRunReport } from '../report/load-run-report.ts';
 import { scrubValue } from '../redact/secret-scrubber.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { isRunNotFoundError } from '../store/store-errors.ts';
@@ -35,6 +37,11 @@ export interface VizServerOptions {
   readonly maxBufferedBytes?: number;
   /** TCP connections held at once (page, APIs and streams together); more are closed at once. Default 64. */
   readonly maxConnections?: number;
+  /**
+   * Real-time interval at which a compressed live stream (a client that accepts gzip) is flushed, ms: the
+   * events of a storm go out in one compressed block per interval instead of one packet each. Default 100.
+   */
+  readonly flushIntervalMs?: number;
 }
 
 /** A running visualizer. */
@@ -43,7 +50,12 @@ export interface VizServer {
   readonly url: string;
   readonly port: number;
   /** Live streams open now, and how many were dropped because their reader lagged (since start). */
-  stats(): { readonly liveClients: number; readonly droppedSlowClients: number };
+  stats(): {
+    readonly liveClients: number;
+    readonly droppedSlowClients: number;
+    /** Bytes written to live streams since start, as sent on the wire (after compression). */
+    readonly liveBytes: number;
+  };
   /** Ends every live stream and closes the server. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -106,7 +118,7 @@ function intParam(url: URL, name: string): number | undefined {
  * Starts the state visualizer on 127.0.0.1: the page and its assets (bundled locally, nothing loaded from
  * another origin), the live feed as server-sent events (`/api/live`), and the replay APIs over the store:
  * `/api/runs`, `/api/runs/:id`, `/api/runs/:id/events?afterSeq=&untilAt=&limit=`,
- * `/api/runs/:id/turns?agent=`, `/api/runs/:id/snapshots?agent=`; plus `/api/chart` (the agent
+ * `/api/runs/:id/turns?agent=`, `/api/runs/:id/snapshots?agent=`, `/api/runs/:id/report`; plus `/api/chart` (the agent
  * statechart from the real machine) and `/api/live/agents/:name`. What it serves is built from the
  * runtime's events and the store (ids, fingerprints, classified faults), never from a key.
  *
@@ -125,7 +137,10 @@ function intParam(url: URL, name: string): number | undefined {
  */
 export async function startVizServer(options: VizServerOptions = {}): Promise<VizServer> {
   const { live, store } = options;
-  const streams = new Set<ServerResponse>();
+  /** Each open live stream, with how to end it cleanly (flush and close its compressor). */
+  const streams = new Map<ServerResponse, () => void>();
+  const flushIntervalMs = options.flushIntervalMs ?? 100;
+  let liveBytes = 0;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxLiveClients = options.maxLiveClients ?? 16;
   const maxBufferedBytes = options.maxBufferedBytes ?? 1_048_576;
@@ -152,35 +167,74 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     const source = requireLive();
     if (streams.size >= maxLiveClients)
       throw new HttpError(503, `at most ${maxLiveClients} live streams at once; close one and try again`);
+    // A browser accepts gzip: the feed's JSON is repetitive and compresses about tenfold. A client that
+    // does not ask for it gets the plain stream, written as events come.
+    const gzip: Gzip | undefined = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))
+      ? createGzip({ level: 6 })
+      : undefined;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
+      ...(gzip ? { 'content-encoding': 'gzip' } : {}),
     });
+    const rawWrite = res.write.bind(res);
+    res.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      liveBytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+      return rawWrite(chunk, ...rest);
+    }) as typeof res.write;
+    if (gzip) {
+      gzip.pipe(res);
+      gzip.on('error', () => res.destroy());
+    }
     let allowance = maxBufferedBytes;
+    let dirty = false;
+    const waiting = () => res.writableLength + (gzip ? gzip.writableLength + gzip.readableLength : 0);
     const write = (text: string) => {
       if (res.writableEnded || res.destroyed) return;
-      res.write(text);
+      if (gzip) {
+        gzip.write(text);
+        dirty = true;
+      } else res.write(text);
       // A reader that stopped reading is dropped: the run must not buffer for it without end.
-      if (res.writableLength > allowance) {
+      if (waiting() > allowance) {
         droppedSlowClients++;
+        gzip?.unpipe(res);
+        gzip?.destroy();
         res.destroy();
       }
+    };
+    const flush = () => {
+      if (!gzip || !dirty || res.destroyed || gzip.destroyed) return;
+      dirty = false;
+      gzip.flush(zlibConstants.Z_SYNC_FLUSH);
     };
     // Snapshot and subscription in the same tick: no event falls between them. The snapshot itself may
     // be large; the allowance is what waits beyond it.
     const init = `event: init\ndata: ${JSON.stringify(scrubValue({ state: source.snapshot(), runId: source.runId ?? null }))}\n\n`;
     allowance = maxBufferedBytes + Buffer.byteLength(init);
     write(init);
+    flush();
     const unsubscribe = source.subscribe((event: VizEvent) => {
       write(`data: ${JSON.stringify(scrubValue(event))}\n\n`);
     });
-    const beat = setInterval(() => write(': keep-alive\n\n'), heartbeatMs);
+    const beat = setInterval(() => {
+      write(': keep-alive\n\n');
+      flush();
+    }, heartbeatMs);
     beat.unref();
-    streams.add(res);
+    const flusher = gzip ? setInterval(flush, flushIntervalMs) : undefined;
+    flusher?.unref();
+    const end = () => {
+      flush();
+      if (gzip) gzip.end();
+      else res.end();
+    };
+    streams.set(res, end);
     const done = () => {
       clearInterval(beat);
+      if (flusher) clearInterval(flusher);
       unsubscribe();
       streams.delete(res);
     };
@@ -208,6 +262,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     const run = await s.getRun(id, { signal });
     if (!run) throw new HttpError(404, `no run "${id}"`);
     if (sub === undefined) return run;
+    if (sub === 'report') return loadRunReport(s, id, { signal });
     if (sub === 'events') {
       const afterSeq = intParam(url, 'afterSeq');
       const untilAt = intParam(url, 'untilAt');
@@ -302,10 +357,25 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   const close = () => {
     closing ??= new Promise<void>((resolve) => {
       options.signal?.removeEventListener('abort', onAbort);
-      for (const res of streams) res.end();
+      const open = [...streams];
       streams.clear();
-      server.close(() => resolve());
-      server.closeAllConnections();
+      for (const [, end] of open) end();
+      // What the streams were told last (the run's end) reaches the page before the sockets go.
+      const sent = Promise.all(
+        open.map(
+          ([res]) =>
+            new Promise<void>((done) => {
+              if (res.writableFinished || res.destroyed) return done();
+              res.once('finish', done);
+              res.once('close', done);
+            }),
+        ),
+      );
+      const grace = new Promise<void>((done) => setTimeout(done, 500).unref());
+      void Promise.race([sent, grace]).then(() => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
     });
     return closing;
   };
@@ -316,7 +386,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   return {
     url: `http://127.0.0.1:${port}`,
     port,
-    stats: () => ({ liveClients: streams.size, droppedSlowClients }),
+    stats: () => ({ liveClients: streams.size, droppedSlowClients, liveBytes }),
     close,
   };
 }
