@@ -179,6 +179,8 @@ export interface VizCheck {
 export interface VizReportEvent {
   readonly type: 'viz.report';
   readonly at: number;
+  readonly agent?: undefined;
+  readonly endpoint?: undefined;
   readonly data: { readonly status: string; readonly checks: readonly VizCheck[] };
 }
 
@@ -239,6 +241,8 @@ export interface VizAgentSample {
 export interface VizSampleEvent {
   readonly type: 'viz.sample';
   readonly at: number;
+  readonly agent?: undefined;
+  readonly endpoint?: undefined;
   readonly data: {
     readonly endpoints?: readonly VizHealthSample[];
     readonly tokens?: {
