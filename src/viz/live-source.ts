@@ -226,7 +226,13 @@ export function createLiveSource(supervisor: Supervisor, options: LiveSourceOpti
     },
     async agentDetail(name, signal) {
       const handle = supervisor.agent(name);
-      if (!handle) return undefined;
+      if (!handle) {
+        // A stopped runtime has no agents; a run's turns are still in the store.
+        if (!options.store || options.runId === undefined) return undefined;
+        const records = await options.store.listTurns(options.runId, signal ? { signal } : {});
+        const turns = records.filter((t) => t.agent === name).map(turnFromRecord);
+        return turns.length > 0 ? { agent: name, turns, snapshot: null, memory: null } : undefined;
+      }
       const memory = handle.memory();
       let turns: VizTurn[];
       if (options.store && options.runId !== undefined) {

@@ -42,6 +42,11 @@ export interface VizServerOptions {
    * events of a storm go out in one compressed block per interval instead of one packet each. Default 100.
    */
   readonly flushIntervalMs?: number;
+  /**
+   * On `close`, how long (real ms) the live streams get to take their last bytes (the run's end and its
+   * report) before their connections are closed. Default 2 000.
+   */
+  readonly closeGraceMs?: number;
 }
 
 /** A running visualizer. */
@@ -140,6 +145,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   /** Each open live stream, with how to end it cleanly (flush and close its compressor). */
   const streams = new Map<ServerResponse, () => void>();
   const flushIntervalMs = options.flushIntervalMs ?? 100;
+  const closeGraceMs = options.closeGraceMs ?? 2_000;
   let liveBytes = 0;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxLiveClients = options.maxLiveClients ?? 16;
@@ -191,8 +197,10 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     let allowance = maxBufferedBytes;
     let dirty = false;
     const waiting = () => res.writableLength + (gzip ? gzip.writableLength + gzip.readableLength : 0);
+    let ended = false;
     const write = (text: string) => {
-      if (res.writableEnded || res.destroyed) return;
+      // After `end`, a late sample must not write into the finished compressor (that would tear the stream).
+      if (ended || res.writableEnded || res.destroyed) return;
       if (gzip) {
         gzip.write(text);
         dirty = true;
@@ -206,7 +214,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
       }
     };
     const flush = () => {
-      if (!gzip || !dirty || res.destroyed || gzip.destroyed) return;
+      if (!gzip || !dirty || ended || res.destroyed || gzip.destroyed) return;
       dirty = false;
       gzip.flush(zlibConstants.Z_SYNC_FLUSH);
     };
@@ -228,6 +236,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     flusher?.unref();
     const end = () => {
       flush();
+      ended = true;
       if (gzip) gzip.end();
       else res.end();
     };
@@ -371,7 +380,8 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
             }),
         ),
       );
-      const grace = new Promise<void>((done) => setTimeout(done, 500).unref());
+      // Bounded: a reader that does not take the last bytes within the grace loses them, not the caller.
+      const grace = new Promise<void>((done) => setTimeout(done, closeGraceMs).unref());
       void Promise.race([sent, grace]).then(() => {
         server.close(() => resolve());
         server.closeAllConnections();

@@ -47,6 +47,8 @@ export interface Timeline {
   /** The window shown, or `null` for the whole run. */
   window(): LaneWindow | null;
   fit(): void;
+  /** Shows `[from, to]` (run clock). */
+  zoomTo(from: number, to: number): void;
   /** Client coordinates of an agent's i-th marker (tests, keyboard). */
   markerPoint(agent: string, i: number): { x: number; y: number } | null;
   /** Where things are drawn, in canvas pixels (tests read the canvas with it). */
@@ -221,6 +223,10 @@ export function createTimeline(
     window: () => zoom,
     fit() {
       zoom = null;
+      onChange();
+    },
+    zoomTo(from, to) {
+      zoom = to > from ? { from, to } : null;
       onChange();
     },
     markerPoint(agent, i) {

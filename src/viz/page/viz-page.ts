@@ -750,6 +750,8 @@ async function loadDetail(name: string): Promise<void> {
     scheduleRender();
   } catch (e) {
     if (ctl.signal.aborted || view.selected !== name) return;
+    // A refresh that fails keeps what was shown (the run may just have ended).
+    if (view.detail?.agent === name) return;
     byId('detail').replaceChildren(
       h('h3', { 'data-testid': 'agent-detail-name' }, name),
       h('p', { class: 'muted' }, `cannot load ${name}: ${(e as Error).message}`),
@@ -898,6 +900,7 @@ function startLive(runId: string | null): void {
       return;
     }
     gone = false;
+    status.setAttribute('data-inits', String(Number(status.getAttribute('data-inits') ?? 0) + 1));
     view.state = init.state;
     view.history = init.state;
     view.runId = init.runId ?? view.runId;
@@ -1145,7 +1148,10 @@ function wire(): void {
   byId('timeline-fit').addEventListener('click', () => timeline?.fit());
   // One listener for every card: cards are never rebuilt, so a press and its release meet the same one.
   const agents = byId('agents');
-  agents.addEventListener('click', (e) => {
+  // Selected on the press, not the release: in a storm the cards' text changes under a held button, and a
+  // press is answered at once.
+  agents.addEventListener('pointerdown', (e) => {
+    if (e.button !== 0) return;
     const card = (e.target as Element).closest('[data-agent]');
     if (card) select(card.getAttribute('data-agent')!);
   });
@@ -1166,6 +1172,7 @@ function wire(): void {
   (window as unknown as { breakwaterViz: unknown }).breakwaterViz = {
     markerPoint: (agent: string, i: number) => timeline?.markerPoint(agent, i) ?? null,
     geometry: () => timeline?.geometry() ?? null,
+    zoomTo: (from: number, to: number) => timeline?.zoomTo(from, to),
     /** Each lane's states and fault count, as the timeline draws them (whole history). */
     lanes: () =>
       Object.fromEntries(
