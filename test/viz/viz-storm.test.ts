@@ -227,6 +227,8 @@ describeBrowser('agent8-storm, live and replayed, in Chromium', () => {
         at - 2_000,
         at + 2_000,
       ] as const);
+      // The lanes may be below the fold: a click outside the viewport reaches nothing.
+      await page.locator('[data-testid="timeline-canvas"]').scrollIntoViewIfNeeded();
       const point = await page.evaluate(
         ([agent, i]) => (window as unknown as VizHook).breakwaterViz.markerPoint(agent, i),
         [fault.agent!, index] as const,
@@ -258,18 +260,23 @@ describeBrowser('agent8-storm, live and replayed, in Chromium', () => {
               Number(e.at) <= t,
           )
           .at(-1);
-      const fallback = entered.find((e) => {
-        const t = Number(e.at);
-        // Still in fallback at its instant (no later move at the same instant).
-        const moves = log.filter(
-          (x) => x.type === 'agent.state' && x.agent === e.agent && Number(x.at) === t,
-        );
-        return lastFaultOf(e.agent!, t) && moves.at(-1) === e;
-      });
+      // The state at t is the fold, in log order, of the events at or before t: the last move counts.
+      const stateAt = (agent: string, t: number) =>
+        (
+          log.filter((x) => x.type === 'agent.state' && x.agent === agent && Number(x.at) <= t).at(-1)
+            ?.data as { state?: string } | undefined
+        )?.state;
+      const fallback = entered.find(
+        (e) => lastFaultOf(e.agent!, Number(e.at)) && stateAt(e.agent!, Number(e.at)) === 'fallback',
+      );
       expect(fallback).toBeDefined();
       const t = Number(fallback!.at);
       await scrubTo(page, t);
-      await waitForText(page, `agent-${fallback!.agent}-state`, 'fallback');
+      await waitForText(page, `agent-${fallback!.agent}-state`, 'fallback').catch(async (e: unknown) => {
+        // Say what the page showed instead: the failure must be readable from the log alone.
+        const shown = await textOf(page, `agent-${fallback!.agent}-state`);
+        throw new Error(`${fallback!.agent} at ${t} (seq ${fallback!.seq}) shows ${shown}: ${String(e)}`);
+      });
       const why = lastFaultOf(fallback!.agent!, t)!;
       const kind = (why.data as { faultKind: string }).faultKind;
       expect(await textOf(page, `agent-${fallback!.agent}-reason`)).toContain(`${kind} on ${why.endpoint}`);

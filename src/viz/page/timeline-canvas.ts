@@ -35,8 +35,13 @@ export interface TimelineInput {
   readonly agents: readonly VizAgent[];
   /** The whole run: first event → last event (or now, live). */
   readonly span: LaneWindow;
-  /** The instant shown (cursor; open segments end here). */
+  /** The instant shown (the cursor). */
   readonly now: number;
+  /**
+   * Where the drawn history ends: open segments end here and nothing later is drawn. Replay: the run's
+   * last event (the whole run, wherever the cursor is); live: now.
+   */
+  readonly end: number;
   /** Draw the cursor line (replay). */
   readonly cursor: boolean;
 }
@@ -95,7 +100,7 @@ export function createTimeline(
       ctx.fillText(a.name, 4, y + 12);
       ctx.fillStyle = '#10151b';
       ctx.fillRect(LEFT, y, plot, BAR);
-      for (const r of laneRuns(a.segments, w, plot, next.now)) {
+      for (const r of laneRuns(a.segments, w, plot, next.end)) {
         ctx.fillStyle = COLOURS[r.state] ?? '#bbb';
         ctx.fillRect(LEFT + r.x0, y, r.x1 - r.x0, BAR);
       }
@@ -103,9 +108,9 @@ export function createTimeline(
       let lastX = -1;
       let lastFault = false;
       for (const c of a.calls) {
-        if (c.to < w.from || c.from > w.to || c.from > next.now) continue;
+        if (c.to < w.from || c.from > w.to || c.from > next.end) continue;
         const x0 = Math.floor(xOf(Math.max(c.from, w.from), w));
-        const x1 = Math.max(x0 + 1, Math.ceil(xOf(Math.min(c.to, w.to, next.now), w)));
+        const x1 = Math.max(x0 + 1, Math.ceil(xOf(Math.min(c.to, w.to, next.end), w)));
         const fault = c.outcome === 'fault';
         if (x1 <= lastX && (!fault || lastFault)) continue;
         ctx.fillStyle = fault ? '#ff5c5c' : '#8ab4f8';
@@ -115,7 +120,7 @@ export function createTimeline(
       }
       let lastM = -10;
       for (const m of a.markers) {
-        if (m.at < w.from || m.at > w.to || m.at > next.now) continue;
+        if (m.at < w.from || m.at > w.to || m.at > next.end) continue;
         const x = xOf(m.at, w);
         if (x - lastM < 3) continue;
         lastM = x;
@@ -158,7 +163,7 @@ export function createTimeline(
     const w = shown();
     const t = tOf(x, w);
     const px = (w.to - w.from) / plotWidth();
-    const visible = (at: number) => at <= input!.now;
+    const visible = (at: number) => at <= input!.end;
     let best: VizMarker | undefined;
     for (const m of agent.markers)
       if (
@@ -176,7 +181,7 @@ export function createTimeline(
       }
     if (call && (yIn >= BAR || !best)) return { kind: 'call', agent: agent.name, at: call.to, call };
     if (best) return { kind: 'marker', agent: agent.name, at: best.at, marker: best };
-    const segment = agent.segments.find((s) => s.from <= t && (s.to ?? input!.now) >= t);
+    const segment = agent.segments.find((s) => s.from <= t && (s.to ?? input!.end) >= t);
     return segment ? { kind: 'segment', agent: agent.name, at: Math.round(t), segment } : null;
   };
 

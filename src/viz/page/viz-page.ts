@@ -238,8 +238,28 @@ const cards = new Map<string, Card>();
 
 /** Why an agent is where it is, in one line: its fault, where, and how long until it may try again. */
 function reasonText(a: VizAgent, state: VizState, now: number): string {
-  if (!['fallback', 'degraded', 'cooling', 'queued'].includes(a.state) || !a.reason) return '';
-  const r = a.reason;
+  if (!['fallback', 'degraded', 'cooling', 'queued'].includes(a.state)) return '';
+  // No fault of its own: it moved on because an endpoint was already out (OPEN, disabled, cooling);
+  // name the one that failed last.
+  const skipped = a.reason
+    ? undefined
+    : Object.values(state.endpoints)
+        .filter(
+          (e) => e.lastFault && (e.breaker !== 'closed' || e.disabledUntil > now || e.cooldownUntil > now),
+        )
+        .sort((x, y) => y.lastFault!.at - x.lastFault!.at)[0];
+  const r =
+    a.reason ??
+    (skipped
+      ? {
+          at: skipped.lastFault!.at,
+          kind: skipped.lastFault!.kind,
+          endpoint: skipped.id,
+          status: skipped.lastFault!.status,
+          retryAfterMs: null,
+        }
+      : null);
+  if (!r) return '';
   const ep = r.endpoint ? own(state.endpoints, r.endpoint) : undefined;
   let until = a.state === 'cooling' && a.coolingUntil !== null ? a.coolingUntil : 0;
   if (ep) {
@@ -544,7 +564,7 @@ function renderTimeline(): void {
   const span = view.span
     ? { from: view.span.start, to: view.span.end }
     : { from: history.run.startedAt ?? first, to: Math.max(now, first + 1) };
-  timeline?.draw({ agents, span, now, cursor: view.mode === 'replay' });
+  timeline?.draw({ agents, span, now, end: view.span ? view.span.end : now, cursor: view.mode === 'replay' });
 }
 
 // --- events list ------------------------------------------------------------------------------------
