@@ -155,6 +155,15 @@ describeBrowser('agent8-storm, live and replayed, in Chromium', () => {
       await waitForText(page, 'mode', 'replay');
       await page.waitForSelector('[data-testid="scrubber"][data-at]', { timeout: 60_000 });
       await waitForText(page, 'run-status', 'run finished: completed');
+      // The token limit comes from the run's stored settings (it was "?" in replay).
+      expect(await textOf(page, 'tokens-limit')).toBe('3');
+      // Times in the scenario's zone by default, with a note that the clock was simulated.
+      expect(await page.locator('[data-testid="time-mode"]').inputValue()).toBe('zone');
+      expect(await textOf(page, 'clock-note')).toContain('simulated clock: 60× real time');
+      expect(await textOf(page, 'scrubber-time')).toMatch(/^2026-03-02 \d\d:\d\d:\d\d\.\d{3} Asia\/Seoul$/);
+      await page.locator('[data-testid="time-mode"]').selectOption('relative');
+      expect(await textOf(page, 'scrubber-time')).toMatch(/^\+\d\d:\d\d:\d\d\.\d{3} since start$/);
+      await page.locator('[data-testid="time-mode"]').selectOption('zone');
 
       // At the end of the replay every lane covers its agent from its first to its last event: read the
       // canvas itself, column by column, on the lane's state bar.

@@ -44,6 +44,8 @@ export interface TimelineInput {
   readonly end: number;
   /** Draw the cursor line (replay). */
   readonly cursor: boolean;
+  /** How the axis writes a time. Default: UTC time of day. */
+  readonly label?: (t: number) => string;
 }
 
 /** The timeline widget. */
@@ -135,8 +137,9 @@ export function createTimeline(
     });
     const axisY = TOP + next.agents.length * LANE + 14;
     ctx.fillStyle = '#7d8896';
-    ctx.fillText(new Date(w.from).toISOString().slice(11, 23), LEFT, axisY);
-    const endLabel = new Date(w.to).toISOString().slice(11, 23);
+    const label = next.label ?? ((t: number) => new Date(t).toISOString().slice(11, 23));
+    ctx.fillText(label(w.from), LEFT, axisY);
+    const endLabel = label(w.to);
     ctx.fillText(endLabel, width - 10 - ctx.measureText(endLabel).width, axisY);
     if (next.cursor && next.now >= w.from && next.now <= w.to) {
       ctx.strokeStyle = '#ffffff';

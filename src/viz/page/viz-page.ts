@@ -71,9 +71,58 @@ function setText(el: Element, text: string): void {
   if (el.textContent !== text) el.textContent = text;
 }
 
+/** How times are written: the scenario's zone (when the run says it), UTC, or since the run started. */
+const timeFmt: { mode: 'zone' | 'utc' | 'relative'; zone: string | null; origin: number | null } = {
+  mode: 'utc',
+  zone: null,
+  origin: null,
+};
+
+function utcText(t: number): string {
+  return `${new Date(t).toISOString().replace('T', ' ').slice(0, 23)}Z`;
+}
+
+function zoneParts(t: number, zone: string): string {
+  const parts = Object.fromEntries(
+    new Intl.DateTimeFormat('en-CA', {
+      timeZone: zone,
+      year: 'numeric',
+      month: '2-digit',
+      day: '2-digit',
+      hour: '2-digit',
+      minute: '2-digit',
+      second: '2-digit',
+      fractionalSecondDigits: 3,
+      hourCycle: 'h23',
+    })
+      .formatToParts(new Date(t))
+      .map((p) => [p.type, p.value]),
+  );
+  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}.${parts.fractionalSecond}`;
+}
+
+function relativeText(t: number): string {
+  const ms = t - (timeFmt.origin ?? t);
+  const sign = ms < 0 ? '−' : '+';
+  const a = Math.abs(ms);
+  const hh = String(Math.floor(a / 3_600_000)).padStart(2, '0');
+  const mm = String(Math.floor((a % 3_600_000) / 60_000)).padStart(2, '0');
+  const ss = String(Math.floor((a % 60_000) / 1000)).padStart(2, '0');
+  return `${sign}${hh}:${mm}:${ss}.${String(Math.floor(a % 1000)).padStart(3, '0')}`;
+}
+
 function clockText(t: number | null): string {
   if (t === null || !Number.isFinite(t)) return '—';
-  return `${new Date(t).toISOString().replace('T', ' ').slice(0, 23)}Z`;
+  if (timeFmt.mode === 'relative') return `${relativeText(t)} since start`;
+  if (timeFmt.mode === 'zone' && timeFmt.zone) return `${zoneParts(t, timeFmt.zone)} ${timeFmt.zone}`;
+  return utcText(t);
+}
+
+/** The time of day alone (lists, tooltips), in the chosen way. */
+function shortTime(t: number): string {
+  if (timeFmt.mode === 'relative') return relativeText(t);
+  if (timeFmt.mode === 'zone' && timeFmt.zone) return zoneParts(t, timeFmt.zone).slice(11);
+  return utcText(t).slice(11, 23);
 }
 
 function seconds(ms: number): string {
@@ -564,7 +613,15 @@ function renderTimeline(): void {
   const span = view.span
     ? { from: view.span.start, to: view.span.end }
     : { from: history.run.startedAt ?? first, to: Math.max(now, first + 1) };
-  timeline?.draw({ agents, span, now, end: view.span ? view.span.end : now, cursor: view.mode === 'replay' });
+  timeFmt.origin ??= span.from;
+  timeline?.draw({
+    agents,
+    span,
+    now,
+    end: view.span ? view.span.end : now,
+    cursor: view.mode === 'replay',
+    label: shortTime,
+  });
 }
 
 // --- events list ------------------------------------------------------------------------------------
@@ -582,7 +639,7 @@ function eventText(e: VizEvent): string {
     case 'turn.completed':
       return `${e.agent}: turn ${d.outcome}${d.degraded ? ' (degraded)' : ''}, ${d.attempts} attempts, waited ${seconds(Number(d.waitMs ?? 0))}`;
     case 'token.wait':
-      return `${who}: waits (${d.cause}) until ${clockText(Number(d.until)).slice(11, 23)}`;
+      return `${who}: waits (${d.cause}) until ${shortTime(Number(d.until))}`;
     default:
       return `${who}${who ? ': ' : ''}${Object.entries(d)
         .filter(([, v]) => typeof v !== 'object')
@@ -619,7 +676,7 @@ function renderEvents(): void {
           class:
             e.type === 'call.attempt' && (e.data as { outcome?: string }).outcome === 'fault' ? 'fault' : '',
         },
-        `${clockText(e.at).slice(11, 23)}  ${e.type}  ${eventText(e)}`,
+        `${shortTime(e.at)}  ${e.type}  ${eventText(e)}`,
       ),
     ),
   );
@@ -635,9 +692,9 @@ function agentAt(name: string, t: number): string {
   const fault = [...a.markers].reverse().find((m) => m.at <= t);
   const turns = a.calls.filter((c) => c.to <= t).length;
   return [
-    `${name} at ${clockText(t)}: ${seg?.state ?? 'idle'}${seg ? ` since ${clockText(seg.from).slice(11, 23)}` : ''}`,
+    `${name} at ${clockText(t)}: ${seg?.state ?? 'idle'}${seg ? ` since ${shortTime(seg.from)}` : ''}`,
     fault
-      ? `latest fault: ${fault.status ?? ''} ${fault.kind} on ${fault.endpoint ?? '?'} at ${clockText(fault.at).slice(11, 23)}`
+      ? `latest fault: ${fault.status ?? ''} ${fault.kind} on ${fault.endpoint ?? '?'} at ${shortTime(fault.at)}`
       : 'no fault yet',
     `${turns} upstream calls so far`,
   ].join('\n');
@@ -888,6 +945,54 @@ function renderDetail(state: VizState): void {
   );
 }
 
+// --- time: the scenario's zone, UTC or relative; and whether the clock is simulated ------------------
+
+interface StoredRunConfig {
+  readonly timeScale?: number;
+  readonly origin?: number;
+  readonly report?: { readonly timeZone?: string; readonly concurrencyLimit?: number };
+  readonly concurrency?: { readonly limit?: number };
+}
+
+function configureTime(config: StoredRunConfig | undefined): void {
+  const zone = config?.report?.timeZone ?? null;
+  timeFmt.zone = zone;
+  if (typeof config?.origin === 'number') timeFmt.origin = config.origin;
+  const select = testid('time-mode') as HTMLSelectElement;
+  const zoneOption = select.querySelector('option[value="zone"]') as HTMLOptionElement;
+  zoneOption.disabled = zone === null;
+  zoneOption.textContent = zone ? `scenario zone (${zone})` : 'scenario zone (not known)';
+  timeFmt.mode = zone ? 'zone' : 'utc';
+  select.value = timeFmt.mode;
+  const scale = config?.timeScale;
+  setText(
+    testid('clock-note'),
+    typeof scale === 'number' && scale !== 1
+      ? `simulated clock: ${scale}× real time (times are the scenario's, not the wall's)`
+      : '',
+  );
+}
+
+function wireTime(): void {
+  const select = testid('time-mode') as HTMLSelectElement;
+  select.addEventListener('change', () => {
+    timeFmt.mode = select.value as typeof timeFmt.mode;
+    // Everything that writes a time is drawn again.
+    checksKey = tokensKey = endpointsKey = chartKey = eventsKey = detailKey = '';
+    if (view.mode === 'replay') showInstant();
+    else render();
+  });
+}
+
+async function loadRunConfig(runId: string): Promise<StoredRunConfig | undefined> {
+  try {
+    const run = await getJson<{ config?: StoredRunConfig }>(`/api/runs/${encodeURIComponent(runId)}`);
+    return run.config ?? undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 // --- modes ------------------------------------------------------------------------------------------
 
 function noteTurn(e: VizEvent): void {
@@ -897,7 +1002,7 @@ function noteTurn(e: VizEvent): void {
   if (d.round !== undefined && d.itemId !== undefined) view.turnAt.set(`${d.round}|${d.itemId}`, e.at);
 }
 
-function startLive(runId: string | null): void {
+function startLive(runId: string | null, config: VizPageConfig): void {
   view.mode = 'live';
   view.runId = runId;
   setText(testid('mode'), 'live');
@@ -923,8 +1028,15 @@ function startLive(runId: string | null): void {
     status.setAttribute('data-inits', String(Number(status.getAttribute('data-inits') ?? 0) + 1));
     view.state = init.state;
     view.history = init.state;
+    const first = view.runId === null && init.runId !== null;
     view.runId = init.runId ?? view.runId;
     view.now = init.state.now;
+    // A recorded run says its zone and time scale (the live page of a run with a store).
+    if (first && config.replay)
+      void loadRunConfig(init.runId!).then((c) => {
+        configureTime(c);
+        scheduleRender();
+      });
     setText(status, 'connected');
     status.setAttribute('data-connected', 'true');
     scheduleRender();
@@ -997,10 +1109,10 @@ async function startReplay(runId: string): Promise<void> {
   view.runId = runId;
   setText(testid('mode'), 'replay');
   const run = encodeURIComponent(runId);
-  const record = await getJson<{ status?: string; config?: { concurrency?: { limit?: unknown } } }>(
-    `/api/runs/${run}`,
-  );
-  const limit = record.config?.concurrency?.limit;
+  const record = await getJson<{ status?: string; config?: StoredRunConfig }>(`/api/runs/${run}`);
+  configureTime(record.config);
+  // A scenario run stores its limit with the report's settings; a hand-made run may say it directly.
+  const limit = record.config?.concurrency?.limit ?? record.config?.report?.concurrencyLimit;
   replayInitial = emptyVizState({ limit: typeof limit === 'number' ? limit : null });
   const events: VizEvent[] = [];
   for (let after = 0; ; ) {
@@ -1206,11 +1318,15 @@ function wire(): void {
 
 async function main(): Promise<void> {
   wire();
+  wireTime();
   const config = await getJson<VizPageConfig>('/api/config');
   view.chart = await getJson<VizChart>('/api/chart');
   const asked = new URLSearchParams(location.search).get('run');
   if (asked && config.replay) return startReplay(asked);
-  if (config.live) return startLive(config.liveRunId);
+  if (config.live) {
+    startLive(null, config);
+    return;
+  }
   if (config.runId && config.replay) return startReplay(config.runId);
   if (config.replay) return startIndex();
   setText(testid('mode'), 'nothing to show');
