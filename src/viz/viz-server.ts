@@ -8,7 +8,7 @@ import { isRunNotFoundError } from '../store/store-errors.ts';
 import { isSnapshotRestoreError } from '../store/snapshot-restore-error.ts';
 import { type VizLiveSource, turnFromRecord } from './live-source.ts';
 import { pageAsset } from './page-assets.ts';
-import { agentStatechart } from './statechart-graph.ts';
+import { machineStatechart } from './statechart-graph.ts';
 import type { VizEvent } from './viz-state.ts';
 
 /** Options of {@link startVizServer}. */
@@ -123,7 +123,7 @@ function intParam(url: URL, name: string): number | undefined {
  * Starts the state visualizer on 127.0.0.1: the page and its assets (bundled locally, nothing loaded from
  * another origin), the live feed as server-sent events (`/api/live`), and the replay APIs over the store:
  * `/api/runs`, `/api/runs/:id`, `/api/runs/:id/events?afterSeq=&untilAt=&limit=`,
- * `/api/runs/:id/turns?agent=`, `/api/runs/:id/snapshots?agent=`, `/api/runs/:id/report`; plus `/api/chart` (the agent
+ * `/api/runs/:id/turns?agent=`, `/api/runs/:id/snapshots?agent=`, `/api/runs/:id/report`; plus `/api/chart?machine=agent|breaker|supervisor` (a
  * statechart from the real machine) and `/api/live/agents/:name`. What it serves is built from the
  * runtime's events and the store (ids, fingerprints, classified faults), never from a key.
  *
@@ -254,7 +254,12 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   const api = async (url: URL, parts: readonly string[], signal: AbortSignal): Promise<unknown> => {
     const [first, id, sub, more] = parts;
     if (first === 'config' && parts.length === 1) return config;
-    if (first === 'chart' && parts.length === 1) return agentStatechart();
+    if (first === 'chart' && parts.length === 1) {
+      const machine = url.searchParams.get('machine') ?? 'agent';
+      if (machine !== 'agent' && machine !== 'breaker' && machine !== 'supervisor')
+        throw new HttpError(404, `no statechart "${machine}" (agent, breaker, supervisor)`);
+      return machineStatechart(machine);
+    }
     if (first === 'live' && id === 'state' && parts.length === 2) return requireLive().snapshot();
     if (first === 'live' && id === 'agents' && sub !== undefined && more === undefined) {
       const source = requireLive();

@@ -119,8 +119,8 @@ describeBrowser('agent8-storm, live and replayed, in Chromium', () => {
     );
     await live.waitForSelector('[data-testid="connection"][data-connected="gone"]', { timeout: 30_000 });
     expect(await textOf(live, 'connection')).toBe('server gone');
-    // The stopped server refuses the page's reconnect and its probe: those are the only errors.
-    expect(watched.errors.filter((e) => !e.includes('net::ERR_CONNECTION_REFUSED'))).toEqual([]);
+    // The stopping server resets, then refuses, the page's reconnect and its probe: the only errors.
+    expect(watched.errors.filter((e) => !/net::ERR_CONNECTION_(?:REFUSED|RESET)/.test(e))).toEqual([]);
   }, 300_000);
 
   it('runs page → replay: lanes cover first→last event, a fault marker tells endpoint/kind/Retry-After, a fallback card names its fault', async () => {
@@ -289,6 +289,25 @@ describeBrowser('agent8-storm, live and replayed, in Chromium', () => {
       const why = lastFaultOf(fallback!.agent!, t)!;
       const kind = (why.data as { faultKind: string }).faultKind;
       expect(await textOf(page, `agent-${fallback!.agent}-reason`)).toContain(`${kind} on ${why.endpoint}`);
+
+      // The breaker's and the supervisor's statecharts, drawn from their machines, the current state lit.
+      const chartMachine = page.locator('[data-testid="chart-machine"]');
+      await chartMachine.selectOption('supervisor');
+      await page.waitForSelector('[data-testid="chart-state-running"][data-active="true"]');
+      expect(await page.locator('[data-testid="chart-state-stopped"]').getAttribute('data-active')).toBe(
+        'false',
+      );
+      await chartMachine.selectOption('breaker');
+      await page.waitForSelector('svg[data-machine="breaker"]');
+      const lit = await page
+        .locator('svg[data-machine="breaker"] [data-active="true"]')
+        .evaluateAll((els) => els.map((e) => e.getAttribute('data-testid')));
+      expect(lit).toHaveLength(1);
+      expect(['chart-state-closed', 'chart-state-open', 'chart-state-halfOpen']).toContain(lit[0]);
+      expect(await page.locator('svg[data-machine="breaker"] [data-testid^="chart-state-"]').count()).toBe(3);
+      await scrubTo(page, Number(log.at(-1)!.at));
+      await chartMachine.selectOption('supervisor');
+      await page.waitForSelector('[data-testid="chart-state-stopped"][data-active="true"]');
 
       expect(watched.errors).toEqual([]);
       for (const u of watched.requests) expect(u.startsWith(origin)).toBe(true);

@@ -152,6 +152,10 @@ interface View {
   now: number | null;
   selected: string | null;
   chart: VizChart | null;
+  /** The statecharts of the breaker and the supervisor (the agent's is `chart`). */
+  charts: { breaker: VizChart | null; supervisor: VizChart | null };
+  /** Which machine the chart panel draws. */
+  machine: 'agent' | 'breaker' | 'supervisor';
   /** Replay: the run's first and last event times. */
   span: { start: number; end: number } | null;
   /** The events the list shows (runtime events, no samples), in log order. */
@@ -174,6 +178,8 @@ const view: View = {
   now: null,
   selected: null,
   chart: null,
+  charts: { breaker: null, supervisor: null },
+  machine: 'agent',
   span: null,
   log: [],
   filter: '',
@@ -515,18 +521,46 @@ function renderEndpoints(state: VizState): void {
 // --- statechart (redrawn only when the lit state changes) --------------------------------------------
 
 let chartKey = '';
+/** What the chart panel draws now: the machine, whose it is, and its current state path. */
+function chartSubject(state: VizState): { chart: VizChart | null; who: string; leaf: string } {
+  if (view.machine === 'supervisor') {
+    const finished = state.run.finishedAt !== null && (view.now === null || state.run.finishedAt <= view.now);
+    return {
+      chart: view.charts.supervisor,
+      who: 'supervisor',
+      leaf: finished ? 'stopped' : state.run.status === 'unknown' && state.applied === 0 ? '' : 'running',
+    };
+  }
+  const selected = view.selected ? own(state.agents, view.selected) : undefined;
+  if (view.machine === 'breaker') {
+    // The breaker of the selected agent's endpoint, else the first one not CLOSED, else the first.
+    const ids = Object.keys(state.endpoints).sort();
+    const id =
+      (selected?.lastEndpoint && own(state.endpoints, selected.lastEndpoint)
+        ? selected.lastEndpoint
+        : undefined) ??
+      ids.find((i) => state.endpoints[i]!.breaker !== 'closed') ??
+      ids[0];
+    const ep = id ? state.endpoints[id] : undefined;
+    return {
+      chart: view.charts.breaker,
+      who: ep ? `breaker of ${ep.id}` : 'breaker',
+      leaf: ep?.breaker ?? '',
+    };
+  }
+  const agent = selected ?? agentNames(state).map((n) => state.agents[n]!)[0];
+  return { chart: view.chart, who: agent?.name ?? '', leaf: agent ? (agent.path ?? agent.state) : '' };
+}
+
 function renderChart(state: VizState): void {
   const box = byId('chart');
-  const chart = view.chart;
+  const { chart, who, leaf } = chartSubject(state);
   if (!chart) return;
-  const agent = view.selected
-    ? own(state.agents, view.selected)
-    : agentNames(state).map((n) => state.agents[n]!)[0];
-  const leaf = agent ? (agent.path ?? agent.state) : '';
-  const key = `${agent?.name ?? ''}:${leaf}:${box.clientWidth}`;
+  const key = `${view.machine}:${who}:${leaf}:${box.clientWidth}`;
   if (key === chartKey) return;
   chartKey = key;
-  setText(testid('chart-agent'), agent ? `— ${agent.name}: ${leaf}` : '');
+  setText(testid('chart-agent'), who ? `— ${who}: ${leaf || '—'}` : '');
+  const agent = leaf ? { name: who } : undefined;
   const layout = layoutChart(chart);
   const active = new Set<string>();
   if (agent) {
@@ -538,6 +572,7 @@ function renderChart(state: VizState): void {
     width: '100%',
     viewBox: `0 0 ${layout.width} ${layout.height}`,
     'data-agent': agent?.name ?? '',
+    'data-machine': view.machine,
   });
   svg.append(
     s(
@@ -1278,6 +1313,12 @@ function wire(): void {
   const canvas = byId('timeline-canvas') as HTMLCanvasElement;
   timeline = createTimeline(canvas, showPick, () => renderTimeline());
   byId('timeline-fit').addEventListener('click', () => timeline?.fit());
+  const machine = testid('chart-machine') as HTMLSelectElement;
+  machine.addEventListener('change', () => {
+    view.machine = machine.value as View['machine'];
+    chartKey = '';
+    renderChart(view.state);
+  });
   // One listener for every card: cards are never rebuilt, so a press and its release meet the same one.
   const agents = byId('agents');
   // Selected on the press, not the release: in a storm the cards' text changes under a held button, and a
@@ -1320,7 +1361,11 @@ async function main(): Promise<void> {
   wire();
   wireTime();
   const config = await getJson<VizPageConfig>('/api/config');
-  view.chart = await getJson<VizChart>('/api/chart');
+  [view.chart, view.charts.breaker, view.charts.supervisor] = await Promise.all([
+    getJson<VizChart>('/api/chart?machine=agent'),
+    getJson<VizChart>('/api/chart?machine=breaker'),
+    getJson<VizChart>('/api/chart?machine=supervisor'),
+  ]);
   const asked = new URLSearchParams(location.search).get('run');
   if (asked && config.replay) return startReplay(asked);
   if (config.live) {
