@@ -251,8 +251,13 @@ describeBrowser('agent8-storm, live and replayed, in Chromium', () => {
       expect(await textOf(page, 'inspect-status')).toBe(
         data.status === undefined ? '—' : String(data.status),
       );
-      // The page moved to that instant.
+      // The page moved to that instant; the agent's detail is in step: its turns completed by then.
       expect(Number(await page.locator('[data-testid="scrubber"]').getAttribute('data-at'))).toBe(at);
+      const turnsBy = log.filter(
+        (e) => e.type === 'turn.completed' && e.agent === fault.agent && Number(e.at) <= at,
+      ).length;
+      await waitForText(page, 'agent-detail-name', fault.agent!);
+      await waitForText(page, 'agent-turn-count', `${turnsBy} turn(s) at this instant`);
       await page.screenshot({ path: `${DOCS}viz-replay-fault.png`, fullPage: true });
 
       // A card in fallback names its fault: the agent's latest failed attempt before that instant.
@@ -289,6 +294,18 @@ describeBrowser('agent8-storm, live and replayed, in Chromium', () => {
       const why = lastFaultOf(fallback!.agent!, t)!;
       const kind = (why.data as { faultKind: string }).faultKind;
       expect(await textOf(page, `agent-${fallback!.agent}-reason`)).toContain(`${kind} on ${why.endpoint}`);
+
+      // "next fault" steps to the first failed attempt after the instant.
+      const nextFault = log.find(
+        (e) =>
+          e.type === 'call.attempt' &&
+          (e.data as { outcome?: string }).outcome === 'fault' &&
+          Number(e.at) > t,
+      );
+      if (nextFault) {
+        await page.click('[data-testid="next-fault"]');
+        await page.waitForSelector(`[data-testid="scrubber"][data-at="${Number(nextFault.at)}"]`);
+      }
 
       // The breaker's and the supervisor's statecharts, drawn from their machines, the current state lit.
       const chartMachine = page.locator('[data-testid="chart-machine"]');

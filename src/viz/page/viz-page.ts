@@ -161,7 +161,7 @@ interface View {
   /** The events the list shows (runtime events, no samples), in log order. */
   log: VizEvent[];
   filter: string;
-  /** When each turn completed (`round|itemId` → at), from the log: the detail follows the scrubber. */
+  /** When each turn completed (`agent|round|itemId` → at), from the log: the detail follows the scrubber. */
   turnAt: Map<string, number>;
   /** When each round was committed, from the log. */
   roundAt: Map<number, number>;
@@ -291,9 +291,22 @@ interface Card {
 }
 const cards = new Map<string, Card>();
 
+/** Until when an endpoint (cooldown, credit disable, OPEN breaker) or the agent's own wait holds it back. */
+function holdsUntil(a: VizAgent, state: VizState, endpoint: string | null): number {
+  let until = a.state === 'cooling' && a.coolingUntil !== null ? a.coolingUntil : 0;
+  const ep = endpoint ? own(state.endpoints, endpoint) : undefined;
+  if (ep) {
+    until = Math.max(until, ep.cooldownUntil, ep.disabledUntil);
+    if (ep.breaker === 'open' && ep.openUntil !== null) until = Math.max(until, ep.openUntil);
+  }
+  return until;
+}
+
 /** Why an agent is where it is, in one line: its fault, where, and how long until it may try again. */
 function reasonText(a: VizAgent, state: VizState, now: number): string {
   if (!['fallback', 'degraded', 'cooling', 'queued'].includes(a.state)) return '';
+  // Queued is the normal wait for a token: a reason only while its own fault still holds it back.
+  if (a.state === 'queued' && !(a.reason && holdsUntil(a, state, a.reason.endpoint) > now)) return '';
   // No fault of its own: it moved on because an endpoint was already out (OPEN, disabled, cooling);
   // name the one that failed last.
   const skipped = a.reason
@@ -316,11 +329,7 @@ function reasonText(a: VizAgent, state: VizState, now: number): string {
       : null);
   if (!r) return '';
   const ep = r.endpoint ? own(state.endpoints, r.endpoint) : undefined;
-  let until = a.state === 'cooling' && a.coolingUntil !== null ? a.coolingUntil : 0;
-  if (ep) {
-    until = Math.max(until, ep.cooldownUntil, ep.disabledUntil);
-    if (ep.breaker === 'open' && ep.openUntil !== null) until = Math.max(until, ep.openUntil);
-  }
+  const until = holdsUntil(a, state, r.endpoint);
   const parts = [
     `${r.status !== null ? `${r.status} ` : ''}${r.kind} on ${r.endpoint ?? '?'}`,
     ep && ep.breaker !== 'closed' ? `breaker ${breakerLabel(ep.breaker)}` : '',
@@ -895,7 +904,7 @@ function renderDetail(state: VizState): void {
   detailKey = key;
   // When a stored turn belongs to the instant: when it completed (log), else when its round was committed.
   const at = (t: VizTurn) =>
-    (t.round !== null && t.itemId !== null ? view.turnAt.get(`${t.round}|${t.itemId}`) : undefined) ??
+    (t.round !== null && t.itemId !== null ? view.turnAt.get(`${name}|${t.round}|${t.itemId}`) : undefined) ??
     (t.round !== null ? view.roundAt.get(t.round) : undefined);
   // In step with the instant: a stored turn shows once it completed at or before it.
   const turns = detail.data.turns.filter((t) => view.mode !== 'replay' || (at(t) ?? 0) <= now);
@@ -1034,7 +1043,9 @@ function noteTurn(e: VizEvent): void {
   if (e.type === 'round.committed') view.roundAt.set(Number(e.data.round), e.at);
   if (e.type !== 'turn.completed') return;
   const d = e.data as { round?: number; itemId?: string };
-  if (d.round !== undefined && d.itemId !== undefined) view.turnAt.set(`${d.round}|${d.itemId}`, e.at);
+  // Every agent works the same items: the key names the agent.
+  if (d.round !== undefined && d.itemId !== undefined && e.agent)
+    view.turnAt.set(`${e.agent}|${d.round}|${d.itemId}`, e.at);
 }
 
 function startLive(runId: string | null, config: VizPageConfig): void {
