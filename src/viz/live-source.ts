@@ -5,6 +5,7 @@ import type { RunStore } from '../store/run-store.ts';
 import {
   type VizAgentSample,
   type VizEvent,
+  type VizHealthSample,
   type VizSampleEvent,
   type VizState,
   applyEvent,
@@ -65,12 +66,56 @@ export interface LiveSourceOptions {
    * Samples are also taken right after every burst of events. 0 = only after events. Default 500.
    */
   readonly sampleIntervalMs?: number;
+  /**
+   * Least real time between two samples taken after bursts of events, ms: a storm's thousands of events
+   * make a few samples a second, not one per burst. Default 100.
+   */
+  readonly minSampleGapMs?: number;
 }
 
 /** A live source that can be stopped. */
 export interface LiveSource extends VizLiveSource {
+  /**
+   * Folds and streams an event the supervisor does not emit itself: the run's own events (`run.started`,
+   * `round.started`, `round.committed`, `run.finished`) and, once the run ended, its report (`viz.report`).
+   */
+  publish(event: VizEvent): void;
   /** Stops listening to the runtime and stops sampling. */
   close(): void;
+}
+
+/** Bucket levels as the page shows them (whole tokens): a refill of a fraction is not a change. */
+function roundedHealth(h: VizHealthSample): VizHealthSample {
+  const level = (b: VizHealthSample['rpm']) =>
+    b ? { ...b, ...(b.available !== undefined ? { available: Math.floor(b.available) } : {}) } : b;
+  return { ...h, ...(h.rpm ? { rpm: level(h.rpm) } : {}), ...(h.tpm ? { tpm: level(h.tpm) } : {}) };
+}
+
+/**
+ * What changed since the previous sample: the agents and endpoints whose JSON differs, the tokens when they
+ * differ. The reducer folds a partial sample as well as a full one (absent parts are left as they are), so
+ * the feed carries deltas, not full samples.
+ */
+function sampleDelta(previous: Map<string, string>, full: VizSampleEvent): VizSampleEvent {
+  const agents = (full.data.agents ?? []).filter((a) => changed(previous, `a:${a.name}`, a));
+  const endpoints = (full.data.endpoints ?? []).filter((e) => changed(previous, `e:${e.id}`, e));
+  const tokens = full.data.tokens && changed(previous, 't', full.data.tokens) ? full.data.tokens : undefined;
+  return {
+    type: 'viz.sample',
+    at: full.at,
+    data: {
+      ...(agents.length ? { agents } : {}),
+      ...(endpoints.length ? { endpoints } : {}),
+      ...(tokens ? { tokens } : {}),
+    },
+  };
+}
+
+function changed(previous: Map<string, string>, key: string, value: unknown): boolean {
+  const json = JSON.stringify(value);
+  if (previous.get(key) === json) return false;
+  previous.set(key, json);
+  return true;
 }
 
 function pathOf(value: unknown): string {
@@ -125,20 +170,32 @@ export function createLiveSource(supervisor: Supervisor, options: LiveSourceOpti
     return {
       type: 'viz.sample',
       at: clock.now(),
-      data: { agents, endpoints: supervisor.health(), tokens: supervisor.tokens() },
+      data: {
+        agents,
+        endpoints: supervisor.health().map((h) => roundedHealth(h as VizHealthSample)),
+        tokens: supervisor.tokens(),
+      },
     };
   };
+  const sent = new Map<string, string>();
+  const takeDelta = () => sampleDelta(sent, takeSample());
 
   let pending = false;
+  let lastSampleAt = 0;
+  const minGap = options.minSampleGapMs ?? 100;
   const sampleSoon = () => {
     if (pending || closed) return;
     pending = true;
     // After the burst: the events of one transition are emitted synchronously, the health they change
-    // is read once they are all out.
-    queueMicrotask(() => {
+    // is read once they are all out; in a storm, at most one sample per `minSampleGapMs` (real time).
+    const wait = Math.max(0, lastSampleAt + minGap - Date.now());
+    const run = () => {
       pending = false;
-      if (!closed) fold(takeSample());
-    });
+      lastSampleAt = Date.now();
+      if (!closed) fold(takeDelta());
+    };
+    if (wait === 0) queueMicrotask(run);
+    else setTimeout(run, wait).unref?.();
   };
 
   const unsubscribe = supervisor.subscribeEvents((event: RuntimeEvent) => {
@@ -146,19 +203,22 @@ export function createLiveSource(supervisor: Supervisor, options: LiveSourceOpti
     fold(event);
     sampleSoon();
   });
-  fold(takeSample());
+  fold(takeDelta());
 
   const interval = options.sampleIntervalMs ?? 500;
   // A display refresh in real time (countdowns, bucket refills): not a runtime deadline.
-  const timer = interval > 0 ? setInterval(() => !closed && fold(takeSample()), interval) : undefined;
+  const timer = interval > 0 ? setInterval(() => !closed && fold(takeDelta()), interval) : undefined;
   timer?.unref?.();
 
   return {
     ...(options.runId !== undefined ? { runId: options.runId } : {}),
     snapshot() {
       // Read the runtime now: agents spawned since the last event or sample are in it too.
-      if (!closed) fold(takeSample());
+      if (!closed) fold(takeDelta());
       return state;
+    },
+    publish(event) {
+      if (!closed) fold(event);
     },
     subscribe(listener) {
       listeners.add(listener);
@@ -166,7 +226,13 @@ export function createLiveSource(supervisor: Supervisor, options: LiveSourceOpti
     },
     async agentDetail(name, signal) {
       const handle = supervisor.agent(name);
-      if (!handle) return undefined;
+      if (!handle) {
+        // A stopped runtime has no agents; a run's turns are still in the store.
+        if (!options.store || options.runId === undefined) return undefined;
+        const records = await options.store.listTurns(options.runId, signal ? { signal } : {});
+        const turns = records.filter((t) => t.agent === name).map(turnFromRecord);
+        return turns.length > 0 ? { agent: name, turns, snapshot: null, memory: null } : undefined;
+      }
       const memory = handle.memory();
       let turns: VizTurn[];
       if (options.store && options.runId !== undefined) {

@@ -1,6 +1,8 @@
 import type { AnyStateMachine } from 'xstate';
 import { toDirectedGraph } from 'xstate/graph';
 import { agentMachine } from '../../machines/agent.machine.ts';
+import { breakerMachine } from '../../machines/breaker.machine.ts';
+import { supervisorMachine } from '../../machines/supervisor.machine.ts';
 import type { VizChart, VizChartNode } from './viz-chart.ts';
 
 export type { VizChart, VizChartEdge, VizChartNode } from './viz-chart.ts';
@@ -104,4 +106,27 @@ let agentChart: VizChart | undefined;
 export function agentStatechart(): VizChart {
   agentChart ??= statechartOf(agentMachine);
   return agentChart;
+}
+
+/** The machines the page can draw. */
+export type VizMachineName = 'agent' | 'breaker' | 'supervisor';
+
+const charts = new Map<VizMachineName, VizChart>();
+
+/**
+ * The statechart of one of the runtime's machines (agent, endpoint breaker, supervisor), serialized once.
+ *
+ * @example
+ * ```ts
+ * machineStatechart('breaker').root.children.map((c) => c.key); // ['closed', 'open', 'halfOpen']
+ * ```
+ */
+export function machineStatechart(name: VizMachineName): VizChart {
+  if (name === 'agent') return agentStatechart();
+  let chart = charts.get(name);
+  if (!chart) {
+    chart = statechartOf(name === 'breaker' ? breakerMachine : supervisorMachine);
+    charts.set(name, chart);
+  }
+  return chart;
 }

@@ -1,12 +1,14 @@
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { constants as zlibConstants, createGzip, type Gzip } from 'node:zlib';
+import { loadRunReport } from '../report/load-run-report.ts';
 import { scrubValue } from '../redact/secret-scrubber.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { isRunNotFoundError } from '../store/store-errors.ts';
 import { isSnapshotRestoreError } from '../store/snapshot-restore-error.ts';
 import { type VizLiveSource, turnFromRecord } from './live-source.ts';
 import { pageAsset } from './page-assets.ts';
-import { agentStatechart } from './statechart-graph.ts';
+import { machineStatechart } from './statechart-graph.ts';
 import type { VizEvent } from './viz-state.ts';
 
 /** Options of {@link startVizServer}. */
@@ -35,6 +37,16 @@ export interface VizServerOptions {
   readonly maxBufferedBytes?: number;
   /** TCP connections held at once (page, APIs and streams together); more are closed at once. Default 64. */
   readonly maxConnections?: number;
+  /**
+   * Real-time interval at which a compressed live stream (a client that accepts gzip) is flushed, ms: the
+   * events of a storm go out in one compressed block per interval instead of one packet each. Default 100.
+   */
+  readonly flushIntervalMs?: number;
+  /**
+   * On `close`, how long (real ms) the live streams get to take their last bytes (the run's end and its
+   * report) before their connections are closed. Default 2 000.
+   */
+  readonly closeGraceMs?: number;
 }
 
 /** A running visualizer. */
@@ -43,7 +55,12 @@ export interface VizServer {
   readonly url: string;
   readonly port: number;
   /** Live streams open now, and how many were dropped because their reader lagged (since start). */
-  stats(): { readonly liveClients: number; readonly droppedSlowClients: number };
+  stats(): {
+    readonly liveClients: number;
+    readonly droppedSlowClients: number;
+    /** Bytes written to live streams since start, as sent on the wire (after compression). */
+    readonly liveBytes: number;
+  };
   /** Ends every live stream and closes the server. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -106,7 +123,7 @@ function intParam(url: URL, name: string): number | undefined {
  * Starts the state visualizer on 127.0.0.1: the page and its assets (bundled locally, nothing loaded from
  * another origin), the live feed as server-sent events (`/api/live`), and the replay APIs over the store:
  * `/api/runs`, `/api/runs/:id`, `/api/runs/:id/events?afterSeq=&untilAt=&limit=`,
- * `/api/runs/:id/turns?agent=`, `/api/runs/:id/snapshots?agent=`; plus `/api/chart` (the agent
+ * `/api/runs/:id/turns?agent=`, `/api/runs/:id/snapshots?agent=`, `/api/runs/:id/report`; plus `/api/chart?machine=agent|breaker|supervisor` (a
  * statechart from the real machine) and `/api/live/agents/:name`. What it serves is built from the
  * runtime's events and the store (ids, fingerprints, classified faults), never from a key.
  *
@@ -125,7 +142,11 @@ function intParam(url: URL, name: string): number | undefined {
  */
 export async function startVizServer(options: VizServerOptions = {}): Promise<VizServer> {
   const { live, store } = options;
-  const streams = new Set<ServerResponse>();
+  /** Each open live stream, with how to end it cleanly (flush and close its compressor). */
+  const streams = new Map<ServerResponse, () => void>();
+  const flushIntervalMs = options.flushIntervalMs ?? 100;
+  const closeGraceMs = options.closeGraceMs ?? 2_000;
+  let liveBytes = 0;
   const heartbeatMs = options.heartbeatMs ?? 15_000;
   const maxLiveClients = options.maxLiveClients ?? 16;
   const maxBufferedBytes = options.maxBufferedBytes ?? 1_048_576;
@@ -152,35 +173,77 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     const source = requireLive();
     if (streams.size >= maxLiveClients)
       throw new HttpError(503, `at most ${maxLiveClients} live streams at once; close one and try again`);
+    // A browser accepts gzip: the feed's JSON is repetitive and compresses about tenfold. A client that
+    // does not ask for it gets the plain stream, written as events come.
+    const gzip: Gzip | undefined = /\bgzip\b/.test(String(req.headers['accept-encoding'] ?? ''))
+      ? createGzip({ level: 6 })
+      : undefined;
     res.writeHead(200, {
       'content-type': 'text/event-stream; charset=utf-8',
       'cache-control': 'no-store',
       connection: 'keep-alive',
       'x-accel-buffering': 'no',
+      ...(gzip ? { 'content-encoding': 'gzip' } : {}),
     });
+    const rawWrite = res.write.bind(res);
+    res.write = ((chunk: string | Uint8Array, ...rest: never[]) => {
+      liveBytes += typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.byteLength;
+      return rawWrite(chunk, ...rest);
+    }) as typeof res.write;
+    if (gzip) {
+      gzip.pipe(res);
+      gzip.on('error', () => res.destroy());
+    }
     let allowance = maxBufferedBytes;
+    let dirty = false;
+    const waiting = () => res.writableLength + (gzip ? gzip.writableLength + gzip.readableLength : 0);
+    let ended = false;
     const write = (text: string) => {
-      if (res.writableEnded || res.destroyed) return;
-      res.write(text);
+      // After `end`, a late sample must not write into the finished compressor (that would tear the stream).
+      if (ended || res.writableEnded || res.destroyed) return;
+      if (gzip) {
+        gzip.write(text);
+        dirty = true;
+      } else res.write(text);
       // A reader that stopped reading is dropped: the run must not buffer for it without end.
-      if (res.writableLength > allowance) {
+      if (waiting() > allowance) {
         droppedSlowClients++;
+        gzip?.unpipe(res);
+        gzip?.destroy();
         res.destroy();
       }
+    };
+    const flush = () => {
+      if (!gzip || !dirty || ended || res.destroyed || gzip.destroyed) return;
+      dirty = false;
+      gzip.flush(zlibConstants.Z_SYNC_FLUSH);
     };
     // Snapshot and subscription in the same tick: no event falls between them. The snapshot itself may
     // be large; the allowance is what waits beyond it.
     const init = `event: init\ndata: ${JSON.stringify(scrubValue({ state: source.snapshot(), runId: source.runId ?? null }))}\n\n`;
     allowance = maxBufferedBytes + Buffer.byteLength(init);
     write(init);
+    flush();
     const unsubscribe = source.subscribe((event: VizEvent) => {
       write(`data: ${JSON.stringify(scrubValue(event))}\n\n`);
     });
-    const beat = setInterval(() => write(': keep-alive\n\n'), heartbeatMs);
+    const beat = setInterval(() => {
+      write(': keep-alive\n\n');
+      flush();
+    }, heartbeatMs);
     beat.unref();
-    streams.add(res);
+    const flusher = gzip ? setInterval(flush, flushIntervalMs) : undefined;
+    flusher?.unref();
+    const end = () => {
+      flush();
+      ended = true;
+      if (gzip) gzip.end();
+      else res.end();
+    };
+    streams.set(res, end);
     const done = () => {
       clearInterval(beat);
+      if (flusher) clearInterval(flusher);
       unsubscribe();
       streams.delete(res);
     };
@@ -191,7 +254,12 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   const api = async (url: URL, parts: readonly string[], signal: AbortSignal): Promise<unknown> => {
     const [first, id, sub, more] = parts;
     if (first === 'config' && parts.length === 1) return config;
-    if (first === 'chart' && parts.length === 1) return agentStatechart();
+    if (first === 'chart' && parts.length === 1) {
+      const machine = url.searchParams.get('machine') ?? 'agent';
+      if (machine !== 'agent' && machine !== 'breaker' && machine !== 'supervisor')
+        throw new HttpError(404, `no statechart "${machine}" (agent, breaker, supervisor)`);
+      return machineStatechart(machine);
+    }
     if (first === 'live' && id === 'state' && parts.length === 2) return requireLive().snapshot();
     if (first === 'live' && id === 'agents' && sub !== undefined && more === undefined) {
       const source = requireLive();
@@ -208,6 +276,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     const run = await s.getRun(id, { signal });
     if (!run) throw new HttpError(404, `no run "${id}"`);
     if (sub === undefined) return run;
+    if (sub === 'report') return loadRunReport(s, id, { signal });
     if (sub === 'events') {
       const afterSeq = intParam(url, 'afterSeq');
       const untilAt = intParam(url, 'untilAt');
@@ -302,10 +371,26 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   const close = () => {
     closing ??= new Promise<void>((resolve) => {
       options.signal?.removeEventListener('abort', onAbort);
-      for (const res of streams) res.end();
+      const open = [...streams];
       streams.clear();
-      server.close(() => resolve());
-      server.closeAllConnections();
+      for (const [, end] of open) end();
+      // What the streams were told last (the run's end) reaches the page before the sockets go.
+      const sent = Promise.all(
+        open.map(
+          ([res]) =>
+            new Promise<void>((done) => {
+              if (res.writableFinished || res.destroyed) return done();
+              res.once('finish', done);
+              res.once('close', done);
+            }),
+        ),
+      );
+      // Bounded: a reader that does not take the last bytes within the grace loses them, not the caller.
+      const grace = new Promise<void>((done) => setTimeout(done, closeGraceMs).unref());
+      void Promise.race([sent, grace]).then(() => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
     });
     return closing;
   };
@@ -316,7 +401,7 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
   return {
     url: `http://127.0.0.1:${port}`,
     port,
-    stats: () => ({ liveClients: streams.size, droppedSlowClients }),
+    stats: () => ({ liveClients: streams.size, droppedSlowClients, liveBytes }),
     close,
   };
 }

@@ -8,24 +8,6 @@ import type { AgentInfo, RuntimeEvent } from '../events/runtime-event.ts';
  */
 
 /**
- * Timeline segments kept per agent; older ones are dropped so a long run stays small.
- *
- * @example
- * ```ts
- * state.agents.analyst!.segments.length <= MAX_SEGMENTS; // true
- * ```
- */
-export const MAX_SEGMENTS = 400;
-/**
- * Fault markers kept per agent.
- *
- * @example
- * ```ts
- * state.agents.analyst!.markers.length <= MAX_MARKERS; // true
- * ```
- */
-export const MAX_MARKERS = 400;
-/**
  * Lines kept in {@link VizState.recent}.
  *
  * @example
@@ -51,6 +33,38 @@ export interface VizMarker {
   readonly status: number | null;
   /** True for a 429 / `rate_limited`. */
   readonly rateLimited: boolean;
+  /** The Retry-After the provider gave, ms; `null` when it gave none. */
+  readonly retryAfterMs: number | null;
+}
+
+/**
+ * One upstream attempt of an agent, as a span of its lane: from `from` (the attempt's start) to `to`
+ * (its answer or fault), with what the call log says about it.
+ */
+export interface VizCall {
+  readonly from: number;
+  readonly to: number;
+  readonly endpoint: string | null;
+  /** `ok` or `fault`. */
+  readonly outcome: string;
+  /** The fault kind, or `ok`. */
+  readonly kind: string;
+  readonly status: number | null;
+  readonly latencyMs: number | null;
+  /** How long the agent waited for its token before this attempt (the latest grant's `waitedMs`). */
+  readonly waitMs: number | null;
+  /** 1 for the first attempt of a turn, 2 for the next… */
+  readonly attempt: number;
+  readonly retryAfterMs: number | null;
+}
+
+/** Why an agent is where it is: its latest failed upstream attempt, or the reason of a degraded turn. */
+export interface VizReason {
+  readonly at: number;
+  readonly kind: string;
+  readonly endpoint: string | null;
+  readonly status: number | null;
+  readonly retryAfterMs: number | null;
 }
 
 /** One agent as the visualizer shows it. */
@@ -69,8 +83,18 @@ export interface VizAgent {
   readonly lastEndpoint: string | null;
   /** When a `cooling` agent may try again (from the supervisor's wait). */
   readonly coolingUntil: number | null;
+  /** Every state it went through, oldest first: the whole run, never cut (the page aggregates when zoomed out). */
   readonly segments: readonly VizSegment[];
+  /** Every failed upstream attempt, oldest first. */
   readonly markers: readonly VizMarker[];
+  /** Every upstream attempt, oldest first. */
+  readonly calls: readonly VizCall[];
+  /** The latest fault it met (or why its turn degraded); `null` when none yet. */
+  readonly reason: VizReason | null;
+  /** Attempts made in the turn it is on now. */
+  readonly attempts: number;
+  /** `waitedMs` of its latest token grant. */
+  readonly lastWaitMs: number | null;
   readonly turns: number;
   readonly degradedTurns: number;
   readonly lastOutcome: string | null;
@@ -129,6 +153,35 @@ export interface VizRun {
   readonly round: number;
   /** The last committed round, 0 before the first. */
   readonly committedRound: number;
+  /** When the run started and finished (run clock); `null` while not known. */
+  readonly startedAt: number | null;
+  readonly finishedAt: number | null;
+  /** The report's checks, once the run's report is known (live: pushed at the end; replay: loaded). */
+  readonly checks: readonly VizCheck[] | null;
+}
+
+/** One check of the run's report, as the page shows it. */
+export interface VizCheck {
+  readonly id: string;
+  readonly name: string;
+  readonly value: number | null;
+  readonly unit: string;
+  readonly op: string | null;
+  readonly threshold: number | null;
+  /** `true` PASS, `false` FAIL, `null` reported only. */
+  readonly pass: boolean | null;
+}
+
+/**
+ * The run's report, pushed to the live page once the run ended (never stored: the report is computed
+ * from the event log).
+ */
+export interface VizReportEvent {
+  readonly type: 'viz.report';
+  readonly at: number;
+  readonly agent?: undefined;
+  readonly endpoint?: undefined;
+  readonly data: { readonly status: string; readonly checks: readonly VizCheck[] };
 }
 
 /** A one-line summary of a recent event. */
@@ -188,6 +241,8 @@ export interface VizAgentSample {
 export interface VizSampleEvent {
   readonly type: 'viz.sample';
   readonly at: number;
+  readonly agent?: undefined;
+  readonly endpoint?: undefined;
   readonly data: {
     readonly endpoints?: readonly VizHealthSample[];
     readonly tokens?: {
@@ -201,7 +256,7 @@ export interface VizSampleEvent {
 }
 
 /** What the reducer folds: a runtime event, or a live sample. */
-export type VizEvent = RuntimeEvent | VizSampleEvent;
+export type VizEvent = RuntimeEvent | VizSampleEvent | VizReportEvent;
 
 /** A stored event row (`EventRecord` of the store): nulls where the event has no agent or endpoint. */
 export interface VizEventRecord {
@@ -231,7 +286,17 @@ export function emptyVizState(options: EmptyVizStateOptions = {}): VizState {
   return {
     now: null,
     applied: 0,
-    run: { runId: null, scenario: null, status: 'unknown', rounds: null, round: 0, committedRound: 0 },
+    run: {
+      runId: null,
+      scenario: null,
+      status: 'unknown',
+      rounds: null,
+      round: 0,
+      committedRound: 0,
+      startedAt: null,
+      finishedAt: null,
+      checks: null,
+    },
     agents: {},
     endpoints: {},
     tokens: { limit: options.limit ?? null, held: 0, holders: [], queue: {} },
@@ -280,7 +345,7 @@ export function applyEvent(state: VizState, event: VizEvent): VizState {
       return withLine(runStarted(base, at, data), at, event.type, `run ${str(data.runId) ?? ''} started`);
     case 'run.finished':
       return withLine(
-        { ...base, run: { ...base.run, status: str(data.status) ?? 'finished' } },
+        { ...base, run: { ...base.run, status: str(data.status) ?? 'finished', finishedAt: at } },
         at,
         event.type,
         `run finished: ${str(data.status) ?? ''}`,
@@ -336,6 +401,10 @@ export function applyEvent(state: VizState, event: VizEvent): VizState {
       return withLine(base, at, event.type, `${event.agent ?? ''}: ${str(data.message) ?? ''}`);
     case 'viz.sample':
       return sample(base, at, data as VizSampleEvent['data']);
+    case 'viz.report': {
+      const checks = Array.isArray(data.checks) ? (data.checks as VizCheck[]) : [];
+      return { ...base, run: { ...base.run, status: str(data.status) ?? base.run.status, checks } };
+    }
     default:
       return base;
   }
@@ -404,6 +473,10 @@ function newAgent(name: string, info: Partial<AgentInfo> = {}): VizAgent {
     coolingUntil: null,
     segments: [],
     markers: [],
+    calls: [],
+    reason: null,
+    attempts: 0,
+    lastWaitMs: null,
     turns: 0,
     degradedTurns: 0,
     lastOutcome: null,
@@ -463,6 +536,7 @@ function runStarted(state: VizState, at: number, data: Record<string, unknown>):
       scenario: str(data.scenario) ?? state.run.scenario,
       status: 'running',
       rounds: num(data.rounds) ?? state.run.rounds,
+      startedAt: state.run.startedAt ?? at,
       ...(num(data.resumedFrom) !== undefined ? { committedRound: num(data.resumedFrom)! } : {}),
     },
   };
@@ -502,7 +576,7 @@ function moveAgent(state: VizState, agent: VizAgent, to: string, at: number, pat
     since: at,
     // The supervisor's wait is reported before the agent's own move through `queued` into `cooling`.
     coolingUntil: to === 'cooling' || to === 'queued' ? agent.coolingUntil : null,
-    segments: capped([...segments, { state: to, from: at, to: null }], MAX_SEGMENTS),
+    segments: [...segments, { state: to, from: at, to: null }],
   };
   return withQueue(putAgent(state, moved), moved, agent.state);
 }
@@ -554,24 +628,41 @@ function callAttempt(
   }
   if (agentName) {
     const agent = agentOf(next, agentName);
+    const retryAfterMs = num(data.retryAfterMs) ?? null;
+    const latencyMs = num(data.latencyMs) ?? null;
+    const startedAt = num(data.startedAt) ?? (latencyMs !== null ? at - latencyMs : at);
+    const attempt = agent.attempts + 1;
+    const call: VizCall = {
+      from: Math.min(startedAt, at),
+      to: at,
+      endpoint: endpointId,
+      outcome: fault ? 'fault' : 'ok',
+      kind,
+      status,
+      latencyMs,
+      waitMs: agent.lastWaitMs,
+      attempt,
+      retryAfterMs,
+    };
     next = putAgent(next, {
       ...agent,
       tier: agent.tier ?? str(data.tier) ?? null,
       lastEndpoint: endpointId ?? agent.lastEndpoint,
+      calls: [...agent.calls, call],
+      attempts: attempt,
+      reason: fault ? { at, kind, endpoint: endpointId, status, retryAfterMs } : agent.reason,
       markers: fault
-        ? capped(
-            [
-              ...agent.markers,
-              {
-                at,
-                kind,
-                endpoint: endpointId,
-                status,
-                rateLimited: status === 429 || kind === 'rate_limited',
-              },
-            ],
-            MAX_MARKERS,
-          )
+        ? [
+            ...agent.markers,
+            {
+              at,
+              kind,
+              endpoint: endpointId,
+              status,
+              rateLimited: status === 429 || kind === 'rate_limited',
+              retryAfterMs,
+            },
+          ]
         : agent.markers,
     });
   }
@@ -597,7 +688,12 @@ function tokenGranted(
     next = putEndpoint(next, { ...ep, inFlight: ep.inFlight + 1 });
   }
   const agent = own(state.agents, holder);
-  if (agent) next = putAgent(next, { ...agent, lastEndpoint: endpointId || agent.lastEndpoint });
+  if (agent)
+    next = putAgent(next, {
+      ...agent,
+      lastEndpoint: endpointId || agent.lastEndpoint,
+      lastWaitMs: num(data.waitedMs) ?? agent.lastWaitMs,
+    });
   return next;
 }
 
@@ -696,6 +792,18 @@ function turnCompleted(
     tier: agent.tier ?? str(data.tier) ?? null,
     turns: agent.turns + 1,
     degradedTurns: agent.degradedTurns + (degraded ? 1 : 0),
+    attempts: 0,
+    // The latest fault stays the reason (a fallback that skips an OPEN endpoint met it earlier); a
+    // degraded turn with no fault of its own says why it degraded.
+    reason: degraded
+      ? (agent.reason ?? {
+          at,
+          kind: str(data.degradedReason) ?? 'degraded',
+          endpoint: endpointId,
+          status: null,
+          retryAfterMs: null,
+        })
+      : agent.reason,
     lastOutcome: outcome,
     lastEndpoint: endpointId ?? agent.lastEndpoint,
   });

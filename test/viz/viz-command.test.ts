@@ -49,13 +49,28 @@ afterAll(async () => {
 });
 
 describe('breakwater viz', () => {
-  it('without --run lists the runs of the store', async () => {
-    const run = await runCli(['viz', '--data-dir', dataDir]);
-    expect(run.stderr).toBe('');
-    expect(run.code).toBe(0);
-    expect(run.stdout).toContain(`1 run(s) in ${dataDir} (pglite), newest first:`);
-    expect(run.stdout).toMatch(new RegExp(`${RUN_ID}\\s+running\\s+round 0/2 .* cli-demo`));
-    expect(run.stdout).toContain('breakwater viz --run <id>');
+  it('without --run lists the runs of the store and serves the runs page until SIGTERM', async () => {
+    const child = spawnCli(['viz', '--port', '0', '--data-dir', dataDir]);
+    const done = finished(child);
+    let out = '';
+    try {
+      out = await waitForOutput(child, /the runs page at (http:\/\/127\.0\.0\.1:\d+)\//);
+      const [, origin] = /the runs page at (http:\/\/127\.0\.0\.1:\d+)\//.exec(out)!;
+      expect(await (await fetch(`${origin}/api/config`)).json()).toMatchObject({
+        replay: true,
+        runId: null,
+        live: false,
+      });
+      const runs = (await (await fetch(`${origin}/api/runs`)).json()) as { runId: string }[];
+      expect(runs.map((r) => r.runId)).toEqual([RUN_ID]);
+    } finally {
+      child.kill('SIGTERM');
+    }
+    const result = await done;
+    expect(result.code).toBe(0);
+    expect(out).toContain(`1 run(s) in ${dataDir} (pglite), newest first:`);
+    expect(out).toMatch(new RegExp(`${RUN_ID}\\s+running\\s+round 0/2 .* cli-demo`));
+    expect(out).toContain('breakwater viz --run <id>');
   });
 
   it('an unknown run is one line on stderr and exit code 1', async () => {

@@ -184,7 +184,8 @@ describe('readers that do not read cannot make the run buffer without end', () =
     }));
 
   it('a stream whose reader lags by more than maxBufferedBytes is dropped', async () => {
-    // 300 idle agents make each health sample large; samples are pushed until the server gives up.
+    // Large events (4 KiB policy lines) are pushed until the server gives up: samples are deltas now, so
+    // an idle runtime's samples are small and cannot fill a buffer themselves.
     const big = createSupervisor(
       {
         endpoints: [emulatorEndpoint(emulator, 'flash', 'gemini', 'gemini-2.5-flash')],
@@ -197,12 +198,18 @@ describe('readers that do not read cannot make the run buffer without end', () =
     const viz = await startVizServer({ port: 0, live: source, maxBufferedBytes: 256 * 1024 });
     try {
       const socket = await stalledReader(viz.port);
-      const sampleBytes = JSON.stringify(source.snapshot()).length;
+      const line = {
+        type: 'policy.log' as const,
+        at: clock.now(),
+        agent: 'agent-1',
+        data: { message: 'x'.repeat(4096) },
+      };
+      const sampleBytes = JSON.stringify(line).length;
       let pushed = 0;
-      // Bounded: 400 samples are far more than kernel buffers and the allowance hold; it stops as soon
-      // as the server has dropped the reader.
-      for (; pushed < 400 && viz.stats().droppedSlowClients === 0; pushed++) {
-        source.snapshot();
+      // Bounded: 4,000 lines (16 MiB) are far more than kernel buffers and the allowance hold; it stops as
+      // soon as the server has dropped the reader.
+      for (; pushed < 4000 && viz.stats().droppedSlowClients === 0; pushed++) {
+        source.publish(line);
         await new Promise((r) => setImmediate(r));
       }
       expect(viz.stats().droppedSlowClients).toBe(1);

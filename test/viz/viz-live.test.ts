@@ -61,8 +61,33 @@ describeBrowser('live visualizer in Chromium (supervisor + emulator over real HT
     expect(await textOf(page, 'agent-analyst-countdown')).toBe(' 30.0 s');
     expect(await textOf(page, 'tokens-held')).toBe('0');
     expect(await textOf(page, 'tokens-limit')).toBe('2');
-    expect(await page.locator('[data-testid="marker-analyst"][data-status="429"]').count()).toBe(1);
-    expect(await page.locator('[data-testid="marker-ops"]').count()).toBe(0);
+    // The 429 is a marker on analyst's lane (ops has none); clicking it tells what, where and Retry-After.
+    const lanes = () =>
+      page.evaluate(() =>
+        (
+          window as unknown as {
+            breakwaterViz: { lanes(): Record<string, { states: string[]; markers: number }> };
+          }
+        ).breakwaterViz.lanes(),
+      );
+    await page.waitForFunction(() => {
+      const viz = (window as unknown as { breakwaterViz: { lanes(): Record<string, { markers: number }> } })
+        .breakwaterViz;
+      return viz.lanes().analyst?.markers === 1;
+    });
+    expect((await lanes()).ops?.markers).toBe(0);
+    const point = await page.evaluate(() =>
+      (
+        window as unknown as {
+          breakwaterViz: { markerPoint(a: string, i: number): { x: number; y: number } };
+        }
+      ).breakwaterViz.markerPoint('analyst', 0),
+    );
+    await page.mouse.click(point.x, point.y);
+    await waitForText(page, 'inspect-status', '429');
+    expect(await textOf(page, 'inspect-fault')).toBe('rate_limited');
+    expect(await textOf(page, 'inspect-endpoint')).toBe('sonnet');
+    expect(await textOf(page, 'inspect-retry-after')).toBe('30.0 s');
 
     // The statechart is drawn from the real machine, the selected agent's state lit.
     await page.click('[data-testid="agent-analyst"]');
@@ -98,9 +123,12 @@ describeBrowser('live visualizer in Chromium (supervisor + emulator over real HT
     expect(await row.locator('[data-testid="turn-answer"]').textContent()).toBe(
       analyst.answer.text.slice(0, 600),
     );
-    const segments = await page
-      .locator('[data-testid="timeline-analyst"] rect[data-state]')
-      .evaluateAll((els) => els.map((e) => e.getAttribute('data-state')));
+    await page.waitForFunction(() => {
+      const viz = (window as unknown as { breakwaterViz: { lanes(): Record<string, { states: string[] }> } })
+        .breakwaterViz;
+      return viz.lanes().analyst?.states.at(-1) === 'idle';
+    });
+    const segments = (await lanes()).analyst!.states;
     expect(segments).toContain('cooling');
     expect(segments.at(-1)).toBe('idle');
     await page.screenshot({ path: screenshotPath('viz-live-recovered.png'), fullPage: true });

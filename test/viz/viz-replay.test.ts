@@ -188,15 +188,35 @@ describeBrowser('replay page in Chromium (event log in PGlite)', () => {
 
     // At the storm's instant: the 429 is on analyst's lane, the countdowns read from the log.
     await scrubTo(page, times[0]!);
-    expect(await page.locator('[data-testid="marker-analyst"][data-status="429"]').count()).toBe(1);
+    const point = await page.evaluate(() =>
+      (
+        window as unknown as {
+          breakwaterViz: { markerPoint(a: string, i: number): { x: number; y: number } | null };
+        }
+      ).breakwaterViz.markerPoint('analyst', 0),
+    );
+    expect(point).not.toBeNull();
     expect(await textOf(page, 'endpoint-sonnet-cooldown')).toBe('30.0 s');
     expect(await textOf(page, 'tokens-limit')).toBe('2');
     expect(await textOf(page, 'scrubber-time')).toBe(
       `${new Date(times[0]!).toISOString().replace('T', ' ').slice(0, 23)}Z`,
     );
 
-    // Clicking an agent shows its committed turns and its last snapshot.
+    // Clicking the marker shows the fault (and moves the page to its instant, the storm's).
+    await page.mouse.click(point!.x, point!.y);
+    await waitForText(page, 'inspect-status', '429');
+    expect(await textOf(page, 'inspect-endpoint')).toBe('sonnet');
+    expect(await textOf(page, 'inspect-retry-after')).toBe('30.0 s');
+    expect(await textOf(page, 'agent-analyst-reason')).toContain('429 rate_limited on sonnet');
+
+    // The detail is in step with the scrubber: at the storm's instant analyst has no turn yet.
     await page.click('[data-testid="agent-analyst"]');
+    await page.waitForSelector('[data-testid="chart-state-cooling"][data-active="true"]');
+    await waitForText(page, 'agent-turn-count', '0 turn(s) at this instant');
+    await page.screenshot({ path: screenshotPath('viz-replay.png'), fullPage: true });
+
+    // At the run's end: its committed turn and its last snapshot.
+    await scrubTo(page, times.at(-1)!);
     await page.waitForSelector('[data-testid="turn-row"]');
     const row = page.locator('[data-testid="turn-row"]').first();
     expect(await row.locator('[data-testid="turn-prompt"]').textContent()).toBe(
@@ -208,8 +228,7 @@ describeBrowser('replay page in Chromium (event log in PGlite)', () => {
     );
     expect(await row.getAttribute('data-degraded')).toBe('false');
     expect(await textOf(page, 'agent-snapshot')).toContain('"value": "idle"');
-    await page.waitForSelector('[data-testid="chart-state-cooling"][data-active="true"]');
-    await page.screenshot({ path: screenshotPath('viz-replay.png'), fullPage: true });
+    await page.waitForSelector('[data-testid="chart-state-idle"][data-active="true"]');
 
     expect(await page.content()).not.toContain(SONNET_KEY);
     expect(watched.errors).toEqual([]);

@@ -32,7 +32,7 @@ import { findDatabaseUnavailable } from '../../store/database-unavailable-error.
 import { type BreakwaterDatabase, DEFAULT_DATA_DIR } from '../../store/open-database.ts';
 import { createRunStore } from '../../store/run-store.ts';
 import { startVizServer, type VizServer } from '../../viz/index.ts';
-import { createLiveSource } from '../../viz/live-source.ts';
+import { createLiveSource, type LiveSource } from '../../viz/live-source.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { openCliDatabase } from '../cli-store.ts';
@@ -107,6 +107,8 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   const store = createRunStore(database);
   let live: LiveView | undefined;
   let viz: VizServer | undefined;
+  let vizSource: LiveSource | undefined;
+  let runClock: { now(): number } | undefined;
   let metrics: MetricsServer | undefined;
   const metricsRegistry = new Registry();
   let byokConsole: ByokConsole | undefined;
@@ -154,6 +156,8 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
         ? { stream: true, onText: (agent: string, text: string) => live?.setText(agent, text) }
         : {}),
       onEvent: (e) => {
+        // The run's own events are not the supervisor's: the visualizer's page gets them from here.
+        if (e.type.startsWith('run.') || e.type.startsWith('round.')) vizSource?.publish(e);
         if (e.type === 'round.committed')
           committed = Number((e.data as { round?: unknown })?.round) || committed;
       },
@@ -172,12 +176,10 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
           });
         }
         const supervisor = (ctx.executor as Partial<BreakwaterExecutor>).supervisor;
+        runClock = ctx.clock;
         if (options.vizPort !== undefined && supervisor) {
-          viz = await startVizServer({
-            port: options.vizPort,
-            live: createLiveSource(supervisor, { runId: ctx.runId, store }),
-            store,
-          });
+          vizSource = createLiveSource(supervisor, { runId: ctx.runId, store });
+          viz = await startVizServer({ port: options.vizPort, live: vizSource, store });
           if (live) live.log(`visualizer: ${viz.url}`);
           else note(`visualizer: ${viz.url}`);
         }
@@ -206,6 +208,23 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
     live?.stop();
     live = undefined;
     const report = await loadRunReport(store, result.runId);
+    // The page shows the run's end with the report's verdicts before the server goes.
+    vizSource?.publish({
+      type: 'viz.report',
+      at: runClock?.now() ?? Date.now(),
+      data: {
+        status: result.run.status,
+        checks: report.checks.map((c) => ({
+          id: c.id,
+          name: c.name,
+          value: c.value,
+          unit: c.unit,
+          op: c.op,
+          threshold: c.threshold,
+          pass: c.pass,
+        })),
+      },
+    });
     if (options.json) print(JSON.stringify(report));
     else for (const line of formatRunReport(report)) print(line);
     if (result.run.status !== 'completed') {
@@ -218,6 +237,7 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
     byokConsole?.stop();
     live?.stop();
     await viz?.close();
+    vizSource?.close();
     await metrics?.close();
     await database.close();
   }

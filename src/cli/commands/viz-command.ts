@@ -10,7 +10,10 @@ import { listenForStop, whenAborted } from '../stop-signal.ts';
 
 /** Options of {@link runVizCommand}. */
 export interface VizCommandOptions {
-  /** The run to replay. Default none: list the runs and exit. */
+  /**
+   * The run to replay. Default none: list the runs, then (with a `signal`) serve the runs page, which
+   * links each run to its replay; without a `signal`, list them and return.
+   */
   readonly run?: string;
   /** Port on 127.0.0.1; 0 = a free port. Default 0. */
   readonly port?: number;
@@ -66,8 +69,9 @@ export function describeRuns(runs: readonly RunRecord[]): string[] {
 }
 
 /**
- * `breakwater viz`: without `run`, lists the store's runs; with `run`, serves the replay page of that run
- * (a time scrubber over its event log) on 127.0.0.1 until `signal` aborts.
+ * `breakwater viz`: without `run`, lists the store's runs and serves the runs page (status, scenario,
+ * start, duration, result, a link to each replay); with `run`, serves the replay page of that run (a time
+ * scrubber over its event log). Either on 127.0.0.1 until `signal` aborts.
  *
  * @throws {CliError} when both a URL and a data dir are given, the run does not exist, or the port is taken
  * @example
@@ -92,6 +96,16 @@ export async function runVizCommand(options: VizCommandOptions = {}): Promise<vo
       print(`${runs.length} run(s) in ${database.location} (${database.backend}), newest first:`);
       for (const line of describeRuns(runs)) print(line);
       print('replay one with: breakwater viz --run <id>');
+      if (!options.signal) return;
+      const server = await listen(store, undefined, options.port);
+      try {
+        print(`breakwater viz: the runs page at ${server.url}/ (each run links to its replay)`);
+        print('Ctrl+C (SIGINT) or SIGTERM stops it.');
+        options.onListening?.(`${server.url}/`);
+        await whenAborted(options.signal);
+      } finally {
+        await server.close();
+      }
       return;
     }
     const run = await store.getRun(options.run);
@@ -100,16 +114,7 @@ export async function runVizCommand(options: VizCommandOptions = {}): Promise<vo
         `no run "${options.run}" in ${database.location}; \`breakwater viz\` without --run lists the runs`,
       );
     if (!options.signal) throw new CliError('a replay server needs a stop signal');
-    let server: Awaited<ReturnType<typeof startVizServer>>;
-    try {
-      server = await startVizServer({ store, runId: run.runId, port: options.port ?? 0 });
-    } catch (e) {
-      if ((e as { code?: unknown }).code === 'EADDRINUSE')
-        throw new CliError(`port ${options.port} is already in use; pick another --port, or --port 0`, {
-          cause: e,
-        });
-      throw e;
-    }
+    const server = await listen(store, run.runId, options.port);
     try {
       const page = `${server.url}/?run=${encodeURIComponent(run.runId)}`;
       print(`breakwater viz: replay of run ${run.runId} (${run.scenario}, ${run.status}) at ${page}`);
@@ -121,6 +126,21 @@ export async function runVizCommand(options: VizCommandOptions = {}): Promise<vo
     }
   } finally {
     await database.close();
+  }
+}
+
+/** The replay server on 127.0.0.1; a port in use is one line naming the flag. */
+async function listen(
+  store: ReturnType<typeof createRunStore>,
+  runId: string | undefined,
+  port: number | undefined,
+): Promise<Awaited<ReturnType<typeof startVizServer>>> {
+  try {
+    return await startVizServer({ store, ...(runId !== undefined ? { runId } : {}), port: port ?? 0 });
+  } catch (e) {
+    if ((e as { code?: unknown }).code === 'EADDRINUSE')
+      throw new CliError(`port ${port} is already in use; pick another --port, or --port 0`, { cause: e });
+    throw e;
   }
 }
 
@@ -136,9 +156,9 @@ export function registerVizCommand(program: Command): Command {
   return program
     .command('viz')
     .description(
-      'State visualizer: list the recorded runs, or replay one (--run) in the browser with a time scrubber over its event log.',
+      'State visualizer: the recorded runs in the browser (a runs page), or the replay of one (--run) with a time scrubber over its event log.',
     )
-    .option('--run <id>', 'the run to replay (default: list the runs and exit)')
+    .option('--run <id>', 'the run to replay (default: list the runs and serve the runs page)')
     .addOption(
       new Option('--port <n>', 'port on 127.0.0.1; 0 = a free port').argParser(parseVizPort).default(0),
     )
