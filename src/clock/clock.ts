@@ -12,6 +12,8 @@
  * clock.advance(1_000); // prints "fired"
  * ```
  */
+
+import { onAbort } from '../runtime/abort-fanout.ts';
 export interface Clock {
   /** Milliseconds since the epoch (or since the manual clock's origin). */
   now(): number;
@@ -141,14 +143,17 @@ export function createManualClock(origin = 0): ManualClock {
 export function sleep(clock: Clock, ms: number, signal?: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
-    const onAbort = () => {
-      clock.clearTimeout(handle);
-      reject(signal?.reason);
-    };
+    // One listener on the signal however many sleeps share it (a round's turns all sleep on the run's signal:
+    // one listener each made Node warn about a leak at 11 agents).
+    const stop = signal
+      ? onAbort(signal, () => {
+          clock.clearTimeout(handle);
+          reject(signal.reason);
+        })
+      : undefined;
     const handle = clock.setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
+      stop?.();
       resolve();
     }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
   });
 }
