@@ -63,37 +63,64 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
       seePrevious && o.spec.rounds && plan.round > 1
         ? await held(o.clock, () => previousAnswers(o.store, o.runId, plan.round - 1))
         : new Map<string, PeerAnswer[]>();
-    let done = 0;
-    const total = plan.turns.length;
-    // The order in which each agent finishes its turns (its memory's order): asks to one agent settle in order.
-    const finished = new Map<string, number>();
-    o.onProgress?.({ round: plan.round, rounds, done, total });
-    const results = await Promise.all(
-      plan.turns.map(async (pt) => {
-        if (pt.at !== undefined) await sleep(o.clock, pt.at - o.clock.now(), o.signal);
-        const others = (peers.get(pt.itemId) ?? []).filter((p: PeerAnswer) => p.agent !== pt.agent);
-        const prompt =
-          pt.prompt ??
-          roundPrompt(pt.item ?? { id: pt.itemId, title: pt.itemId }, plan.round, rounds, others);
-        const key = `${o.runId}:${plan.round}:${pt.itemId}:${pt.agent}`;
-        const turn = await o.executor.ask({
-          agent: pt.agent,
-          prompt,
-          key,
-          turnId: key,
-          meta: { round: plan.round, itemId: pt.itemId },
-          ...(o.signal ? { signal: o.signal } : {}),
-        });
-        const agentOrder = finished.get(pt.agent) ?? 0;
-        finished.set(pt.agent, agentOrder + 1);
-        o.onProgress?.({ round: plan.round, rounds, done: ++done, total });
-        return { itemId: pt.itemId, key, turn, agentOrder };
-      }),
-    );
+    const results = await askRoundTurns(o, plan, plan.turns, peers, rounds);
     o.signal?.throwIfAborted();
     await held(o.clock, () => commitRound(o, plan, results));
   }
   return o.store.setRunStatus(o.runId, 'completed');
+}
+
+/** One asked turn of a round, as the round commit takes it. */
+export interface AskedTurn {
+  readonly itemId: string;
+  readonly key: string;
+  readonly turn: Turn;
+  /** The order in which its agent finished it among its turns of the round (its memory's order). */
+  readonly agentOrder: number;
+}
+
+/**
+ * Asks `turns` (all or part of a round's planned turns) concurrently — asks to one agent settle in order —
+ * each at its firing time. The turn key (`run:round:item:agent`) is the call memo's prefix, so a turn asked
+ * again (a resumed run, a worker taking over another's agents) reads back the calls that had finished.
+ *
+ * @example
+ * ```ts
+ * const results = await askRoundTurns(options, plan, plan.turns, peers, plans.length);
+ * ```
+ */
+export async function askRoundTurns(
+  o: Pick<RunRoundsOptions, 'runId' | 'executor' | 'clock' | 'onProgress' | 'signal'>,
+  plan: RoundPlan,
+  turns: readonly RoundPlan['turns'][number][],
+  peers: ReadonlyMap<string, readonly PeerAnswer[]>,
+  rounds: number,
+): Promise<AskedTurn[]> {
+  let done = 0;
+  const total = turns.length;
+  const finished = new Map<string, number>();
+  o.onProgress?.({ round: plan.round, rounds, done, total });
+  return Promise.all(
+    turns.map(async (pt) => {
+      if (pt.at !== undefined) await sleep(o.clock, pt.at - o.clock.now(), o.signal);
+      const others = (peers.get(pt.itemId) ?? []).filter((p: PeerAnswer) => p.agent !== pt.agent);
+      const prompt =
+        pt.prompt ?? roundPrompt(pt.item ?? { id: pt.itemId, title: pt.itemId }, plan.round, rounds, others);
+      const key = `${o.runId}:${plan.round}:${pt.itemId}:${pt.agent}`;
+      const turn = await o.executor.ask({
+        agent: pt.agent,
+        prompt,
+        key,
+        turnId: key,
+        meta: { round: plan.round, itemId: pt.itemId },
+        ...(o.signal ? { signal: o.signal } : {}),
+      });
+      const agentOrder = finished.get(pt.agent) ?? 0;
+      finished.set(pt.agent, agentOrder + 1);
+      o.onProgress?.({ round: plan.round, rounds, done: ++done, total });
+      return { itemId: pt.itemId, key, turn, agentOrder };
+    }),
+  );
 }
 
 /** Runs `work` (store I/O) with `clock` held: a virtual clock does not move until it is done. */
@@ -167,7 +194,15 @@ function countOutcomes(turns: readonly TurnInput[]): Record<string, number> {
   return counts;
 }
 
-async function previousAnswers(
+/**
+ * The answers of a committed round by item, each with its agent (the next round's prompts show them).
+ *
+ * @example
+ * ```ts
+ * const peers = await previousAnswers(store, runId, round - 1);
+ * ```
+ */
+export async function previousAnswers(
   store: RunStore,
   runId: string,
   round: number,

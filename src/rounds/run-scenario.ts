@@ -117,8 +117,8 @@ export interface ScenarioRunResult {
   readonly realMs: number;
 }
 
-/** What is stored with a run so it can be resumed. */
-interface StoredRunConfig {
+/** What is stored with a run so it can be resumed (and, for a run spread over workers, joined). */
+export interface StoredRunConfig {
   readonly policy: RunPolicy;
   readonly providers?: ProviderMode;
   readonly scenarioSource?: string;
@@ -128,9 +128,26 @@ interface StoredRunConfig {
   readonly wallShiftMs?: number;
   /** The report's settings, times resolved to epoch ms (read by `buildRunReport`). */
   readonly report?: StoredReportConfig;
+  /** A run spread over worker processes (`breakwater worker`): how they share it. Absent otherwise. */
+  readonly workers?: StoredWorkersConfig;
 }
 
-interface StoredReportConfig {
+/** How the worker processes of a run share it (stored with the run). */
+export interface StoredWorkersConfig {
+  /** How many workers the run was started with: each claims about its share of a round's agents at once. */
+  readonly count: number;
+  /** Epoch ms of the wall clock at which the scenario clock read `origin`: every worker's clock agrees. */
+  readonly wallStart: number;
+  /** Control URL of the emulator every worker talks to (one emulator, one record of calls). */
+  readonly emulatorUrl?: string;
+  /** The coordination pool of the run's global tokens and endpoint health (on the run's PostgreSQL). */
+  readonly pool: string;
+  /** Lease of a claimed agent part, ms: a dead worker's agents are taken over after it. */
+  readonly leaseTtlMs: number;
+}
+
+/** The report's settings as stored with a run. */
+export interface StoredReportConfig {
   readonly peak?: { readonly from: number; readonly to: number };
   readonly timeZone?: string;
   readonly analysisTiers?: readonly string[];
@@ -139,7 +156,15 @@ interface StoredReportConfig {
   readonly concurrencyLimit?: number;
 }
 
-function reportConfig(
+/**
+ * The report's settings of a run, times resolved to epoch ms.
+ *
+ * @example
+ * ```ts
+ * const report = reportConfig(spec, resolved, origin, 0);
+ * ```
+ */
+export function reportConfig(
   spec: ScenarioSpec,
   resolved: ScenarioSpec,
   origin: number,
@@ -390,15 +415,30 @@ function databaseOptions(o: RunScenarioOptions): { url?: string; dataDir?: strin
   return {};
 }
 
-function defaultRunId(scenario: string): string {
+/**
+ * A new run's id: `<scenario>-<UTC timestamp>-<4 hex>`.
+ *
+ * @example
+ * ```ts
+ * const runId = defaultRunId('morning-peak');
+ * ```
+ */
+export function defaultRunId(scenario: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
   return `${scenario}-${stamp}-${randomBytes(2).toString('hex')}`;
 }
 
-/** The base URL of every emulator flavor the scenario's endpoints name (in-process, or an external emulator). */
-async function emulatorBaseURLs(
+/**
+ * The base URL of every emulator flavor the scenario's endpoints name (in-process, or an external emulator).
+ *
+ * @example
+ * ```ts
+ * const urls = await emulatorBaseURLs(spec, { emulatorUrl }, clock, () => {});
+ * ```
+ */
+export async function emulatorBaseURLs(
   spec: ScenarioSpec,
-  options: RunScenarioOptions,
+  options: Pick<RunScenarioOptions, 'emulatorUrl'>,
   clock: Clock,
   started: (e: Emulator) => void,
 ): Promise<Record<string, string>> {
@@ -432,8 +472,15 @@ async function lastEventAt(database: BreakwaterDatabase, runId: string): Promise
   return row?.at === null || row?.at === undefined ? undefined : Number(row.at);
 }
 
-/** Each agent's prompt window (`historyTurns`): its own setting, else the runtime's default. */
-function historyTurnsOf(spec: ScenarioSpec): (d: AgentDefinition) => number {
+/**
+ * Each agent's prompt window (`historyTurns`): its own setting, else the runtime's default.
+ *
+ * @example
+ * ```ts
+ * await loadRunRestore(store, runId, definitions, historyTurnsOf(spec));
+ * ```
+ */
+export function historyTurnsOf(spec: ScenarioSpec): (d: AgentDefinition) => number {
   const fallback = defineConfig(spec.runtime as RuntimeConfigInput).agentDefaults.historyTurns;
   return (d) => (isNoAgentDefinition(d) ? 0 : (d.historyTurns ?? fallback));
 }

@@ -129,6 +129,19 @@ export interface EventsTable {
   data: JsonbColumn;
 }
 
+/** `round_parts` (0004): one agent's turns of one round, claimed and staged by a worker process. */
+export interface RoundPartsTable {
+  run_id: string;
+  round: number;
+  agent: string;
+  holder: string;
+  generation: Generated<number>;
+  expires_at: TimestampColumn;
+  done: Generated<boolean>;
+  turns: NullableJsonbColumn;
+  state: NullableJsonbColumn;
+}
+
 /**
  * Every table of the durable store, for `Kysely<StoreSchema>`.
  *
@@ -147,4 +160,5 @@ export interface StoreSchema {
   agent_states: AgentStatesTable;
   call_results: CallResultsTable;
   events: EventsTable;
+  round_parts: RoundPartsTable;
 }

@@ -23,13 +23,15 @@ describe('breakwater migrate on PGlite', () => {
     expect(first.stdout).toMatch(
       new RegExp(`^location\\s+${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'),
     );
-    expect(first.stdout).toMatch(/^applied\s+0001-initial, 0002-durable-state-v2, 0003-coordination$/m);
+    expect(first.stdout).toMatch(
+      /^applied\s+0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts$/m,
+    );
 
     const second = await runCli(['migrate', '--data-dir', dataDir]);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/^applied\s+none \(already up to date\)$/m);
     expect(second.stdout).toMatch(
-      /^schema\s+up to date: 0001-initial, 0002-durable-state-v2, 0003-coordination$/m,
+      /^schema\s+up to date: 0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts$/m,
     );
   });
 
@@ -115,7 +117,9 @@ describe('breakwater migrate on PostgreSQL', () => {
     expect(run.stderr).toBe('');
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^backend\s+postgres \(chosen by --database-url\)$/m);
-    expect(run.stdout).toMatch(/^applied\s+0001-initial, 0002-durable-state-v2, 0003-coordination$/m);
+    expect(run.stdout).toMatch(
+      /^applied\s+0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts$/m,
+    );
   });
 
   it('DATABASE_URL alone chooses the server', async () => {

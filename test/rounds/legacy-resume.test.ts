@@ -196,6 +196,7 @@ async function legacyResumes(database: BreakwaterDatabase): Promise<void> {
   expect(await migrateToLatest(db as Kysely<unknown>)).toEqual([
     '0002-durable-state-v2',
     '0003-coordination',
+    '0004-round-parts',
   ]);
 
   const store = createRunStore(database);

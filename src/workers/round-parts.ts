@@ -1,0 +1,157 @@
+import { sql } from 'kysely';
+import type { BreakwaterDatabase } from '../store/open-database.ts';
+import type { AgentStateInput, TurnInput } from '../store/store-types.ts';
+
+/** A claimed part: one agent's turns of one round, held by this worker until staged or its lease runs out. */
+export interface PartClaim {
+  readonly runId: string;
+  readonly round: number;
+  readonly agent: string;
+  readonly holder: string;
+  /** Grows with every takeover: a stage carrying an older one is refused (fencing). */
+  readonly generation: number;
+}
+
+/** A part as stored. */
+export interface RoundPart {
+  readonly agent: string;
+  readonly holder: string;
+  readonly generation: number;
+  readonly done: boolean;
+  readonly turns: readonly TurnInput[] | null;
+  readonly state: AgentStateInput | null;
+}
+
+type Db = Pick<BreakwaterDatabase, 'db'>;
+
+const ttl = (ms: number) => sql`now() + make_interval(secs => ${ms / 1000})`;
+
+/**
+ * Claims an agent's part of a round: inserts its row, or takes over a part whose holder's lease ran out (a
+ * compare-and-set that bumps the generation, under the row's lock, so two takers cannot both win). The database's
+ * clock decides expiry, so every worker agrees. `undefined` when another live worker holds it or it is staged.
+ *
+ * @example
+ * ```ts
+ * const claim = await claimPart(database, { runId, round: 2, agent: 'Kai', holder, ttlMs: 5_000 });
+ * ```
+ */
+export async function claimPart(
+  database: Db,
+  part: { runId: string; round: number; agent: string; holder: string; ttlMs: number },
+): Promise<PartClaim | undefined> {
+  const { rows } = await sql<{ generation: number }>`
+    insert into round_parts (run_id, round, agent, holder, generation, expires_at)
+    values (${part.runId}, ${part.round}, ${part.agent}, ${part.holder}, 1, ${ttl(part.ttlMs)})
+    on conflict (run_id, round, agent) do update
+      set holder = excluded.holder, generation = round_parts.generation + 1, expires_at = excluded.expires_at
+      where not round_parts.done and round_parts.expires_at < now()
+    returning generation
+  `.execute(database.db);
+  const row = rows[0];
+  return row
+    ? {
+        runId: part.runId,
+        round: part.round,
+        agent: part.agent,
+        holder: part.holder,
+        generation: Number(row.generation),
+      }
+    : undefined;
+}
+
+/**
+ * Pushes the lease of every part `holder` works on forward (its heartbeat). A part already taken over is not
+ * touched: the compare-and-set is on holder and generation.
+ *
+ * @example
+ * ```ts
+ * await renewParts(database, claims, 5_000);
+ * ```
+ */
+export async function renewParts(database: Db, claims: readonly PartClaim[], ttlMs: number): Promise<void> {
+  for (const c of claims) {
+    await database.db
+      .updateTable('round_parts')
+      .set({ expires_at: ttl(ttlMs) as never })
+      .where('run_id', '=', c.runId)
+      .where('round', '=', c.round)
+      .where('agent', '=', c.agent)
+      .where('holder', '=', c.holder)
+      .where('generation', '=', c.generation)
+      .where('done', '=', false)
+      .execute();
+  }
+}
+
+/**
+ * Stages a claimed part: its turns and the agent's state after them. Refused (false) when the claim is no longer
+ * this worker's (taken over after its lease ran out) or the part is staged already: a part is staged once.
+ *
+ * @example
+ * ```ts
+ * if (!(await stagePart(database, claim, turns, state))) console.warn('taken over; dropped');
+ * ```
+ */
+export async function stagePart(
+  database: Db,
+  claim: PartClaim,
+  turns: readonly TurnInput[],
+  state: AgentStateInput | null,
+): Promise<boolean> {
+  const result = await database.db
+    .updateTable('round_parts')
+    .set({ done: true, turns: JSON.stringify(turns), state: state === null ? null : JSON.stringify(state) })
+    .where('run_id', '=', claim.runId)
+    .where('round', '=', claim.round)
+    .where('agent', '=', claim.agent)
+    .where('holder', '=', claim.holder)
+    .where('generation', '=', claim.generation)
+    .where('done', '=', false)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/**
+ * The parts of a round, claimed or staged.
+ *
+ * @example
+ * ```ts
+ * const parts = await loadParts(database, runId, 2);
+ * ```
+ */
+export async function loadParts(database: Db, runId: string, round: number): Promise<RoundPart[]> {
+  const rows = await database.db
+    .selectFrom('round_parts')
+    .select(['agent', 'holder', 'generation', 'done', 'turns', 'state'])
+    .where('run_id', '=', runId)
+    .where('round', '=', round)
+    .orderBy('agent')
+    .execute();
+  return rows.map((r) => ({
+    agent: r.agent,
+    holder: r.holder,
+    generation: Number(r.generation),
+    done: r.done,
+    turns: (r.turns as TurnInput[] | null) ?? null,
+    state: (r.state as AgentStateInput | null) ?? null,
+  }));
+}
+
+/**
+ * Turns staged (and so committed, once their round is) per worker: which worker did what.
+ *
+ * @example
+ * ```ts
+ * const byWorker = await turnsByWorker(database, runId); // { 'host:123:ab': 14, … }
+ * ```
+ */
+export async function turnsByWorker(database: Db, runId: string): Promise<Record<string, number>> {
+  const { rows } = await sql<{ holder: string; n: string | number }>`
+    select p.holder, sum(jsonb_array_length(p.turns)) as n
+    from round_parts p join runs r on r.run_id = p.run_id
+    where p.run_id = ${runId} and p.done and p.round <= r.current_round
+    group by p.holder order by p.holder
+  `.execute(database.db);
+  return Object.fromEntries(rows.map((r) => [r.holder, Number(r.n)]));
+}

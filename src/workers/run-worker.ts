@@ -1,0 +1,373 @@
+import { hostname } from 'node:os';
+import { randomBytes } from 'node:crypto';
+import { sql } from 'kysely';
+import type { Logger } from 'pino';
+import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
+import { sleep, systemClock } from '../clock/clock.ts';
+import { createScaledClock, type ScaledClock } from '../clock/scaled-clock.ts';
+import type { RuntimeEventListener } from '../events/runtime-event.ts';
+import { durableAgentState } from '../runtime/agent-snapshot.ts';
+import type { AgentDefinition } from '../runtime/agent-definition.ts';
+import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
+import { createBreakwaterExecutor } from '../rounds/breakwater-executor.ts';
+import { createEventRecorder, type EventRecorder } from '../rounds/event-recorder.ts';
+import type { PeerAnswer } from '../rounds/round-prompt.ts';
+import { askRoundTurns, previousAnswers, toTurnInput } from '../rounds/round-runner.ts';
+import { applyRunRestore, loadRunRestore } from '../rounds/run-restore.ts';
+import {
+  emulatorBaseURLs,
+  historyTurnsOf,
+  type StoredRunConfig,
+  type StoredWorkersConfig,
+} from '../rounds/run-scenario.ts';
+import { storeCallMemo } from '../rounds/store-call-memo.ts';
+import { loadScenario } from '../scenarios/load-scenario.ts';
+import { planRounds } from '../scenarios/round-planner.ts';
+import { scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
+import { scenarioAgents } from '../scenarios/scenario-tools.ts';
+import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
+import type { BreakwaterDatabase } from '../store/open-database.ts';
+import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
+import { createRunStore, type RunStore } from '../store/run-store.ts';
+import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
+
+/** What a worker did, turn by turn (the live output of `breakwater worker`). */
+export interface WorkerTurnNote {
+  readonly runId: string;
+  readonly round: number;
+  readonly agent: string;
+  readonly itemId: string;
+  readonly outcome: string;
+  readonly worker: string;
+}
+
+/** Options of {@link runWorker}. */
+export interface RunWorkerOptions {
+  /** The run's PostgreSQL store (not closed by the worker). */
+  readonly database: BreakwaterDatabase;
+  /** The same database's URL: the global tokens and endpoint health are coordinated on it. */
+  readonly databaseUrl: string;
+  /** Work on this run only, and return once it is no longer running. Default: any run that has work, until `signal`. */
+  readonly runId?: string;
+  /** This worker's name in leases, the report and the live output. Default `host:pid:nonce`. */
+  readonly holder?: string;
+  /** How often an idle worker looks for work, real ms. Default 100. */
+  readonly pollMs?: number;
+  readonly logger?: Logger;
+  /** Called after every turn this worker asked and staged. Default none. */
+  readonly onTurn?: (note: WorkerTurnNote) => void;
+  /** Called after every round this worker committed. Default none. */
+  readonly onCommit?: (runId: string, round: number) => void;
+  readonly signal?: AbortSignal;
+}
+
+/** What {@link runWorker} did. */
+export interface WorkerSummary {
+  readonly holder: string;
+  /** Turns asked and staged by this worker. */
+  readonly turns: number;
+  /** Rounds this worker committed (the one that saw the last part in). */
+  readonly commits: number;
+}
+
+/** A joined run: its scenario, plans, runtime and clock, built once per worker. */
+interface RunContext {
+  readonly run: RunRecord;
+  readonly workers: StoredWorkersConfig;
+  readonly spec: ScenarioSpec;
+  readonly plans: readonly RoundPlan[];
+  readonly definitions: readonly AgentDefinition[];
+  readonly clock: ScaledClock;
+  readonly recorder: EventRecorder;
+  /** The endpoints' health as this worker last saw it (committed with the rounds it commits). */
+  health?: unknown;
+}
+
+/**
+ * A worker process's loop (`breakwater worker`): joins runs spread over workers and, round after round, claims
+ * agents' parts of the round (leases with a holder, an expiry and a generation), asks their turns, and stages
+ * them. The round is committed by whichever worker sees every part staged — one statement with a
+ * compare-and-set on `runs.current_round`, so exactly once. A worker killed mid-round stops renewing; its
+ * parts are taken over once their leases ran out, and the new holder's asks read the calls that had finished
+ * from the call memo, so no committed call is made twice.
+ *
+ * Each batch of parts runs on a runtime restored from the last committed round (agents' snapshots and memory,
+ * endpoint health), with the global tokens and endpoint health coordinated on the run's PostgreSQL.
+ *
+ * @example
+ * ```ts
+ * const database = await openDatabase({ url });
+ * await runWorker({ database, databaseUrl: url, signal });
+ * ```
+ */
+export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummary> {
+  const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
+  const store = createRunStore(options.database);
+  const pollMs = options.pollMs ?? 100;
+  const summary = { holder, turns: 0, commits: 0 };
+  const contexts = new Map<string, RunContext>();
+  try {
+    for (;;) {
+      options.signal?.throwIfAborted();
+      const run = options.runId ? await store.getRun(options.runId) : await nextRun(options.database);
+      if (!run || run.status !== 'running') {
+        if (options.runId) return summary;
+        await sleep(systemClock, pollMs, options.signal);
+        continue;
+      }
+      let ctx = contexts.get(run.runId);
+      if (!ctx) {
+        ctx = await joinRun(options.database, store, run);
+        contexts.set(run.runId, ctx);
+      }
+      const worked = await stepRound(options, store, ctx, holder, summary);
+      if (!worked) await sleep(systemClock, pollMs, options.signal);
+    }
+  } finally {
+    for (const ctx of contexts.values()) await ctx.recorder.flush().catch(() => {});
+  }
+}
+
+/** The oldest running run spread over workers. */
+async function nextRun(database: BreakwaterDatabase): Promise<RunRecord | undefined> {
+  const row = await database.db
+    .selectFrom('runs')
+    .select('run_id')
+    .where('status', '=', 'running')
+    .where(sql<boolean>`config -> 'workers' is not null`)
+    .orderBy('created_at')
+    .executeTakeFirst();
+  return row ? createRunStore(database).getRun(row.run_id) : undefined;
+}
+
+async function joinRun(database: BreakwaterDatabase, store: RunStore, run: RunRecord): Promise<RunContext> {
+  const config = run.config as StoredRunConfig | null;
+  const workers = config?.workers;
+  if (!config?.scenarioSource || !workers)
+    throw new Error(`run "${run.runId}" was not started for workers (\`breakwater run --workers N\`)`);
+  const scenario = loadScenario(config.scenarioSource);
+  const scale = scenario.timeScale ?? 1;
+  // Every worker's clock reads the run's origin at the same wall instant, so scheduled firings agree.
+  const clock = createScaledClock({
+    origin: config.origin + (Date.now() - workers.wallStart) * scale,
+    scale,
+  });
+  const baseURLs = await emulatorBaseURLs(
+    scenario,
+    workers.emulatorUrl ? { emulatorUrl: workers.emulatorUrl } : {},
+    clock,
+    () => {
+      throw new Error(`run "${run.runId}" needs an emulator but stored none for its workers`);
+    },
+  );
+  const runtime = scenarioRuntimeConfig(scenario, {
+    baseURL: (flavor) => {
+      const url = baseURLs[flavor];
+      if (!url) throw new Error(`the emulator does not serve flavor "${flavor}"`);
+      return url;
+    },
+  });
+  const spec: ScenarioSpec = { ...scenario, runtime: runtime as ScenarioSpec['runtime'] };
+  return {
+    run,
+    workers,
+    spec,
+    plans: planRounds(scenario, { origin: config.origin }),
+    definitions: scenarioAgents(spec),
+    clock,
+    recorder: await createEventRecorder(database, store, run.runId),
+  };
+}
+
+/**
+ * One step on a run's next round: commits it when every part is staged; else claims up to this worker's share
+ * of the parts nobody holds (or whose holder's lease ran out) and works them. False when there was nothing to do.
+ */
+async function stepRound(
+  options: RunWorkerOptions,
+  store: RunStore,
+  ctx: RunContext,
+  holder: string,
+  summary: { turns: number; commits: number },
+): Promise<boolean> {
+  const runId = ctx.run.runId;
+  const run = await store.getRun(runId);
+  if (!run || run.status !== 'running') return false;
+  const round = run.currentRound + 1;
+  const plan = ctx.plans.find((p) => p.round === round);
+  if (!plan) {
+    await store.setRunStatus(runId, 'completed');
+    return true;
+  }
+  const agents = [...new Set(plan.turns.map((t) => t.agent))];
+  const parts = await loadParts(options.database, runId, round);
+  const staged = new Set(parts.filter((p) => p.done).map((p) => p.agent));
+  if (agents.every((a) => staged.has(a))) {
+    if (await commit(store, ctx, plan, parts, options.signal)) {
+      summary.commits++;
+      options.onCommit?.(runId, round);
+    }
+    return true;
+  }
+  const share = Math.max(1, Math.ceil(agents.length / Math.max(1, ctx.workers.count)));
+  // Start from a place of this worker's own, so workers do not all race for the same first agents.
+  const start = hash(holder) % agents.length;
+  const order = [...agents.slice(start), ...agents.slice(0, start)].filter((a) => !staged.has(a));
+  const claims: PartClaim[] = [];
+  for (const agent of order) {
+    if (claims.length >= share) break;
+    const claim = await claimPart(options.database, {
+      runId,
+      round,
+      agent,
+      holder,
+      ttlMs: ctx.workers.leaseTtlMs,
+    });
+    if (claim) claims.push(claim);
+  }
+  if (claims.length === 0) return false;
+  summary.turns += await workParts(options, store, ctx, plan, claims);
+  return true;
+}
+
+/** Asks the claimed agents' turns of the round on a runtime restored from the last commit, and stages them. */
+async function workParts(
+  options: RunWorkerOptions,
+  store: RunStore,
+  ctx: RunContext,
+  plan: RoundPlan,
+  claims: readonly PartClaim[],
+): Promise<number> {
+  const runId = ctx.run.runId;
+  const ttl = ctx.workers.leaseTtlMs;
+  const heartbeat = setInterval(
+    () => void renewParts(options.database, claims, ttl).catch(() => {}),
+    Math.max(50, Math.floor(ttl / 3)),
+  );
+  const restore = await loadRunRestore(store, runId, ctx.definitions, historyTurnsOf(ctx.spec));
+  const memo = await storeCallMemo(store, runId, plan.round, ctx.clock);
+  const executor = createBreakwaterExecutor({
+    config: ctx.spec.runtime as RuntimeConfigInput,
+    agents: [...ctx.definitions],
+    clock: ctx.clock,
+    memo,
+    restored: restore.agents,
+    coordination: {
+      backend: 'postgres',
+      url: options.databaseUrl,
+      pool: ctx.workers.pool,
+      leaseTtlMs: ttl,
+      processId: claims[0]?.holder ?? 'worker',
+    },
+    ...(options.logger ? { logger: options.logger } : {}),
+  });
+  const send: RuntimeEventListener = (e) => ctx.recorder.listener(e);
+  const unsubscribe = executor.subscribeEvents(send);
+  let staged = 0;
+  try {
+    applyRunRestore(executor.supervisor, restore);
+    const mine = new Set(claims.map((c) => c.agent));
+    const peers =
+      (ctx.spec.rounds?.seePreviousRound ?? true) && ctx.spec.rounds && plan.round > 1
+        ? await previousAnswers(store, runId, plan.round - 1)
+        : new Map<string, PeerAnswer[]>();
+    const results = await askRoundTurns(
+      { runId, executor, clock: ctx.clock, ...(options.signal ? { signal: options.signal } : {}) },
+      plan,
+      plan.turns.filter((t) => mine.has(t.agent)),
+      peers,
+      ctx.plans.length,
+    );
+    await executor.settle?.();
+    ctx.health = executor.durableHealth?.();
+    for (const claim of claims) {
+      const turns: TurnInput[] = results
+        .filter((r) => r.turn.agent === claim.agent)
+        .map(({ itemId, key, turn, agentOrder }) => ({ ...toTurnInput(itemId, key, turn), agentOrder }));
+      const persisted = executor.persistedSnapshot(claim.agent);
+      const state: AgentStateInput | null =
+        persisted === undefined
+          ? null
+          : { agent: claim.agent, machineVersion: AGENT_MACHINE_VERSION, ...durableAgentState(persisted) };
+      if (await stagePart(options.database, claim, turns, state)) {
+        staged += turns.length;
+        for (const t of turns)
+          options.onTurn?.({
+            runId,
+            round: plan.round,
+            agent: claim.agent,
+            itemId: t.itemId,
+            outcome: t.outcome,
+            worker: claim.holder,
+          });
+      } else {
+        options.logger?.warn(
+          { runId, round: plan.round, agent: claim.agent },
+          'part taken over by another worker; dropped',
+        );
+      }
+    }
+  } finally {
+    clearInterval(heartbeat);
+    unsubscribe();
+    await executor.stop().catch(() => {});
+    await ctx.recorder.flush().catch(() => {});
+  }
+  return staged;
+}
+
+/** Commits a round whose every part is staged; false when another worker committed it first. */
+async function commit(
+  store: RunStore,
+  ctx: RunContext,
+  plan: RoundPlan,
+  parts: Awaited<ReturnType<typeof loadParts>>,
+  signal: AbortSignal | undefined,
+): Promise<boolean> {
+  const runId = ctx.run.runId;
+  const turns = parts.flatMap((p) => p.turns ?? []);
+  const states = parts.flatMap((p) => (p.state ? [p.state] : []));
+  const counts: Record<string, number> = {};
+  for (const t of turns) counts[t.outcome] = (counts[t.outcome] ?? 0) + 1;
+  const workers: Record<string, number> = {};
+  for (const p of parts) workers[p.holder] = (workers[p.holder] ?? 0) + (p.turns?.length ?? 0);
+  try {
+    await store.commitRound(
+      {
+        runId,
+        round: plan.round,
+        turns,
+        states,
+        ...(ctx.health !== undefined ? { health: ctx.health } : {}),
+        summary: { counts, workers },
+      },
+      signal ? { signal } : {},
+    );
+  } catch (e) {
+    if (isRoundCommitConflictError(e) && e.reason === 'already_committed') return false;
+    throw e;
+  }
+  ctx.recorder.listener({
+    type: 'round.committed',
+    at: ctx.clock.now(),
+    data: { round: plan.round, turns: turns.length },
+  });
+  await ctx.recorder.flush();
+  if (plan.round >= ctx.plans.length) {
+    await store.setRunStatus(runId, 'completed');
+    ctx.recorder.listener({
+      type: 'run.finished',
+      at: ctx.clock.now(),
+      data: { runId, status: 'completed' },
+    });
+    await ctx.recorder.flush();
+  }
+  return true;
+}
+
+function hash(text: string): number {
+  let h = 0;
+  for (let i = 0; i < text.length; i++) h = (h * 31 + text.charCodeAt(i)) >>> 0;
+  return h;
+}

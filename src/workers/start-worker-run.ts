@@ -1,0 +1,151 @@
+import { randomBytes } from 'node:crypto';
+import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
+import { createScaledClock } from '../clock/scaled-clock.ts';
+import { type Emulator, startEmulator } from '../emulator/index.ts';
+import {
+  defaultRunId,
+  reportConfig,
+  type StoredRunConfig,
+  type StoredWorkersConfig,
+} from '../rounds/run-scenario.ts';
+import type { AgentInfo } from '../events/runtime-event.ts';
+import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
+import { scenarioAgents } from '../scenarios/scenario-tools.ts';
+import { planRounds } from '../scenarios/round-planner.ts';
+import { scenarioOrigin } from '../scenarios/scenario-endpoints.ts';
+import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
+import type { BreakwaterDatabase } from '../store/open-database.ts';
+import { createRunStore } from '../store/run-store.ts';
+
+/** Why a run cannot be spread over workers on this store (a PGlite data folder is one process's). */
+export class WorkersNeedPostgresError extends Error {
+  readonly code = 'WORKERS_NEED_POSTGRES' as const;
+  constructor() {
+    super(
+      'workers need a PostgreSQL store: the embedded one (PGlite) is opened by one process at a time; pass --database-url postgres://…',
+    );
+    this.name = 'WorkersNeedPostgresError';
+  }
+}
+
+/**
+ * Type guard for {@link WorkersNeedPostgresError}.
+ *
+ * @example
+ * ```ts
+ * if (isWorkersNeedPostgresError(e)) console.error(e.message);
+ * ```
+ */
+export function isWorkersNeedPostgresError(e: unknown): e is WorkersNeedPostgresError {
+  return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'WORKERS_NEED_POSTGRES';
+}
+
+/** Options of {@link startWorkerRun}. */
+export interface StartWorkerRunOptions {
+  readonly scenario: ScenarioSpec;
+  /** Where the scenario was loaded from: every worker loads it from there. */
+  readonly scenarioSource: string;
+  /** A PostgreSQL store (PGlite is refused). */
+  readonly database: BreakwaterDatabase;
+  /** How many workers will share the run (each claims about its share of a round's agents). */
+  readonly workers: number;
+  /** Default `<scenario>-<UTC timestamp>-<4 hex>`. */
+  readonly runId?: string;
+  /** An emulator already running (its control URL). Default: one is started here, on the run's clock. */
+  readonly emulatorUrl?: string;
+  /** Lease of a claimed agent part, ms (a killed worker's agents are taken over after it). Default 5 000. */
+  readonly leaseTtlMs?: number;
+}
+
+/** A run created for workers. */
+export interface WorkerRun {
+  readonly runId: string;
+  readonly rounds: number;
+  /** The emulator started for the run (close it when the run is over), if one was. */
+  readonly emulator?: Emulator;
+}
+
+/**
+ * Creates a run to be driven by worker processes (`breakwater worker`): stores the scenario's source, the
+ * clock's origin and the wall instant it maps to (so every worker's clock agrees), the emulator's control URL
+ * (one emulator, one record of calls, started here on the run's clock unless given) and the coordination pool
+ * of the run's global tokens. Workers then join it by themselves.
+ *
+ * @throws {WorkersNeedPostgresError} on a PGlite store
+ * @example
+ * ```ts
+ * const { runId, emulator } = await startWorkerRun({ scenario, scenarioSource, database, workers: 3 });
+ * ```
+ */
+export async function startWorkerRun(options: StartWorkerRunOptions): Promise<WorkerRun> {
+  if (options.database.backend !== 'postgres') throw new WorkersNeedPostgresError();
+  const spec = options.scenario;
+  const runId = options.runId ?? defaultRunId(spec.name);
+  const wallStart = Date.now();
+  const origin = scenarioOrigin(spec, wallStart);
+  const scale = spec.timeScale ?? 1;
+  const plans = planRounds(spec, { origin });
+  let emulator: Emulator | undefined;
+  let emulatorUrl = options.emulatorUrl;
+  const templates = Object.values(
+    (spec.runtime as { byok?: { templates?: Record<string, { emulator?: string }> } }).byok?.templates ?? {},
+  );
+  const needsEmulator = spec.runtime.endpoints.some((e) => e.emulator) || templates.some((t) => t.emulator);
+  if (needsEmulator && !emulatorUrl) {
+    // On the run's clock, as the workers' clocks: the emulator's windows and the scenario's firings agree.
+    const clock = createScaledClock({ origin: origin + (Date.now() - wallStart) * scale, scale });
+    emulator = await startEmulator({ profile: { ...(spec.emulator ?? {}), timeScale: 1 }, clock });
+    emulatorUrl = emulator.controlURL;
+  }
+  const workers: StoredWorkersConfig = {
+    count: options.workers,
+    wallStart,
+    ...(emulatorUrl ? { emulatorUrl } : {}),
+    pool: `run:${runId}:${randomBytes(2).toString('hex')}`,
+    leaseTtlMs: options.leaseTtlMs ?? 5_000,
+  };
+  const config: StoredRunConfig = {
+    policy: 'breakwater',
+    providers: 'emulator',
+    report: reportConfig(spec, spec, origin, 0),
+    scenarioSource: options.scenarioSource,
+    timeScale: scale,
+    origin,
+    workers,
+  };
+  try {
+    await createRunStore(options.database).createRun({
+      runId,
+      scenario: spec.name,
+      config,
+      totalRounds: plans.length,
+      machineVersion: AGENT_MACHINE_VERSION,
+    });
+    const agents: AgentInfo[] = scenarioAgents(spec).map((d) => ({
+      name: d.name,
+      tier: d.tier ?? spec.runtime.tiers?.[spec.runtime.tiers.length - 1] ?? 'ops',
+      ...(isNoAgentDefinition(d) ? { noAgent: true } : { chain: d.chain }),
+    }));
+    // The run's first event, as a single-process run writes it: the report and the live view read the agents here.
+    await createRunStore(options.database).appendEvents(runId, [
+      {
+        seq: 1,
+        at: origin,
+        type: 'run.started',
+        agent: null,
+        endpoint: null,
+        data: {
+          runId,
+          scenario: spec.name,
+          rounds: plans.length,
+          agents,
+          endpoints: spec.runtime.endpoints.map((e) => e.id),
+        },
+      },
+    ]);
+  } catch (e) {
+    await emulator?.close();
+    throw e;
+  }
+  return { runId, rounds: plans.length, ...(emulator ? { emulator } : {}) };
+}

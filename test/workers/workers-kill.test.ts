@@ -1,0 +1,203 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { sql } from 'kysely';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { loadScenario } from '../../src/scenarios/load-scenario.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
+import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
+import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/*
+ * Three real worker processes on one PostgreSQL database, one emulator over real HTTP. Verdicts come from the
+ * emulator's own record (in-flight high-water mark, calls per idempotency key) and from the store's rows.
+ */
+
+const CHILD = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
+const AGENTS = ['Kai', 'Yuna', 'Miso', 'Ari', 'Bo', 'Cy'];
+const ITEMS = 4;
+const ROUNDS = 3;
+const LIMIT = 3;
+
+const SCENARIO = `
+name: workers-drill
+timeScale: 1
+runtime:
+  endpoints:
+    - { id: primary, provider: openai, model: gpt-4o, emulator: openai, apiKey: sk-workers-primary-000000000001 }
+  chains: { main: [primary] }
+  concurrency: { limit: ${LIMIT} }
+  agentDefaults: { maxWaitMs: 120000 }
+agents:
+${AGENTS.map((a) => `  - { name: ${a}, chain: main, tier: analysis, role: "You are ${a}." }`).join('\n')}
+rounds:
+  count: ${ROUNDS}
+  items:
+${Array.from({ length: ITEMS }, (_, i) => `    - { id: I${i + 1}, title: Item ${i + 1} }`).join('\n')}
+emulator:
+  seed: 15
+`;
+
+interface Worker {
+  readonly child: ChildProcess;
+  readonly lines: Record<string, unknown>[];
+  stderr: string;
+  readonly exited: Promise<number | null>;
+}
+
+let dir: string;
+let database: BreakwaterDatabase;
+let emulator: Emulator;
+const workers: Worker[] = [];
+
+function startWorker(runId: string): Worker {
+  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, POSTGRES_URL, runId], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
+  });
+  const lines: Record<string, unknown>[] = [];
+  let buffer = '';
+  const w: Worker = {
+    child,
+    lines,
+    stderr: '',
+    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
+  };
+  child.stdout!.setEncoding('utf8').on('data', (s: string) => {
+    buffer += s;
+    const parts = buffer.split('\n');
+    buffer = parts.pop()!;
+    for (const p of parts) if (p.trim()) lines.push(JSON.parse(p) as Record<string, unknown>);
+  });
+  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+    w.stderr += s;
+  });
+  workers.push(w);
+  return w;
+}
+
+/** Polls an async check (store reads), bounded like `waitFor`. */
+async function until(check: () => Promise<boolean>, what: string, maxMs = 60_000): Promise<void> {
+  let ok = false;
+  const poll = async () => {
+    for (;;) {
+      ok = await check();
+      if (ok) return;
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  };
+  void poll();
+  await waitFor(() => ok, what, maxMs);
+}
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'bw-workers-'));
+  writeFileSync(join(dir, 'scenario.yaml'), SCENARIO);
+  database = await openDatabase({ url: POSTGRES_URL });
+  // Slow enough calls that a round is in progress for a while: the kill lands mid-round.
+  emulator = await startEmulator({ profile: { seed: 15, latency: { minMs: 150, maxMs: 300 } } });
+});
+
+afterAll(async () => {
+  for (const w of workers)
+    if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
+  await Promise.all(workers.map((w) => w.exited));
+  await emulator.close();
+  await database.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('a run spread over three worker processes on PostgreSQL', () => {
+  it('keeps the global limit at the emulator; a worker killed mid-round has its agents finished by the others, each turn once, no committed call repeated', async () => {
+    const source = join(dir, 'scenario.yaml');
+    const { runId, rounds } = await startWorkerRun({
+      scenario: loadScenario(source),
+      scenarioSource: source,
+      database,
+      workers: 3,
+      emulatorUrl: emulator.controlURL,
+      leaseTtlMs: 1_500,
+    });
+    expect(rounds).toBe(ROUNDS);
+    for (let i = 0; i < 3; i++) startWorker(runId);
+
+    // Mid-round 2: a worker holds a part it has not staged yet (its calls are at the emulator).
+    let victimPid = 0;
+    await until(async () => {
+      const parts = await loadParts(database, runId, 2);
+      const open = parts.find((p) => !p.done);
+      if (!open) return false;
+      victimPid = Number(open.holder.split(':')[1]);
+      return workers.some((w) => w.child.pid === victimPid);
+    }, 'a worker to hold an unstaged part of round 2');
+    const victim = workers.find((w) => w.child.pid === victimPid)!;
+    victim.child.kill('SIGKILL');
+    await victim.exited;
+    const victimHolder = (await loadParts(database, runId, 2)).find((p) =>
+      p.holder.includes(`:${victimPid}:`),
+    )?.holder;
+    const orphaned = (await loadParts(database, runId, 2))
+      .filter((p) => !p.done && p.holder === victimHolder)
+      .map((p) => p.agent);
+    expect(orphaned.length).toBeGreaterThan(0);
+
+    const survivors = workers.filter((w) => w !== victim);
+    await Promise.race([
+      Promise.all(survivors.map((w) => w.exited)),
+      waitFor(() => false, 'the survivors to finish the run', 120_000).catch(() => {}),
+    ]);
+    for (const w of survivors) {
+      expect(w.stderr).toBe('');
+      expect(await w.exited).toBe(0);
+    }
+
+    const run = await createRunStore(database).getRun(runId);
+    expect(run?.status).toBe('completed');
+    expect(run?.currentRound).toBe(ROUNDS);
+
+    // The victim's unstaged parts were taken over (a newer generation) and staged by a survivor.
+    const round2 = await loadParts(database, runId, 2);
+    for (const agent of orphaned) {
+      const part = round2.find((p) => p.agent === agent)!;
+      expect(part.done).toBe(true);
+      expect(part.holder).not.toBe(victimHolder);
+      expect(part.generation).toBeGreaterThan(1);
+    }
+
+    // One turn per (round, item, agent), every one of them.
+    const { rows } = await sql<{ n: string; distinct_n: string }>`
+      select count(*) as n, count(distinct (round, item_id, agent)) as distinct_n from turns where run_id = ${runId}
+    `.execute(database.db);
+    expect(Number(rows[0]!.n)).toBe(ROUNDS * ITEMS * AGENTS.length);
+    expect(Number(rows[0]!.distinct_n)).toBe(ROUNDS * ITEMS * AGENTS.length);
+
+    // No committed call was made twice: every call in the memo was answered once at the emulator.
+    const memo = await database.db
+      .selectFrom('call_results')
+      .select('idempotency_key')
+      .where('run_id', '=', runId)
+      .execute();
+    expect(memo.length).toBeGreaterThanOrEqual(ROUNDS * ITEMS * AGENTS.length);
+    const answered = new Map<string, number>();
+    for (const c of emulator.stats().calls)
+      if (c.status === 200 && c.idempotencyKey)
+        answered.set(c.idempotencyKey, (answered.get(c.idempotencyKey) ?? 0) + 1);
+    const repeated = memo.filter((m) => answered.get(m.idempotency_key) !== 1);
+    expect(repeated).toEqual([]);
+
+    // The global limit held across the three processes, at the emulator.
+    expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(LIMIT);
+    expect(emulator.stats().maxInFlight).toBeGreaterThanOrEqual(2);
+
+    // Which worker did what: the by-worker counts add up to every turn, and all three did some.
+    const byWorker = await turnsByWorker(database, runId);
+    expect(Object.values(byWorker).reduce((a, b) => a + b, 0)).toBe(ROUNDS * ITEMS * AGENTS.length);
+    expect(Object.keys(byWorker)).toHaveLength(3);
+  }, 180_000);
+});
