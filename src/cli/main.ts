@@ -34,6 +34,10 @@ export const COMMAND_MODULES: readonly CommandModule[] = Object.freeze([
   },
   { names: ['runs'], load: async () => (await import('./commands/runs-command.ts')).registerRunsCommand },
   { names: ['plan'], load: async () => (await import('./commands/plan-command.ts')).registerPlanCommand },
+  {
+    names: ['worker'],
+    load: async () => (await import('./commands/worker-command.ts')).registerWorkerCommand,
+  },
 ]);
 
 /** The registrars `argv` needs: the named command's alone, or all of them (help, a typo, no command). */

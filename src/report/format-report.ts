@@ -196,5 +196,9 @@ export function formatRunReport(report: RunReport, options: FormatReportOptions 
         ? 'result PASS — every check passed'
         : `result FAIL — ${failing.map((k) => k.name).join('; ')}`,
   );
+  if (report.byWorker) {
+    lines.push('', 'turns by worker');
+    for (const [worker, n] of Object.entries(report.byWorker)) lines.push(`  ${worker}  ${n}`);
+  }
   return lines;
 }

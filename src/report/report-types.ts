@@ -201,4 +201,6 @@ export interface RunReport {
   readonly calls: CallSummary;
   /** The agents `run.started` announced. */
   readonly agents: readonly AgentInfo[];
+  /** Committed turns per worker process, for a run spread over workers (`breakwater run --workers`). Absent otherwise. */
+  readonly byWorker?: Readonly<Record<string, number>>;
 }

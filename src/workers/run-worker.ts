@@ -111,7 +111,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
     for (;;) {
       options.signal?.throwIfAborted();
       const run = options.runId ? await store.getRun(options.runId) : await nextRun(options.database);
-      if (!run || run.status !== 'running') {
+      if (run?.status !== 'running') {
         if (options.runId) return summary;
         await sleep(systemClock, pollMs, options.signal);
         continue;
@@ -193,7 +193,7 @@ async function stepRound(
 ): Promise<boolean> {
   const runId = ctx.run.runId;
   const run = await store.getRun(runId);
-  if (!run || run.status !== 'running') return false;
+  if (run?.status !== 'running') return false;
   const round = run.currentRound + 1;
   const plan = ctx.plans.find((p) => p.round === round);
   if (!plan) {

@@ -35,7 +35,8 @@ import { startVizServer, type VizServer } from '../../viz/index.ts';
 import { createLiveSource, type LiveSource } from '../../viz/live-source.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
-import { openCliDatabase } from '../cli-store.ts';
+import { openCliDatabase, storeUrl } from '../cli-store.ts';
+import { WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
 import { listenForStop, STOP_GRACE_MS } from '../stop-signal.ts';
 
 /** The scenario `breakwater run` replays when none is named (seed 003). */
@@ -76,6 +77,11 @@ export interface RunCommandOptions {
   readonly input?: ByokConsoleInput;
   readonly print?: Print;
   readonly signal?: AbortSignal;
+  /**
+   * Spread the run over this many local worker processes (`breakwater worker`) on one PostgreSQL store and one
+   * coordination pool. Default: this process alone.
+   */
+  readonly workers?: number;
 }
 
 /**
@@ -89,6 +95,7 @@ export interface RunCommandOptions {
  */
 export async function runRunCommand(options: RunCommandOptions = {}): Promise<RunReport> {
   const print = options.print ?? printToStdout;
+  if (options.workers !== undefined) return runWorkersCommand(options, print);
   if (options.resumeRunId !== undefined && options.resumeRunId.trim() === '')
     throw new CliError('resume needs the id of a run; `breakwater runs` lists them');
   if (options.emulatorUrl !== undefined) checkEmulatorUrl(options.emulatorUrl);
@@ -243,6 +250,38 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   }
 }
 
+/** `run --workers N`: what a spread run cannot do yet is refused in one line; then N workers run it. */
+async function runWorkersCommand(options: RunCommandOptions, print: Print): Promise<RunReport> {
+  const workers = options.workers as number;
+  if (options.dataDir || !storeUrl({ ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}) }))
+    throw new CliError(new WorkersNeedPostgresError().message);
+  const unsupported = [
+    options.resumeRunId !== undefined ? 'resume' : '',
+    options.policy === 'status-quo' ? '--policy status-quo' : '',
+    options.providers === 'real' ? '--providers real' : '',
+    options.coordinationUrl ? '--coordination-url (workers coordinate on the run’s PostgreSQL)' : '',
+    options.vizPort !== undefined ? '--viz' : '',
+    options.metricsPort !== undefined ? '--metrics-port' : '',
+    options.stream ? '--stream' : '',
+  ].filter(Boolean);
+  if (unsupported.length > 0)
+    throw new CliError(
+      `--workers does not go with ${unsupported.join(', ')} yet; drop it or run in one process`,
+    );
+  if (options.emulatorUrl !== undefined) checkEmulatorUrl(options.emulatorUrl);
+  const { runWithWorkers } = await import('./run-workers.ts');
+  return runWithWorkers({
+    workers,
+    ...(options.scenario ? { scenario: options.scenario } : {}),
+    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+    ...(options.runId ? { runId: options.runId } : {}),
+    ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+    ...(options.json ? { json: true } : {}),
+    print,
+    ...(options.signal ? { signal: options.signal } : {}),
+  });
+}
+
 /** The `/metrics` server of `--metrics-port`; a port in use is one line naming the flag. */
 async function listenForMetrics(registry: Registry, port: number): Promise<MetricsServer> {
   try {
@@ -361,6 +400,14 @@ interface RunFlags {
   live?: boolean;
   stdin?: boolean;
   stream?: boolean;
+  workers?: string;
+}
+
+function workerCount(value: string): number {
+  const n = Number(value);
+  if (!/^\d{1,2}$/.test(value.trim()) || n < 1 || n > 64)
+    throw new CliError(`--workers ${value} is not a worker count; give a whole number from 1 to 64`);
+  return n;
 }
 
 function portNumber(flag: string, value: string): number {
@@ -492,10 +539,15 @@ export function registerRunCommand(program: Command): Command {
           .choices(['emulator', 'real'])
           .default('emulator'),
       )
-      .option('--run-id <id>', 'id of the new run (default: <scenario>-<timestamp>-<hex>)'),
+      .option('--run-id <id>', 'id of the new run (default: <scenario>-<timestamp>-<hex>)')
+      .option(
+        '--workers <n>',
+        'spread the run over N local worker processes on one PostgreSQL store (needs --database-url)',
+      ),
   ).action(async (scenario: string, flags: RunFlags) => {
     await act({
       scenario,
+      ...(flags.workers !== undefined ? { workers: workerCount(flags.workers) } : {}),
       ...(flags.policy ? { policy: flags.policy } : {}),
       ...(flags.providers ? { providers: flags.providers } : {}),
       ...(flags.runId ? { runId: flags.runId } : {}),

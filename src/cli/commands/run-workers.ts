@@ -1,0 +1,121 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { scrubSecrets } from '../../redact/secret-scrubber.ts';
+import { formatRunReport } from '../../report/format-report.ts';
+import { loadRunReport } from '../../report/load-run-report.ts';
+import type { RunReport } from '../../report/report-types.ts';
+import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
+import { createRunStore } from '../../store/run-store.ts';
+import { turnsByWorker } from '../../workers/round-parts.ts';
+import { startWorkerRun, WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
+import { CliError } from '../cli-error.ts';
+import { type Print, printToStdout } from '../cli-output.ts';
+import { openCliDatabase, storeUrl } from '../cli-store.ts';
+
+/** The `breakwater` entry the workers are started with (this module keeps its own URL when bundled). */
+const BIN = fileURLToPath(new URL('../../../bin/breakwater.js', import.meta.url));
+
+/** Options of {@link runWithWorkers}. */
+export interface RunWithWorkersOptions {
+  readonly scenario?: string;
+  /** How many local worker processes (≥ 1). */
+  readonly workers: number;
+  /** The PostgreSQL store (default: env `DATABASE_URL`). */
+  readonly databaseUrl?: string;
+  readonly runId?: string;
+  /** Control URL of a running emulator. Default: one started here, on the run's clock. */
+  readonly emulatorUrl?: string;
+  readonly json?: boolean;
+  readonly print?: Print;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * `breakwater run <scenario> --workers N`: creates the run on a PostgreSQL store, starts N local
+ * `breakwater worker --run-id …` processes on it (one store, one coordination pool, one emulator), relays their
+ * lines (`worker <id> … <outcome>`), and prints the report with the turns each worker did.
+ *
+ * @example
+ * ```ts
+ * const report = await runWithWorkers({ scenario: 'morning-peak', workers: 3, databaseUrl });
+ * ```
+ */
+export async function runWithWorkers(options: RunWithWorkersOptions): Promise<RunReport> {
+  const print = options.print ?? printToStdout;
+  if (!Number.isInteger(options.workers) || options.workers < 1 || options.workers > 64)
+    throw new CliError('--workers must be a whole number from 1 to 64');
+  const url = storeUrl({ ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}) });
+  if (!url) throw new CliError(new WorkersNeedPostgresError().message);
+  const database = await openCliDatabase({ databaseUrl: url });
+  const children: ChildProcess[] = [];
+  let emulatorClose: (() => Promise<void>) | undefined;
+  try {
+    const scenarioSource = resolveScenario(options.scenario ?? 'agent8-storm');
+    const scenario = loadScenario(scenarioSource);
+    const started = await startWorkerRun({
+      scenario,
+      scenarioSource,
+      database,
+      workers: options.workers,
+      ...(options.runId ? { runId: options.runId } : {}),
+      ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+    });
+    emulatorClose = started.emulator ? () => started.emulator!.close() : undefined;
+    const note = (line: string) => (options.json ? process.stderr.write(`${line}\n`) : print(line));
+    note(
+      `run ${started.runId}: scenario ${scenario.name}, ${started.rounds} rounds, ${options.workers} workers on postgres`,
+    );
+    const exits = Array.from({ length: options.workers }, () => {
+      const child = spawn(
+        process.execPath,
+        [BIN, 'worker', '--database-url', url, '--run-id', started.runId],
+        {
+          stdio: ['ignore', 'pipe', 'pipe'],
+          env: process.env,
+        },
+      );
+      children.push(child);
+      let stderr = '';
+      child.stdout!.setEncoding('utf8').on('data', (s: string) => {
+        for (const line of s.split('\n')) if (line.trim()) note(line);
+      });
+      child.stderr!.setEncoding('utf8').on('data', (s: string) => {
+        stderr += s;
+      });
+      return new Promise<{ code: number | null; stderr: string }>((resolve) =>
+        child.on('exit', (code) => resolve({ code, stderr })),
+      );
+    });
+    const onAbort = () => {
+      for (const c of children) if (c.exitCode === null) c.kill('SIGTERM');
+    };
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    const ended = await Promise.all(exits);
+    options.signal?.removeEventListener('abort', onAbort);
+    const store = createRunStore(database);
+    const run = await store.getRun(started.runId);
+    if (run?.status !== 'completed') {
+      const why =
+        ended
+          .find((e) => e.code !== 0)
+          ?.stderr.trim()
+          .split('\n')
+          .pop() ?? '';
+      throw new CliError(
+        `run ${started.runId} ended ${run?.status ?? 'missing'} with its workers stopped${why ? ` (${scrubSecrets(why)})` : ''}; start \`breakwater worker --database-url … --run-id ${started.runId}\` to go on`,
+        options.signal?.aborted ? { exitCode: 130 } : {},
+      );
+    }
+    const report: RunReport = {
+      ...(await loadRunReport(store, started.runId)),
+      byWorker: await turnsByWorker(database, started.runId),
+    };
+    if (options.json) print(JSON.stringify(report));
+    else for (const line of formatRunReport(report)) print(line);
+    return report;
+  } finally {
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+    await emulatorClose?.();
+    await database.close();
+  }
+}

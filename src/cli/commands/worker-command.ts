@@ -1,0 +1,94 @@
+import type { Command } from 'commander';
+import { createLogger } from '../../logging/logger.ts';
+import { WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
+import { runWorker, type WorkerSummary } from '../../workers/run-worker.ts';
+import { CliError } from '../cli-error.ts';
+import { type Print, printToStdout } from '../cli-output.ts';
+import { openCliDatabase, storeUrl } from '../cli-store.ts';
+import { listenForStop, STOP_GRACE_MS } from '../stop-signal.ts';
+
+/** Options of {@link runWorkerCommand}. */
+export interface WorkerCommandOptions {
+  /** The PostgreSQL store (default: env `DATABASE_URL`). PGlite is refused: it is one process's. */
+  readonly databaseUrl?: string;
+  /** Work on this run only and exit once it is over. Default: any run started with `--workers`, until stopped. */
+  readonly runId?: string;
+  /** One JSON line per staged turn instead of a text line. Default false. */
+  readonly json?: boolean;
+  readonly print?: Print;
+  readonly signal?: AbortSignal;
+}
+
+/**
+ * `breakwater worker`: joins the runs spread over workers on a PostgreSQL store, asks the turns of the agents it
+ * claims, commits each round once every agent's part is in, and says which worker did what, one line a turn.
+ *
+ * @example
+ * ```ts
+ * await runWorkerCommand({ databaseUrl: 'postgres://127.0.0.1/breakwater', runId });
+ * ```
+ */
+export async function runWorkerCommand(options: WorkerCommandOptions = {}): Promise<WorkerSummary> {
+  const print = options.print ?? printToStdout;
+  const url = storeUrl({ ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}) });
+  if (!url) throw new CliError(new WorkersNeedPostgresError().message);
+  const database = await openCliDatabase({ databaseUrl: url });
+  try {
+    return await runWorker({
+      database,
+      databaseUrl: url,
+      ...(options.runId ? { runId: options.runId } : {}),
+      logger: createLogger(),
+      onTurn: (t) =>
+        print(
+          options.json
+            ? JSON.stringify({ type: 'turn', ...t })
+            : `worker ${t.worker}  run ${t.runId}  round ${t.round}  ${t.itemId}  ${t.agent}  ${t.outcome}`,
+        ),
+      onCommit: (runId, round) =>
+        print(
+          options.json
+            ? JSON.stringify({ type: 'commit', runId, round })
+            : `committed round ${round} of ${runId}`,
+        ),
+      ...(options.signal ? { signal: options.signal } : {}),
+    }).catch((e: unknown) => {
+      if (options.signal?.aborted) throw new CliError('worker stopped', { exitCode: 130 });
+      throw e;
+    });
+  } finally {
+    await database.close();
+  }
+}
+
+/**
+ * Registers `breakwater worker`.
+ *
+ * @example
+ * ```ts
+ * registerWorkerCommand(new Command('breakwater'));
+ * ```
+ */
+export function registerWorkerCommand(program: Command): Command {
+  return program
+    .command('worker')
+    .description(
+      'Join runs spread over worker processes (`breakwater run --workers N`) on a PostgreSQL store and work their agents.',
+    )
+    .option('--database-url <url>', 'PostgreSQL connection string (default: env DATABASE_URL)')
+    .option('--run-id <id>', 'work on this run only, and exit when it is over')
+    .option('--json', 'one JSON line per staged turn and per committed round')
+    .action(async (flags: { databaseUrl?: string; runId?: string; json?: boolean }) => {
+      const stop = listenForStop({ forceExitAfterMs: STOP_GRACE_MS });
+      try {
+        await runWorkerCommand({
+          ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
+          ...(flags.runId ? { runId: flags.runId } : {}),
+          ...(flags.json ? { json: true } : {}),
+          signal: stop.signal,
+        });
+      } finally {
+        stop.dispose();
+      }
+    });
+}
