@@ -1,0 +1,84 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createScaledClock } from '../../src/clock/scaled-clock.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import type { RunReport } from '../../src/report/report-types.ts';
+import { loadScenario } from '../../src/scenarios/load-scenario.ts';
+import { cleanEnv, runCli } from '../cli/run-cli.ts';
+import { POSTGRES_URL } from '../support/coordination-env.ts';
+
+/*
+ * `breakwater run <scenario> --workers N` as a user runs it: real CLI processes (the parent and its N workers), one
+ * PostgreSQL database, one emulator over HTTP whose own record says how many calls were ever in flight at once.
+ */
+
+const oneLine = (stderr: string) => {
+  expect(stderr.endsWith('\n')).toBe(true);
+  expect(stderr.trimEnd().split('\n')).toHaveLength(1);
+  expect(stderr).not.toMatch(/^\s+at /m);
+};
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'bw-cli-workers-'));
+});
+afterAll(() => {
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('breakwater run --workers', () => {
+  it('with the embedded store (PGlite) it refuses in one line, saying why and to pass --database-url', async () => {
+    const env = cleanEnv();
+    delete env.DATABASE_URL;
+    const run = await runCli(['run', 'agent8-storm', '--workers', '3', '--data-dir', join(dir, 'pg')], env);
+    expect(run.code).toBe(1);
+    oneLine(run.stderr);
+    expect(run.stderr).toMatch(/PGlite/);
+    expect(run.stderr).toContain('--database-url');
+  });
+
+  it('morning-peak with 3 workers passes every seed-000 check; the emulator never saw more than 3 calls in flight', async () => {
+    const spec = loadScenario('morning-peak');
+    // The emulator on the scenario's clock (as `breakwater run` starts its own), so its fault windows fall in the
+    // morning as the scenario means them.
+    const emulator: Emulator = await startEmulator({
+      profile: { ...(spec.emulator ?? {}), timeScale: 1 },
+      clock: createScaledClock({ origin: Date.parse(spec.start!), scale: spec.timeScale ?? 1 }),
+    });
+    try {
+      const run = await runCli(
+        [
+          'run',
+          'morning-peak',
+          '--workers',
+          '3',
+          '--database-url',
+          POSTGRES_URL,
+          '--emulator-url',
+          emulator.controlURL,
+          '--json',
+        ],
+        cleanEnv(),
+      );
+      expect(run.stderr).not.toMatch(/error|Error/);
+      expect(run.code).toBe(0);
+      const report = JSON.parse(run.stdout.trim().split('\n').pop()!) as RunReport;
+      expect(report.status).toBe('completed');
+      expect(report.checks.filter((c) => c.threshold !== null && c.pass === false)).toEqual([]);
+      expect(report.allPassed).toBe(true);
+      const inFlight = report.checks.find((c) => c.name === 'max LLM calls in flight in any second')!;
+      expect(inFlight.pass).toBe(true);
+      // Across all processes together, by the emulator's own record.
+      expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(3);
+      expect(emulator.stats().totalCalls).toBeGreaterThan(0);
+      // Which worker did what: three workers, their turns adding up to every turn of the run.
+      const byWorker = report.byWorker ?? {};
+      expect(Object.keys(byWorker)).toHaveLength(3);
+      expect(Object.values(byWorker).reduce((a, b) => a + b, 0)).toBe(report.turns.total);
+    } finally {
+      await emulator.close();
+    }
+  }, 300_000);
+});
