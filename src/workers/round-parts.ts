@@ -62,16 +62,23 @@ export async function claimPart(
 
 /**
  * Pushes the lease of every part `holder` works on forward (its heartbeat). A part already taken over is not
- * touched: the compare-and-set is on holder and generation.
+ * touched: the compare-and-set is on holder and generation. Resolves with the claims that are no longer this
+ * worker's (taken over after its lease ran out): it must stop working on them.
  *
  * @example
  * ```ts
- * await renewParts(database, claims, 5_000);
+ * const lost = await renewParts(database, claims, 5_000);
+ * if (lost.length > 0) controller.abort();
  * ```
  */
-export async function renewParts(database: Db, claims: readonly PartClaim[], ttlMs: number): Promise<void> {
+export async function renewParts(
+  database: Db,
+  claims: readonly PartClaim[],
+  ttlMs: number,
+): Promise<PartClaim[]> {
+  const lost: PartClaim[] = [];
   for (const c of claims) {
-    await database.db
+    const result = await database.db
       .updateTable('round_parts')
       .set({ expires_at: ttl(ttlMs) as never })
       .where('run_id', '=', c.runId)
@@ -80,8 +87,10 @@ export async function renewParts(database: Db, claims: readonly PartClaim[], ttl
       .where('holder', '=', c.holder)
       .where('generation', '=', c.generation)
       .where('done', '=', false)
-      .execute();
+      .executeTakeFirst();
+    if (Number(result.numUpdatedRows) === 0) lost.push(c);
   }
+  return lost;
 }
 
 /**

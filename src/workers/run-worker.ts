@@ -241,8 +241,20 @@ async function workParts(
 ): Promise<number> {
   const runId = ctx.run.runId;
   const ttl = ctx.workers.leaseTtlMs;
+  // A worker whose lease was taken over (it could not renew in time: a pause, a partition) stops asking: the new
+  // holder asks those turns, and its stage would be refused anyway.
+  const lost = new AbortController();
+  const signal = options.signal ? AbortSignal.any([options.signal, lost.signal]) : lost.signal;
+  const pending = new Set(claims);
   const heartbeat = setInterval(
-    () => void renewParts(options.database, claims, ttl).catch(() => {}),
+    () =>
+      void renewParts(options.database, [...pending], ttl).then(
+        (gone) => {
+          if (gone.length > 0)
+            lost.abort(new Error(`parts taken over: ${gone.map((c) => c.agent).join(', ')}`));
+        },
+        () => {},
+      ),
     Math.max(50, Math.floor(ttl / 3)),
   );
   const restore = await loadRunRestore(store, runId, ctx.definitions, historyTurnsOf(ctx.spec));
@@ -273,7 +285,7 @@ async function workParts(
         ? await previousAnswers(store, runId, plan.round - 1)
         : new Map<string, PeerAnswer[]>();
     const results = await askRoundTurns(
-      { runId, executor, clock: ctx.clock, ...(options.signal ? { signal: options.signal } : {}) },
+      { runId, executor, clock: ctx.clock, signal },
       plan,
       plan.turns.filter((t) => mine.has(t.agent)),
       peers,
@@ -282,6 +294,7 @@ async function workParts(
     await executor.settle?.();
     ctx.health = executor.durableHealth?.();
     for (const claim of claims) {
+      pending.delete(claim);
       const turns: TurnInput[] = results
         .filter((r) => r.turn.agent === claim.agent)
         .map(({ itemId, key, turn, agentOrder }) => ({ ...toTurnInput(itemId, key, turn), agentOrder }));
@@ -308,6 +321,9 @@ async function workParts(
         );
       }
     }
+  } catch (e) {
+    if (!lost.signal.aborted || options.signal?.aborted) throw e;
+    options.logger?.warn({ runId, round: plan.round }, String(lost.signal.reason));
   } finally {
     clearInterval(heartbeat);
     unsubscribe();
