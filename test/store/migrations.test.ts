@@ -25,6 +25,7 @@ const STORE_TABLES = [
   'coordination_health',
   'coordination_tokens',
   'events',
+  'round_parts',
   'rounds',
   'runs',
   'turns',
