@@ -107,10 +107,15 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
   const pollMs = options.pollMs ?? 100;
   const summary = { holder, turns: 0, commits: 0 };
   const contexts = new Map<string, RunContext>();
+  // Runs this worker cannot join (their scenario file is not on this machine, say): skipped, not fatal, unless
+  // it was told to work on that run.
+  const unjoinable = new Set<string>();
   try {
     for (;;) {
       options.signal?.throwIfAborted();
-      const run = options.runId ? await store.getRun(options.runId) : await nextRun(options.database);
+      const run = options.runId
+        ? await store.getRun(options.runId)
+        : await nextRun(options.database, unjoinable);
       if (run?.status !== 'running') {
         if (options.runId) return summary;
         await sleep(systemClock, pollMs, options.signal);
@@ -118,7 +123,14 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
       }
       let ctx = contexts.get(run.runId);
       if (!ctx) {
-        ctx = await joinRun(options.database, store, run);
+        try {
+          ctx = await joinRun(options.database, store, run);
+        } catch (e) {
+          if (options.runId) throw e;
+          unjoinable.add(run.runId);
+          options.logger?.error({ runId: run.runId, err: e }, 'cannot join this run; skipping it');
+          continue;
+        }
         contexts.set(run.runId, ctx);
       }
       const worked = await stepRound(options, store, ctx, holder, summary);
@@ -130,14 +142,17 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
 }
 
 /** The oldest running run spread over workers. */
-async function nextRun(database: BreakwaterDatabase): Promise<RunRecord | undefined> {
-  const row = await database.db
+async function nextRun(
+  database: BreakwaterDatabase,
+  skip: ReadonlySet<string>,
+): Promise<RunRecord | undefined> {
+  let query = database.db
     .selectFrom('runs')
     .select('run_id')
     .where('status', '=', 'running')
-    .where(sql<boolean>`config -> 'workers' is not null`)
-    .orderBy('created_at')
-    .executeTakeFirst();
+    .where(sql<boolean>`config -> 'workers' is not null`);
+  if (skip.size > 0) query = query.where('run_id', 'not in', [...skip]);
+  const row = await query.orderBy('created_at').executeTakeFirst();
   return row ? createRunStore(database).getRun(row.run_id) : undefined;
 }
 
