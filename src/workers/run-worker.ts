@@ -10,7 +10,6 @@ import { durableAgentState } from '../runtime/agent-snapshot.ts';
 import type { AgentDefinition } from '../runtime/agent-definition.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
 import { createBreakwaterExecutor } from '../rounds/breakwater-executor.ts';
-import { createEventRecorder, type EventRecorder } from '../rounds/event-recorder.ts';
 import type { PeerAnswer } from '../rounds/round-prompt.ts';
 import { askRoundTurns, previousAnswers, toTurnInput } from '../rounds/round-runner.ts';
 import { applyRunRestore, loadRunRestore } from '../rounds/run-restore.ts';
@@ -30,6 +29,7 @@ import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
 import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
 
 /** What a worker did, turn by turn (the live output of `breakwater worker`). */
@@ -79,7 +79,7 @@ interface RunContext {
   readonly plans: readonly RoundPlan[];
   readonly definitions: readonly AgentDefinition[];
   readonly clock: ScaledClock;
-  readonly recorder: EventRecorder;
+  readonly recorder: WorkerEventRecorder;
   /** The endpoints' health as this worker last saw it (committed with the rounds it commits). */
   health?: unknown;
 }
@@ -124,7 +124,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
       let ctx = contexts.get(run.runId);
       if (!ctx) {
         try {
-          ctx = await joinRun(options.database, store, run);
+          ctx = await joinRun(options.database, run);
         } catch (e) {
           if (options.runId) throw e;
           unjoinable.add(run.runId);
@@ -156,7 +156,7 @@ async function nextRun(
   return row ? createRunStore(database).getRun(row.run_id) : undefined;
 }
 
-async function joinRun(database: BreakwaterDatabase, store: RunStore, run: RunRecord): Promise<RunContext> {
+async function joinRun(database: BreakwaterDatabase, run: RunRecord): Promise<RunContext> {
   const config = run.config as StoredRunConfig | null;
   const workers = config?.workers;
   if (!config?.scenarioSource || !workers)
@@ -191,7 +191,7 @@ async function joinRun(database: BreakwaterDatabase, store: RunStore, run: RunRe
     plans: planRounds(scenario, { origin: config.origin }),
     definitions: scenarioAgents(spec),
     clock,
-    recorder: await createEventRecorder(database, store, run.runId),
+    recorder: createWorkerEventRecorder(database, run.runId),
   };
 }
 

@@ -195,6 +195,13 @@ describe('a run spread over three worker processes on PostgreSQL', () => {
     expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(LIMIT);
     expect(emulator.stats().maxInFlight).toBeGreaterThanOrEqual(2);
 
+    // The three processes' events share one log with unique, increasing seq numbers (the visualizer pages by seq).
+    const seqs = await sql<{ n: string; d: string }>`
+      select count(*) as n, count(distinct seq) as d from events where run_id = ${runId}
+    `.execute(database.db);
+    expect(Number(seqs.rows[0]!.n)).toBeGreaterThan(ROUNDS * ITEMS * AGENTS.length);
+    expect(Number(seqs.rows[0]!.d)).toBe(Number(seqs.rows[0]!.n));
+
     // Which worker did what: the by-worker counts add up to every turn, and all three did some.
     const byWorker = await turnsByWorker(database, runId);
     expect(Object.values(byWorker).reduce((a, b) => a + b, 0)).toBe(ROUNDS * ITEMS * AGENTS.length);
