@@ -363,6 +363,8 @@ async function commit(
   for (const t of turns) counts[t.outcome] = (counts[t.outcome] ?? 0) + 1;
   const workers: Record<string, number> = {};
   for (const p of parts) workers[p.holder] = (workers[p.holder] ?? 0) + (p.turns?.length ?? 0);
+  // A worker that only commits (it asked none of the round's turns) carries the health committed last.
+  const health = ctx.health !== undefined ? ctx.health : await store.lastHealth(runId);
   try {
     await store.commitRound(
       {
@@ -370,7 +372,7 @@ async function commit(
         round: plan.round,
         turns,
         states,
-        ...(ctx.health !== undefined ? { health: ctx.health } : {}),
+        ...(health !== undefined && health !== null ? { health } : {}),
         summary: { counts, workers },
       },
       signal ? { signal } : {},

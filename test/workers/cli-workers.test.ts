@@ -39,6 +39,15 @@ describe('breakwater run --workers', () => {
     expect(run.stderr).toContain('--database-url');
   });
 
+  it('breakwater worker without a PostgreSQL URL refuses in one line', async () => {
+    const env = cleanEnv();
+    delete env.DATABASE_URL;
+    const run = await runCli(['worker'], env);
+    expect(run.code).toBe(1);
+    oneLine(run.stderr);
+    expect(run.stderr).toMatch(/^breakwater worker: .*PostgreSQL.*--database-url/);
+  });
+
   it('morning-peak with 3 workers passes every seed-000 check; the emulator never saw more than 3 calls in flight', async () => {
     const spec = loadScenario('morning-peak');
     // The emulator on the scenario's clock (as `breakwater run` starts its own), so its fault windows fall in the
