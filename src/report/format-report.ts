@@ -200,5 +200,9 @@ export function formatRunReport(report: RunReport, options: FormatReportOptions 
     lines.push('', 'turns by worker');
     for (const [worker, n] of Object.entries(report.byWorker)) lines.push(`  ${worker}  ${n}`);
   }
+  if (report.emulator)
+    lines.push(
+      `emulator: ${report.emulator.totalCalls} calls from all workers, at most ${report.emulator.maxInFlight} in flight at once`,
+    );
   return lines;
 }

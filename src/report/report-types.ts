@@ -203,4 +203,9 @@ export interface RunReport {
   readonly agents: readonly AgentInfo[];
   /** Committed turns per worker process, for a run spread over workers (`breakwater run --workers`). Absent otherwise. */
   readonly byWorker?: Readonly<Record<string, number>>;
+  /**
+   * The emulator's own record of upstream calls, when `breakwater run --workers` started it: every worker's
+   * calls together. Absent otherwise.
+   */
+  readonly emulator?: { readonly totalCalls: number; readonly maxInFlight: number };
 }

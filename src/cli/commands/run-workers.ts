@@ -106,9 +106,11 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
         options.signal?.aborted ? { exitCode: 130 } : {},
       );
     }
+    const stats = started.emulator?.stats();
     const report: RunReport = {
       ...(await loadRunReport(store, started.runId)),
       byWorker: await turnsByWorker(database, started.runId),
+      ...(stats ? { emulator: { totalCalls: stats.totalCalls, maxInFlight: stats.maxInFlight } } : {}),
     };
     if (options.json) print(JSON.stringify(report));
     else for (const line of formatRunReport(report)) print(line);
