@@ -135,13 +135,14 @@ export class RedisCoordination implements CoordinationBackend {
     this.#sub.on('message', (channel: string, payload: string) => {
       if (channel === this.#keys.wake) for (const l of this.#wake) l();
       else if (channel === this.#keys.healthChannel) {
-        let m: SharedHealthMessage;
+        let m: unknown;
         try {
-          m = JSON.parse(payload) as SharedHealthMessage;
+          m = JSON.parse(payload);
         } catch {
           return;
         }
-        for (const l of this.#health) l(m);
+        // Anyone may PUBLISH on the channel: the listener checks every field before using it.
+        for (const l of this.#health) l(m as SharedHealthMessage);
       }
     });
     this.#sub.on('close', () => {
@@ -207,11 +208,14 @@ export class RedisCoordination implements CoordinationBackend {
     } catch (e) {
       throw this.#unavailable(e, 'lost');
     }
-    return Object.entries(all).map(([endpointId, json]) => ({
-      endpointId,
-      facts: JSON.parse(json) as SharedHealthFacts,
-      from: '',
-    }));
+    // One unreadable field must not hide the others: it goes on as null, which the listener's check drops.
+    return Object.entries(all).map(([endpointId, json]) => {
+      let facts: unknown = null;
+      try {
+        facts = JSON.parse(json);
+      } catch {}
+      return { endpointId, facts: facts as SharedHealthFacts, from: '' };
+    });
   }
 
   onWake(listener: () => void): void {
