@@ -66,7 +66,7 @@ async function leaseExpiries(o: CoordinationOptions): Promise<number[]> {
   }
   const r = new Redis(o.url!);
   try {
-    const flat = await r.zrange(`${o.keyPrefix}${o.pool}:tokens`, 0, -1, 'WITHSCORES');
+    const flat = await r.zrange(`${o.keyPrefix}${o.pool}:tokens`, '0', '-1', 'WITHSCORES');
     return flat.filter((_, i) => i % 2 === 1).map(Number);
   } finally {
     r.disconnect();
