@@ -10,6 +10,10 @@
  * - `redis`: the Lua-script backend.
  * Printed: grant latency p50/p99 (ms) across the three processes and grants/s in total. Targets on PostgreSQL:
  * p50 ≤ 2 ms, p99 ≤ 10 ms, ≥ 5,000 grants/s.
+ * Then, per shipped backend, health propagation: how long a published endpoint health change (a 429's cooldown)
+ * takes to reach another process's listener, p50/p99 over `--messages` changes one after another (publish call →
+ * the other connection's onHealth). Target: p99 ≤ 100 ms (the multi-process tests check the property — no call
+ * started once the cooldown arrived — not this figure, which depends on the machine).
  *
  * Run: `DATABASE_URL=postgres://… REDIS_URL=redis://… npm run bench:coordination`
  * (options: `--seconds 5 --concurrency 4 --limit 12 --modes postgres,postgres-advisory,redis`).
@@ -21,6 +25,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import pg from 'pg';
+import { resolveCoordination } from '../src/coordination/coordination-options.ts';
+import { createCoordinationBackend } from '../src/coordination/create-coordination.ts';
 import { row, writeResult } from './lib/bench-result.ts';
 import { percentile, round } from './lib/stats.ts';
 
@@ -30,6 +36,7 @@ const { values: args } = parseArgs({
     concurrency: { type: 'string', default: '4' },
     limit: { type: 'string', default: '12' },
     modes: { type: 'string', default: 'postgres,postgres-advisory,redis' },
+    messages: { type: 'string', default: '200' },
   },
 });
 const PROCESSES = 3;
@@ -92,6 +99,7 @@ async function cleanup(mode: Mode, pool: string): Promise<void> {
     const c = new pg.Client({ connectionString: DATABASE_URL });
     await c.connect();
     await c.query('delete from coordination_tokens where pool = $1', [pool]);
+    await c.query('delete from coordination_health where pool = $1', [pool]);
     await c.end();
   } else if (mode === 'redis') {
     const r = new Redis(REDIS_URL);
@@ -119,14 +127,72 @@ if (pgResult) {
     `targets on PostgreSQL: p50 ≤ 2 ms ${met(pgResult.p50Ms <= 2)}, p99 ≤ 10 ms ${met(pgResult.p99Ms <= 10)}, ≥ 5,000 grants/s ${met(pgResult.grantsPerSecond >= 5_000)}`,
   );
 }
+/** Publish → another connection's listener, one change at a time; ms. */
+async function propagation(mode: 'postgres' | 'redis', messages: number) {
+  const pool = `bench-${randomUUID().slice(0, 8)}`;
+  const open = async (id: string) => {
+    const b = createCoordinationBackend(
+      resolveCoordination(
+        {
+          backend: mode,
+          url: mode === 'redis' ? REDIS_URL : DATABASE_URL,
+          pool,
+          processId: id,
+          ...(mode === 'redis' ? { keyPrefix: KEY_PREFIX } : {}),
+        },
+        id,
+      )!,
+    );
+    await b.connect();
+    return b;
+  };
+  const [a, b] = [await open('pub'), await open('sub')];
+  let arrived: ((until: number) => void) | undefined;
+  b.onHealth((m) => arrived?.(m.facts.cooldownUntil));
+  const latencies: number[] = [];
+  try {
+    for (let i = 0; i < messages; i++) {
+      const until = Date.now() + 3_000 + i;
+      const got = new Promise<void>((resolve) => {
+        arrived = (u) => u === until && resolve();
+      });
+      const t0 = performance.now();
+      await a.publishHealth('sonnet', { cooldownUntil: until, disabledUntil: 0, openUntil: null });
+      await got;
+      latencies.push(performance.now() - t0);
+    }
+  } finally {
+    await Promise.all([a.close(), b.close()]);
+    await cleanup(mode, pool);
+  }
+  latencies.sort((x, y) => x - y);
+  return { mode, messages, p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)) };
+}
+
+console.log(
+  `health propagation — ${args.messages} changes one after another (load ${loadavg()[0]!.toFixed(2)})`,
+);
+console.log(row('backend', 'p50 ms', 'p99 ms'));
+const propagationResults = [];
+for (const mode of modes.filter((m): m is 'postgres' | 'redis' => m === 'postgres' || m === 'redis')) {
+  const r = await propagation(mode, Number(args.messages));
+  propagationResults.push(r);
+  console.log(row(mode, r.p50Ms, r.p99Ms));
+}
+for (const r of propagationResults)
+  console.log(`target on ${r.mode}: propagation p99 ≤ 100 ms ${r.p99Ms <= 100 ? 'met' : 'MISSED'}`);
+
 const path = await writeResult('coordination', {
   processes: PROCESSES,
   concurrency: Number(args.concurrency),
   limit: Number(args.limit),
   seconds: Number(args.seconds),
   results,
+  propagation: propagationResults,
   measuredAs:
     'each of 3 child processes runs `concurrency` loops of tryAcquire + release on one pool of `limit` tokens; latency per grant (acquire + release), refused attempts retried at once and not counted; grants/s = grants of all processes / wall time',
-  targets: { postgresP50Ms: 2, postgresP99Ms: 10, postgresGrantsPerSecond: 5_000 },
+  propagationMeasuredAs:
+    'one process publishes an endpoint cooldown, another connection of the same pool receives it (onHealth); time from the publish call to the receipt, one change at a time',
+  targets: { postgresP50Ms: 2, postgresP99Ms: 10, postgresGrantsPerSecond: 5_000, propagationP99Ms: 100 },
 });
 console.log(`written ${path}`);

@@ -55,6 +55,8 @@ interface Held {
   readonly lease: GlobalLease;
   readonly grant: Grant;
   readonly fence: AbortController;
+  /** Real time (`now()`) from which the backend may reissue the token, less the margin: no call starts after it. */
+  deadline: number;
   claimed: boolean;
   onReclaim: ((reason: unknown) => void) | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
@@ -84,6 +86,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   readonly #now: () => number;
   readonly #queue: Pending[] = [];
   readonly #held = new Map<string, Held>();
+  /** Releases sent to the backend and not answered yet: dispose() waits for them (bounded) before closing it. */
+  readonly #releasing = new Set<Promise<void>>();
   #limit: number;
   #connected: Promise<void> | undefined;
   #pumping = false;
@@ -200,6 +204,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined {
     const h = this.#held.get(leaseId);
     if (!h || h.fence.signal.aborted) return undefined;
+    // The fence timer may not have run yet (a frozen process's overdue timers run after its piled-up I/O): the
+    // deadline itself decides, so no call starts on a lease the backend may already have given to someone else.
+    if (!this.#live(h)) return undefined;
     if (!this.#local.claim(leaseId, onReclaim)) return undefined;
     h.claimed = true;
     h.onReclaim = onReclaim;
@@ -212,8 +219,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     if (!h) return;
     this.#held.delete(leaseId);
     if (h.timer) clearTimeout(h.timer);
-    // A failed release is a token that comes back at its expiry (the TTL): never more than the limit.
-    this.#o.backend.release(h.lease).catch(() => {});
+    this.#releaseGlobal(h.lease);
     this.#wakeEpoch++;
     this.#pump();
     if (this.#held.size === 0) this.#stopHeartbeat();
@@ -274,9 +280,45 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   /** After close and idle: stops the heartbeat and closes the backend's connections. */
   async dispose(): Promise<void> {
     this.close();
-    for (const h of this.#held.values()) if (h.timer) clearTimeout(h.timer);
+    for (const h of this.#held.values()) {
+      if (h.timer) clearTimeout(h.timer);
+      this.#releaseGlobal(h.lease);
+    }
+    this.#held.clear();
     this.#stopHeartbeat();
+    // Tokens given back before the connections close, so other processes need not wait for the TTL; bounded: a
+    // backend that does not answer leaves them to expire.
+    if (this.#releasing.size > 0) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([
+        Promise.allSettled([...this.#releasing]),
+        new Promise((resolve) => {
+          timer = setTimeout(resolve, Math.min(2_000, this.#o.leaseTtlMs));
+        }),
+      ]);
+      clearTimeout(timer);
+    }
     await this.#o.backend.close();
+  }
+
+  /** Gives a global token back; a failed release is a token that comes back at its expiry (never over the limit). */
+  #releaseGlobal(lease: GlobalLease): void {
+    const p: Promise<void> = this.#o.backend.release(lease).then(
+      () => {
+        this.#releasing.delete(p);
+      },
+      () => {
+        this.#releasing.delete(p);
+      },
+    );
+    this.#releasing.add(p);
+  }
+
+  /** Whether the lease may still carry a call (its fence deadline is ahead); fences it at once if not. */
+  #live(h: Held): boolean {
+    if (this.#now() < h.deadline) return true;
+    this.#fenced(h);
+    return false;
   }
 
   /** Asks the local scheduler; a local grant then queues for a global token. */
@@ -348,6 +390,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         continue;
       }
       const epoch = this.#wakeEpoch;
+      // The lease runs from when the backend granted it, at the latest when the request reached it: its deadline
+      // counts from the sending, never from the (possibly late) reply.
+      const sentAt = this.#now();
       let result: Awaited<ReturnType<CoordinationBackend['tryAcquire']>>;
       try {
         result = await this.#o.backend.tryAcquire(this.#limit);
@@ -361,10 +406,18 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       if (result.ok) {
         this.#queue.shift();
         if (p.done || this.#closed) {
-          this.#o.backend.release(result.lease).catch(() => {});
+          this.#releaseGlobal(result.lease);
           continue;
         }
-        this.#granted(p, result.lease);
+        const deadline = sentAt + this.#o.leaseTtlMs - this.#margin();
+        if (this.#now() >= deadline) {
+          // The grant came back too late to be used safely: give it back and ask again (the request keeps its place;
+          // its max wait still bounds the retries).
+          this.#releaseGlobal(result.lease);
+          this.#queue.unshift(p);
+          continue;
+        }
+        this.#granted(p, result.lease, deadline);
         continue;
       }
       // A token came back while we asked: ask again at once, else sleep until a wake-up or the earliest expiry.
@@ -389,13 +442,13 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     return p.request !== undefined && this.#now() - p.enqueuedAt > p.request.maxWaitMs;
   }
 
-  #granted(p: Pending, lease: GlobalLease): void {
+  #granted(p: Pending, lease: GlobalLease, deadline: number): void {
     const grant = p.grant!;
     // The endpoint may have been cooled by another process while this grant waited: do not send to it.
     const h = this.#o.endpoints.get(grant.endpointId)?.health;
     const r = p.request ? h?.readiness(this.#localNow(), 0) : undefined;
     if (p.request && r && (r.cause === 'cooldown' || r.cause === 'open' || r.cause === 'disabled')) {
-      this.#o.backend.release(lease).catch(() => {});
+      this.#releaseGlobal(lease);
       this.#local.release(grant.leaseId, { kind: 'unused' });
       p.grant = undefined;
       this.#submit(p);
@@ -407,12 +460,13 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       lease,
       grant: wrapped,
       fence,
+      deadline,
       claimed: false,
       onReclaim: undefined,
       timer: undefined,
     };
     this.#held.set(grant.leaseId, held);
-    this.#armFence(held, this.#now() + this.#o.leaseTtlMs - this.#margin());
+    this.#armFence(held, deadline);
     this.#startHeartbeat();
     p.done = true;
     p.resolve(p.request ? { kind: 'granted', grant: wrapped } : wrapped);
@@ -438,11 +492,13 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
 
   #armFence(h: Held, at: number): void {
     if (h.timer) clearTimeout(h.timer);
+    h.deadline = at;
     h.timer = setTimeout(() => this.#fenced(h), Math.max(0, at - this.#now()));
     h.timer.unref?.();
   }
 
   #fenced(h: Held): void {
+    if (h.timer) clearTimeout(h.timer);
     h.timer = undefined;
     if (h.fence.signal.aborted) return;
     const reason = new LeaseFencedError();
@@ -465,7 +521,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     if (this.#renewing || this.#held.size === 0) return;
     this.#renewing = true;
     const sentAt = this.#now();
-    const held = [...this.#held.values()].filter((h) => !h.fence.signal.aborted);
+    // A lease past its deadline is fenced, not renewed: its call may not go on even if the backend still has it.
+    const held = [...this.#held.values()].filter((h) => !h.fence.signal.aborted && this.#live(h));
     try {
       const renewed = await this.#o.backend.renew(held.map((h) => h.lease));
       this.#up();

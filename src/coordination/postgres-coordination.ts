@@ -239,6 +239,7 @@ export class PostgresCoordination implements CoordinationBackend {
       'select endpoint_id, facts from coordination_health where pool = $1',
       [this.#o.pool],
     );
+    // Rows are not trusted (the listener checks each): one bad row must not hide the others.
     return r.rows.map((row) => ({ endpointId: row.endpoint_id, facts: row.facts, from: '' }));
   }
 
@@ -299,13 +300,15 @@ export class PostgresCoordination implements CoordinationBackend {
       if (n.channel === TOKENS_CHANNEL) {
         if (n.payload === this.#o.pool) for (const l of this.#wake) l();
       } else if (n.channel === HEALTH_CHANNEL && n.payload) {
-        let m: (SharedHealthMessage & { pool?: string }) | undefined;
+        let m: unknown;
         try {
-          m = JSON.parse(n.payload) as SharedHealthMessage & { pool?: string };
+          m = JSON.parse(n.payload);
         } catch {
           return;
         }
-        if (m.pool === this.#o.pool) for (const l of this.#health) l(m);
+        // Anyone may NOTIFY on the channel: only the pool is looked at here, the listener checks the rest.
+        if (typeof m === 'object' && m !== null && (m as { pool?: unknown }).pool === this.#o.pool)
+          for (const l of this.#health) l(m as SharedHealthMessage);
       }
     });
     this.#listener = client;

@@ -25,10 +25,17 @@ export interface RedisCoordinationOptions {
 /*
  * Tokens are members `<process>|<generation>` of one sorted set scored by their expiry (the server's TIME, ms).
  * Every script first drops the expired members, so a dead process's token is free once its lease ran out; the
- * set itself expires one TTL after its last write, so nothing outlives the leases. Scripts run atomically: the
+ * set itself expires with its last lease, so nothing outlives the leases. Scripts run atomically: the
  * count check and the add cannot interleave with another process's.
  */
 const NOW = `local t = redis.call('TIME') local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+
+/*
+ * The set expires with its LAST lease (the highest score), never with the caller's TTL: processes of one pool with
+ * different TTLs must not cut each other's leases short (a set expired early would hand out tokens still held).
+ */
+const EXPIRE_AT_LAST = `local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+if last[2] then redis.call('PEXPIREAT', KEYS[1], math.ceil(tonumber(last[2]))) end`;
 
 /** KEYS: tokens, generation. ARGV: limit, ttl, process. → {1, generation} or {0, ms until the earliest expiry | -1}. */
 const ACQUIRE_LUA = `${NOW}
@@ -38,7 +45,7 @@ if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[1]) then
   -- The counter outlives every lease by far (a day without grants), then goes too: no key is left for good.
   redis.call('PEXPIRE', KEYS[2], 86400000)
   redis.call('ZADD', KEYS[1], now + tonumber(ARGV[2]), ARGV[3] .. '|' .. g)
-  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  ${EXPIRE_AT_LAST}
   return {1, g}
 end
 local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
@@ -60,7 +67,7 @@ for i = 2, #ARGV do
     out[#out + 1] = ARGV[i]
   end
 end
-if #out > 0 then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+if #out > 0 then ${EXPIRE_AT_LAST} end
 return out`;
 
 /** KEYS: health hash, health channel. ARGV: endpoint, facts JSON, message JSON, keep ms. */
@@ -135,13 +142,14 @@ export class RedisCoordination implements CoordinationBackend {
     this.#sub.on('message', (channel: string, payload: string) => {
       if (channel === this.#keys.wake) for (const l of this.#wake) l();
       else if (channel === this.#keys.healthChannel) {
-        let m: SharedHealthMessage;
+        let m: unknown;
         try {
-          m = JSON.parse(payload) as SharedHealthMessage;
+          m = JSON.parse(payload);
         } catch {
           return;
         }
-        for (const l of this.#health) l(m);
+        // Anyone may PUBLISH on the channel: the listener checks every field before using it.
+        for (const l of this.#health) l(m as SharedHealthMessage);
       }
     });
     this.#sub.on('close', () => {
@@ -153,11 +161,13 @@ export class RedisCoordination implements CoordinationBackend {
     signal?.throwIfAborted();
     try {
       await Promise.all([this.#cmd.connect(), this.#sub.connect()]);
+      await this.#checkDatabase();
       await this.#sub.subscribe(this.#keys.wake, this.#keys.healthChannel);
     } catch (e) {
       // Stop reconnecting: this backend is unusable until the caller makes a new one.
       this.#cmd.disconnect();
       this.#sub.disconnect();
+      if (e instanceof CoordinationUnavailableError) throw e;
       throw this.#unavailable(this.#lastError ?? e, 'could not connect');
     }
   }
@@ -207,11 +217,14 @@ export class RedisCoordination implements CoordinationBackend {
     } catch (e) {
       throw this.#unavailable(e, 'lost');
     }
-    return Object.entries(all).map(([endpointId, json]) => ({
-      endpointId,
-      facts: JSON.parse(json) as SharedHealthFacts,
-      from: '',
-    }));
+    // One unreadable field must not hide the others: it goes on as null, which the listener's check drops.
+    return Object.entries(all).map(([endpointId, json]) => {
+      let facts: unknown = null;
+      try {
+        facts = JSON.parse(json);
+      } catch {}
+      return { endpointId, facts: facts as SharedHealthFacts, from: '' };
+    });
   }
 
   onWake(listener: () => void): void {
@@ -238,6 +251,24 @@ export class RedisCoordination implements CoordinationBackend {
     clearTimeout(timer);
     this.#cmd.disconnect();
     this.#sub.disconnect();
+  }
+
+  /**
+   * ioredis only reports a failed SELECT of the URL's database as an error event and goes on in database 0 (where
+   * other pools' keys may be): the database is selected again here and a refusal is one clear line.
+   */
+  async #checkDatabase(): Promise<void> {
+    const db = this.#cmd.options.db ?? 0;
+    if (db === 0) return;
+    try {
+      await this.#cmd.select(db);
+    } catch (e) {
+      const text = e instanceof Error ? e.message : String(e);
+      throw new CoordinationUnavailableError(
+        `coordination.url: ${this.location} names database ${db}, which the server refused (${scrubSecrets(text)}); not sending (fail closed)`,
+        { cause: e },
+      );
+    }
   }
 
   /** EVALSHA, loading the script on NOSCRIPT (a fresh or restarted server). */

@@ -7,6 +7,7 @@ import type {
   SharedHealthMessage,
   SharedWindow,
 } from './coordination-backend.ts';
+import { checkSharedHealthMessage } from './shared-health-check.ts';
 
 /** Options of {@link SharedHealthLink}. */
 export interface SharedHealthLinkOptions {
@@ -18,12 +19,16 @@ export interface SharedHealthLinkOptions {
   readonly onAbsorbed?: (endpointId: string) => void;
   /** Publishing failed (the backend is gone): the scheduler fails closed on its own; this is for the log. */
   readonly onError?: (error: unknown) => void;
+  /** The first malformed health message or stored row (dropped; later ones are only counted): for the log. */
+  readonly onMalformed?: (what: string) => void;
   /** Rate-limit counts of one endpoint are published at most this often (a fault goes at once), ms. Default 250. */
   readonly rateLimitEveryMs?: number;
 }
 
 /** Counts older than this are not applied (the providers' windows are a minute), wall ms. */
 const MAX_COUNT_AGE_MS = 60_000;
+/** Counts seen "in the future" beyond this clock skew are not applied (they would stay fresh too long), wall ms. */
+const MAX_CLOCK_SKEW_MS = 5_000;
 
 interface Counts {
   readonly requests?: SharedWindow;
@@ -50,17 +55,39 @@ export class SharedHealthLink {
   readonly #counts = new Map<string, Counts>();
   readonly #countTimers = new Map<string, ReturnType<typeof setTimeout>>();
   readonly #lastCountPublish = new Map<string, number>();
+  #malformed = 0;
 
   constructor(options: SharedHealthLinkOptions) {
     this.#o = options;
-    options.backend.onHealth((m) => {
-      if (m.from !== options.processId) this.#absorb(m);
+    options.backend.onHealth((raw) => {
+      const m = this.#check(raw, 'message');
+      if (m && m.from !== options.processId) this.#absorb(m);
     });
   }
 
-  /** Applies what was published before this process joined. */
+  /** Malformed health messages and stored rows dropped so far. */
+  get malformed(): number {
+    return this.#malformed;
+  }
+
+  /** Applies what was published before this process joined (each stored row on its own: a bad one is skipped). */
   async join(): Promise<void> {
-    for (const m of await this.#o.backend.loadHealth()) this.#absorb(m);
+    for (const raw of await this.#o.backend.loadHealth()) {
+      const m = this.#check(raw, 'stored row');
+      if (m) this.#absorb(m);
+    }
+  }
+
+  #check(raw: unknown, what: string): SharedHealthMessage | undefined {
+    const m = checkSharedHealthMessage(raw);
+    if (m) return m;
+    if (this.#malformed++ === 0) {
+      const endpoint = (raw as { endpointId?: unknown } | null)?.endpointId;
+      this.#o.onMalformed?.(
+        `a malformed shared health ${what}${typeof endpoint === 'string' ? ` (endpoint ${endpoint.slice(0, 100)})` : ''} was ignored; later ones are only counted`,
+      );
+    }
+    return undefined;
   }
 
   /** Publishes `endpointId`'s current cooldown, disable and breaker deadline (and its last counts). */
@@ -141,7 +168,12 @@ export class SharedHealthLink {
     const wall = Date.now();
     const toLocal = (at: number) => (at > wall ? now + (at - wall) : 0);
     const { facts } = m;
-    const freshCounts = facts.observedAt !== undefined && wall - facts.observedAt < MAX_COUNT_AGE_MS;
+    const freshCounts =
+      facts.observedAt !== undefined &&
+      wall - facts.observedAt < MAX_COUNT_AGE_MS &&
+      facts.observedAt - wall <= MAX_CLOCK_SKEW_MS;
+    // Another process's counts only ever lower this one's availability: its `limit` never raises a capacity
+    // (EndpointHealth.absorbShared keeps the lower of the two).
     const toWindow = (w: SharedWindow | undefined): RateLimitWindow | undefined =>
       w && {
         ...(w.limit !== undefined ? { limit: w.limit } : {}),

@@ -333,12 +333,20 @@ export class EndpointHealthTracker {
     now: number,
   ): boolean {
     let changed = false;
+    // Shared counts only lower availability: a `limit` above the capacity known here is not taken (a wrong or
+    // hostile message must not let this process send more than its own headers allow).
+    const noRaise = (w: RateLimitWindow, bucket: TokenBucket): RateLimitWindow => {
+      const capacity = bucket.state(now).capacity;
+      if (w.limit === undefined || capacity === undefined || w.limit <= capacity) return w;
+      const { limit: _, ...rest } = w;
+      return rest;
+    };
     if (facts.requests) {
-      this.#rpm.observe(lessInFlight(facts.requests, this.#inFlight)!, now);
+      this.#rpm.observe(noRaise(lessInFlight(facts.requests, this.#inFlight)!, this.#rpm), now);
       changed = true;
     }
     if (facts.tokens) {
-      this.#tpm.observe(lessInFlight(facts.tokens, this.#inFlight)!, now);
+      this.#tpm.observe(noRaise(lessInFlight(facts.tokens, this.#inFlight)!, this.#tpm), now);
       changed = true;
     }
     if (facts.cooldownUntil > this.#cooldownUntil && facts.cooldownUntil > now) {

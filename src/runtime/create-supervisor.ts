@@ -230,11 +230,21 @@ export function createSupervisor(
       endpoints,
       clock,
       processId: coordination.processId,
+      onMalformed: (what) => logger.warn({ coordination: backend.location }, what),
     });
     healthLink = link;
     scheduler = coordinated;
     void coordinated.connect().then(
-      () => link.join().catch(() => {}),
+      // Fail closed is the scheduler's part; a join that failed only means older health was not applied: one line.
+      () =>
+        link
+          .join()
+          .catch((e: unknown) =>
+            logger.warn(
+              { coordination: backend.location },
+              `shared endpoint health could not be loaded (${e instanceof Error ? e.message : String(e)})`,
+            ),
+          ),
       () => {},
     );
   }

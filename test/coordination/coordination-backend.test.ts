@@ -9,7 +9,7 @@ import {
 } from '../../src/coordination/coordination-options.ts';
 import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
 import { isConfigError } from '../../src/errors/config-error.ts';
-import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
+import { cleanPool, coordinationCases, REDIS_URL } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 const opened: CoordinationBackend[] = [];
@@ -104,47 +104,84 @@ describe.each(coordinationCases())('$name coordination backend', ({ options: mak
   it('never has more than `limit` tokens held, whatever three processes do at once (property, fixed seed)', async () => {
     const o = fresh();
     const procs = await Promise.all([open(o, 'p0'), open(o, 'p1'), open(o, 'p2')]);
-    const limit = 3;
-    await fc.assert(
-      fc.asyncProperty(
-        fc.array(fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }), { minLength: 3, maxLength: 3 }),
-        async (plans) => {
-          // Held tokens per process; each step acquires (true) or releases one (false), all three concurrently.
-          const held: GlobalLease[][] = [[], [], []];
-          let peak = 0;
-          let inFlight = 0;
-          await Promise.all(
-            plans.map(async (steps, i) => {
-              for (const acquire of steps) {
-                if (acquire) {
-                  const r = await procs[i]!.tryAcquire(limit);
-                  if (r.ok) {
-                    held[i]!.push(r.lease);
-                    inFlight++;
-                    peak = Math.max(peak, inFlight);
-                  }
-                } else {
-                  const lease = held[i]!.pop();
-                  if (lease) {
-                    inFlight--;
-                    await procs[i]!.release(lease);
-                  }
-                }
-              }
-            }),
-          );
-          for (const [i, leases] of held.entries()) for (const l of leases) await procs[i]!.release(l);
-          expect(peak).toBeLessThanOrEqual(limit);
-          // Everything given back: the whole limit is free again.
-          const again = await Promise.all([0, 1, 2].map((i) => procs[i]!.tryAcquire(limit)));
-          expect(again.every((r) => r.ok)).toBe(true);
-          for (const [i, r] of again.entries()) if (r.ok) await procs[i]!.release(r.lease);
-        },
-      ),
-      { seed: 1515, numRuns: 25 },
+    await fc.assert(holdsTheLimit(procs, 3), { seed: 1515, numRuns: 25 });
+  });
+
+  it('the property catches a backend that grants one token too many', async () => {
+    const o = fresh();
+    const procs = await Promise.all([open(o, 'p0'), open(o, 'p1'), open(o, 'p2')]);
+    // The same backends asked for limit + 1 while the check counts against limit: an over-grant by one.
+    const overGranting = procs.map((b) => ({
+      tryAcquire: (limit: number) => b.tryAcquire(limit + 1),
+      release: (l: GlobalLease) => b.release(l),
+    }));
+    await expect(fc.assert(holdsTheLimit(overGranting, 3), { seed: 1515, numRuns: 25 })).rejects.toThrow(
+      /Property failed/,
     );
   });
+
+  it("processes with different lease TTLs do not cut each other's leases short", async () => {
+    const o = fresh();
+    const [long, short] = await Promise.all([open(o, 'long', 60_000), open(o, 'short', 300)]);
+    const held = await long!.tryAcquire(2);
+    expect(held.ok).toBe(true);
+    const brief = await short!.tryAcquire(2);
+    expect(brief.ok).toBe(true);
+    // The short lease runs out (300 ms; a slower machine only waits longer): the long one (a minute) is still held,
+    // so exactly one token is free.
+    await new Promise((resolve) => setTimeout(resolve, 600));
+    expect((await long!.tryAcquire(2)).ok).toBe(true);
+    expect((await long!.tryAcquire(2)).ok).toBe(false);
+  });
 });
+
+/** What the limit property needs of a backend. */
+interface Semaphore {
+  tryAcquire(limit: number): ReturnType<CoordinationBackend['tryAcquire']>;
+  release(lease: GlobalLease): Promise<void>;
+}
+
+/*
+ * Three processes each acquire (true) or release (false) concurrently. A token counts as held from when its grant
+ * arrives until its release is SENT: a sub-interval of when the backend really holds it (so counting can only
+ * under-estimate, never report an over-grant that did not happen), and any over-grant shows as peak > limit.
+ */
+function holdsTheLimit(procs: readonly Semaphore[], limit: number) {
+  return fc.asyncProperty(
+    fc.array(fc.array(fc.boolean(), { minLength: 1, maxLength: 12 }), { minLength: 3, maxLength: 3 }),
+    async (plans) => {
+      const held: GlobalLease[][] = [[], [], []];
+      let peak = 0;
+      let inFlight = 0;
+      await Promise.all(
+        plans.map(async (steps, i) => {
+          for (const acquire of steps) {
+            if (acquire) {
+              const r = await procs[i]!.tryAcquire(limit);
+              if (r.ok) {
+                held[i]!.push(r.lease);
+                inFlight++;
+                peak = Math.max(peak, inFlight);
+              }
+            } else {
+              const lease = held[i]!.pop();
+              if (lease) {
+                inFlight--;
+                await procs[i]!.release(lease);
+              }
+            }
+          }
+        }),
+      );
+      for (const [i, leases] of held.entries()) for (const l of leases) await procs[i]!.release(l);
+      expect(peak).toBeLessThanOrEqual(limit);
+      // Everything given back: the whole limit is free again.
+      const again = await Promise.all([0, 1, 2].map((i) => procs[i]!.tryAcquire(limit)));
+      expect(again.every((r) => r.ok)).toBe(true);
+      for (const [i, r] of again.entries()) if (r.ok) await procs[i]!.release(r.lease);
+    },
+  );
+}
 
 describe('bad or unreachable coordination backends', () => {
   it('a URL of the wrong scheme or none is refused naming the option', () => {
@@ -165,6 +202,24 @@ describe('bad or unreachable coordination backends', () => {
       expect((error as Error).message).toMatch(/coordination\.(url|backend)/);
       expect((error as Error).message.split('\n')).toHaveLength(1);
     }
+  });
+
+  it('a Redis URL naming a database the server does not have is refused in one line (not database 0)', async () => {
+    const url = new URL(REDIS_URL);
+    url.pathname = '/99999';
+    const b = createCoordinationBackend(resolveCoordination({ backend: 'redis', url: url.toString() }, 'p')!);
+    let error: unknown;
+    try {
+      await b.connect();
+    } catch (e) {
+      error = e;
+    } finally {
+      await b.close();
+    }
+    expect(isCoordinationUnavailableError(error)).toBe(true);
+    const message = (error as Error).message;
+    expect(message).toMatch(/^coordination\.url: .* names database 99999, which the server refused/);
+    expect(message.split('\n')).toHaveLength(1);
   });
 
   it.each([

@@ -40,8 +40,25 @@ const supervisor = createSupervisor(
     onReport: (r) => {
       if (r.type === 'token.granted' || r.type === 'token.released') say({ type: r.type });
     },
+    // Each call as it started (this process's clock: Date.now), for the parent to check against when this process
+    // learned of a cooldown.
+    onEvent: (e) => {
+      if (e.type === 'call.attempt')
+        say({ type: 'call', startedAt: e.data.startedAt, status: e.data.status });
+    },
   },
 );
+
+// When this process sees the endpoint cooling (its own 429 or one absorbed from another process): a line with the
+// instant it was seen (at or after the cooldown reached it) and until when.
+let cooling = false;
+const watch = setInterval(() => {
+  const until = supervisor.health().find((h) => h.id === 'sonnet')?.cooldownUntil ?? 0;
+  const now = Date.now();
+  if (until > now && !cooling) say({ type: 'cooled', at: now, until });
+  cooling = until > now;
+}, 2);
+watch.unref();
 
 let stopping = false;
 const loops = Array.from({ length: spec.agents }, async (_, i) => {

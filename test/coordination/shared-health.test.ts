@@ -1,3 +1,7 @@
+import { Writable } from 'node:stream';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
@@ -29,20 +33,88 @@ afterAll(async () => {
   await emulator.close();
 });
 
-function runtime(coordination: CoordinationOptions, processId: string): Supervisor {
+function runtime(coordination: CoordinationOptions, processId: string, logger?: pino.Logger): Supervisor {
   const s = createSupervisor(
     {
-      endpoints: [emulatorEndpoint(emulator, 'sonnet', 'anthropic', 'claude-sonnet-4-6')],
+      endpoints: [
+        emulatorEndpoint(emulator, 'sonnet', 'anthropic', 'claude-sonnet-4-6'),
+        emulatorEndpoint(emulator, 'haiku', 'anthropic', 'claude-haiku-4-5'),
+      ],
       chains: { premium: ['sonnet'] },
       agentDefaults: { maxWaitMs: 1_000, maxAttempts: 1 },
     },
-    { coordination: { ...coordination, processId } },
+    { coordination: { ...coordination, processId }, ...(logger ? { logger } : {}) },
   );
   supervisors.push(s);
   return s;
 }
 
 const sonnet = (s: Supervisor) => s.health().find((h) => h.id === 'sonnet')!;
+
+/** Raw payloads on the pool's health channel, in order, as anyone able to write to it could send them. */
+async function publishRaw(o: CoordinationOptions, payloads: readonly string[]): Promise<void> {
+  if (o.backend === 'postgres') {
+    const c = new pg.Client({ connectionString: o.url });
+    await c.connect();
+    try {
+      for (const p of payloads) await c.query('select pg_notify($1, $2)', ['breakwater_health', p]);
+    } finally {
+      await c.end();
+    }
+  } else {
+    const r = new Redis(o.url!);
+    try {
+      for (const p of payloads) await r.publish(`${o.keyPrefix}${o.pool}:health-changed`, p);
+    } finally {
+      r.disconnect();
+    }
+  }
+}
+
+/** Stored health rows written straight into the backend (as a buggy or older process could have left them). */
+async function storeRaw(o: CoordinationOptions, rows: readonly [string, string][]): Promise<void> {
+  if (o.backend === 'postgres') {
+    const c = new pg.Client({ connectionString: o.url });
+    await c.connect();
+    try {
+      for (const [id, facts] of rows)
+        await c.query(
+          'insert into coordination_health (pool, endpoint_id, facts) values ($1, $2, $3::jsonb)',
+          [o.pool, id, facts],
+        );
+    } finally {
+      await c.end();
+    }
+  } else {
+    const r = new Redis(o.url!);
+    try {
+      for (const [id, facts] of rows) await r.hset(`${o.keyPrefix}${o.pool}:health`, id, facts);
+      await r.pexpire(`${o.keyPrefix}${o.pool}:health`, 60_000);
+    } finally {
+      r.disconnect();
+    }
+  }
+}
+
+/** A valid message (a cooldown of sonnet for a minute) sent after the others: once absorbed, they were all read. */
+const marker = (o: CoordinationOptions) =>
+  JSON.stringify({
+    pool: o.pool,
+    endpointId: 'sonnet',
+    from: 'z',
+    facts: { cooldownUntil: Date.now() + 60_000, disabledUntil: 0, openUntil: null },
+  });
+
+function captureLog(): { lines: string[]; logger: pino.Logger } {
+  const lines: string[] = [];
+  const stream = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk).trim());
+      done();
+    },
+  });
+  return { lines, logger: pino({ level: 'warn' }, stream) };
+}
 
 describe.each(coordinationCases())('shared endpoint health on $name', ({ options: make }) => {
   it('a credit loss seen by one process disables the endpoint for the other', async () => {
@@ -73,5 +145,77 @@ describe.each(coordinationCases())('shared endpoint health on $name', ({ options
       "b's bucket",
     );
     expect(sonnet(b).rpm?.capacity).toBe(10);
+  }, 30_000);
+  it('malformed health messages are dropped (one warning), the valid one after them is absorbed', async () => {
+    const o = make();
+    pools.push(o);
+    const { lines, logger } = captureLog();
+    const b = runtime(o, 'b', logger);
+    expect((await b.spawnAgent({ name: 'y', chain: 'premium', tier: 'analysis' }).ask('hi')).outcome).toBe(
+      'answered',
+    );
+    const bad = [
+      'null',
+      '42',
+      JSON.stringify({ pool: o.pool, endpointId: 'sonnet', from: 'z' }),
+      JSON.stringify({ pool: o.pool, endpointId: 'sonnet', from: 'z', facts: null }),
+      JSON.stringify({
+        pool: o.pool,
+        endpointId: 'sonnet',
+        from: 'z',
+        facts: { cooldownUntil: 'soon', disabledUntil: 0, openUntil: null },
+      }),
+      JSON.stringify({
+        pool: o.pool,
+        endpointId: 'sonnet',
+        from: 'z',
+        facts: { cooldownUntil: 0, disabledUntil: 0, openUntil: null, requests: 'many' },
+      }),
+    ];
+    await publishRaw(o, [...bad, marker(o)]);
+    await waitFor(() => sonnet(b).cooldownUntil > b.clock.now(), 'the valid message to be absorbed');
+    const warnings = lines.filter((l) => /malformed shared health message/.test(l));
+    expect(warnings).toHaveLength(1);
+  }, 30_000);
+
+  it('one malformed stored row does not keep the others from being applied on joining', async () => {
+    const o = make();
+    pools.push(o);
+    await storeRaw(o, [
+      ['haiku', o.backend === 'postgres' ? 'null' : '{not json'],
+      ['sonnet', JSON.stringify({ cooldownUntil: Date.now() + 60_000, disabledUntil: 0, openUntil: null })],
+    ]);
+    const b = runtime(o, 'b');
+    // Joining happens once the backend is connected (on the first token request).
+    await b.spawnAgent({ name: 'y', chain: 'premium', tier: 'analysis' }).ask('hi');
+    await waitFor(() => sonnet(b).cooldownUntil > b.clock.now(), 'the stored cooldown to be applied');
+  }, 30_000);
+
+  it("another process's counts never raise this one's capacity, and counts from the future are not applied", async () => {
+    const o = make();
+    pools.push(o);
+    const b = runtime(o, 'b');
+    // b's own call: the headers say the key allows 10 requests a minute.
+    expect((await b.spawnAgent({ name: 'y', chain: 'premium', tier: 'analysis' }).ask('hi')).outcome).toBe(
+      'answered',
+    );
+    await waitFor(() => sonnet(b).rpm?.capacity === 10, "b's bucket to learn its capacity");
+    const available = sonnet(b).rpm!.available!;
+    const counts = (requests: object, observedAt: number) =>
+      JSON.stringify({
+        pool: o.pool,
+        endpointId: 'sonnet',
+        from: 'z',
+        facts: { cooldownUntil: 0, disabledUntil: 0, openUntil: null, requests, observedAt },
+      });
+    await publishRaw(o, [
+      counts({ limit: 1_000, remaining: 999 }, Date.now()),
+      // An hour ahead: it would stay "fresh" for an hour.
+      counts({ limit: 10, remaining: 0 }, Date.now() + 3_600_000),
+      marker(o),
+    ]);
+    await waitFor(() => sonnet(b).cooldownUntil > b.clock.now(), 'the marker to be absorbed');
+    expect(sonnet(b).rpm?.capacity).toBe(10);
+    expect(sonnet(b).rpm?.available).toBe(available);
   }, 30_000);
 });
