@@ -53,8 +53,8 @@ export interface AgentActorDeps {
   readonly onCall?: (record: CallRecordEvent) => void;
   /** The trace and span ids of an agent's running turn, for its log lines (when tracing is on). */
   readonly traceIdsOf?: (turnId: string) => { trace_id: string; span_id: string } | undefined;
-  /** Where a streamed turn's events go, by turn id (absent: nobody streams). */
-  readonly streamOf?: (turnId: string) => TurnStreamSink | undefined;
+  /** Where a streamed turn's events go: the channel of `agent`'s running ask, if it is turn `turnId`. */
+  readonly streamOf?: (agent: string, turnId: string) => TurnStreamSink | undefined;
 }
 
 export type { CallMemo, CallRecordEvent } from './call-memo.ts';
@@ -258,7 +258,7 @@ export function createAgentActors(deps: AgentActorDeps) {
       const result = (memoized.get(input.leaseId) ?? (await memo?.recall(key))) as EngineResult | undefined;
       memoized.delete(input.leaseId);
       if (result) {
-        const out = input.stream ? deps.streamOf?.(input.turnId) : undefined;
+        const out = input.stream ? deps.streamOf?.(input.agent, input.turnId) : undefined;
         if (out) replayMemoized(out, input, result);
         return { ok: true, result, at: clock.now(), memoized: true };
       }
@@ -326,7 +326,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         return { ok: false, fault, at: clock.now() };
       }
       // A streamed turn streams its calls; its events go to the caller's channel as they come.
-      const out = input.stream ? deps.streamOf?.(input.turnId) : undefined;
+      const out = input.stream ? deps.streamOf?.(input.agent, input.turnId) : undefined;
       const attempt = out ? beginStreamAttempt(out, input, engine.endpoint) : undefined;
       try {
         const result = attempt

@@ -93,19 +93,23 @@ export interface TurnStreamSink {
 }
 
 /**
- * The queue between the runtime (pushing) and the consumer (`for await`). One pending read at most; no promise
- * is made for an event that is already queued. @internal
+ * The queue between the runtime (pushing) and the consumer (`for await`). Reads made before their event exists
+ * wait in order (the AsyncIterator protocol lets a caller make several at once); no promise is made for an event
+ * that is already queued. While the consumer is not reading, adjacent text deltas from one endpoint are merged
+ * into one event (same text, same order): an unread stream holds its text, not one object per delta. @internal
  */
 export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterator<StreamEvent> {
   readonly turn: Promise<Turn>;
   lastStep = -1;
   #queue: StreamEvent[] = [];
   #head = 0;
-  #waiting: ((r: IteratorResult<StreamEvent>) => void) | undefined;
+  #waiting: {
+    readonly resolve: (r: IteratorResult<StreamEvent>) => void;
+    readonly reject: (e: unknown) => void;
+  }[] = [];
   #ended = false;
   #returned = false;
   #failure: unknown;
-  #rejectWaiting: ((e: unknown) => void) | undefined;
   readonly #cancel: () => void;
 
   constructor(turn: Promise<Turn>, cancel: () => void) {
@@ -130,11 +134,14 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
 
   push(event: StreamEvent): void {
     if (this.#ended || this.#returned) return;
-    const waiting = this.#waiting;
+    const waiting = this.#waiting.shift();
     if (waiting) {
-      this.#waiting = undefined;
-      this.#rejectWaiting = undefined;
-      waiting({ value: event, done: false });
+      waiting.resolve({ value: event, done: false });
+      return;
+    }
+    const last = this.#queue.length > this.#head ? this.#queue[this.#queue.length - 1] : undefined;
+    if (event.type === 'text' && last?.type === 'text' && last.endpointId === event.endpointId) {
+      this.#queue[this.#queue.length - 1] = { ...last, text: last.text + event.text };
       return;
     }
     this.#queue.push(event);
@@ -152,8 +159,7 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
     if (this.#failure !== undefined && !this.#returned) return Promise.reject(this.#failure);
     if (this.#ended || this.#returned) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
-      this.#waiting = resolve;
-      this.#rejectWaiting = reject;
+      this.#waiting.push({ resolve, reject });
     });
   }
 
@@ -176,27 +182,25 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
     return this;
   }
 
+  /** The stream ended (or was returned): every read still waiting settles, in order. */
   #wake(): void {
-    const waiting = this.#waiting;
-    const reject = this.#rejectWaiting;
-    if (!waiting || this.#head < this.#queue.length) return;
-    this.#waiting = undefined;
-    this.#rejectWaiting = undefined;
-    if (this.#failure !== undefined && !this.#returned) reject?.(this.#failure);
-    else waiting({ value: undefined, done: true });
+    if (this.#head < this.#queue.length) return;
+    const waiting = this.#waiting.splice(0);
+    for (const w of waiting) {
+      if (this.#failure !== undefined && !this.#returned) w.reject(this.#failure);
+      else w.resolve({ value: undefined, done: true });
+    }
   }
 }
 
 /**
- * Runs `ask` as a streamed turn: its events go to the returned stream; the stream's cancel (or a `break`) aborts
- * the ask. `register`/`unregister` make the channel findable by turn id while the turn runs. @internal
+ * Runs `ask` as a streamed turn: its events go to the returned stream (the sink `ask` is given travels with that
+ * one ask, never looked up by turn id: two turns sharing a caller-chosen id cannot see each other's text); the
+ * stream's cancel (or a `break`) aborts the ask. @internal
  */
 export function streamAsk(
-  turnId: string,
   signal: AbortSignal | undefined,
-  ask: (signal: AbortSignal) => Promise<Turn>,
-  register: (turnId: string, sink: TurnStreamSink) => void,
-  unregister: (turnId: string) => void,
+  ask: (signal: AbortSignal, sink: TurnStreamSink) => Promise<Turn>,
 ): TurnStream {
   const controller = new AbortController();
   const abort = () => controller.abort(signal?.reason);
@@ -209,12 +213,8 @@ export function streamAsk(
     fail = reject;
   });
   const channel = new TurnEventChannel(turn, () => controller.abort(new Error('the stream was cancelled')));
-  register(turnId, channel);
-  const done = () => {
-    unregister(turnId);
-    signal?.removeEventListener('abort', abort);
-  };
-  ask(controller.signal).then(
+  const done = () => signal?.removeEventListener('abort', abort);
+  ask(controller.signal, channel).then(
     (t) => {
       done();
       settle(t);

@@ -55,10 +55,18 @@ afterAll(async () => {
 });
 
 describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
-  const runtime = () =>
+  // Only a stall needs a short idle deadline (it is what detects the stall); the others keep the default.
+  const runtime = (kind?: EmulatorFaultKind) =>
     createSupervisor({
       endpoints: [
-        emulatorEndpoint(emulator, 'primary', flavor, model, PRIMARY_KEY, { idleTimeoutMs: 200 }),
+        emulatorEndpoint(
+          emulator,
+          'primary',
+          flavor,
+          model,
+          PRIMARY_KEY,
+          kind === 'stream_stall' ? { idleTimeoutMs: 200 } : {},
+        ),
         emulatorEndpoint(emulator, 'backup', flavor, model),
       ],
       chains: { main: ['primary', 'backup'] },
@@ -91,7 +99,7 @@ describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
   describe.each(FAULTS)('%s', (kind) => {
     it('before the first chunk: only a fault event, then the answer from the next attempt', async () => {
       emulator.addFault({ kind, match: { key: PRIMARY_KEY }, count: 1, afterChunks: 0 });
-      supervisor = runtime();
+      supervisor = runtime(kind);
       const events = await collect(`Report after ${kind} before content.`);
       const turn = (events[events.length - 1] as Extract<StreamEvent, { type: 'done' }>).turn;
       const faults = events.filter((e) => e.type === 'fault');
@@ -109,7 +117,7 @@ describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
 
     it(`after the first chunk: ${continues ? 'a continuation from the partial answer' : 'a restart withdrawing the partial answer'}`, async () => {
       emulator.addFault({ kind, match: { key: PRIMARY_KEY }, count: 1, afterChunks: 1 });
-      supervisor = runtime();
+      supervisor = runtime(kind);
       const events = await collect(`Report after ${kind} after content.`);
       const turn = (events[events.length - 1] as Extract<StreamEvent, { type: 'done' }>).turn;
       const firstText = events.find((e) => e.type === 'text');
@@ -146,8 +154,11 @@ describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
 
   it('breaking out mid-stream aborts the upstream request (the emulator sees it closed) and frees the token', async () => {
     emulator.addFault({ kind: 'stream_stall', match: { key: PRIMARY_KEY }, count: 1, afterChunks: 1 });
+    // The idle deadline (10 min) is far past waitFor's bound (20 s): only the abort can close the stalled request.
     supervisor = createSupervisor({
-      endpoints: [emulatorEndpoint(emulator, 'primary', flavor, model, PRIMARY_KEY)],
+      endpoints: [
+        emulatorEndpoint(emulator, 'primary', flavor, model, PRIMARY_KEY, { idleTimeoutMs: 600_000 }),
+      ],
       chains: { main: ['primary'] },
       concurrency: { limit: 1 },
     });
