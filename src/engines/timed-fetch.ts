@@ -44,8 +44,8 @@ export interface TimedCall {
   /** Cleanups still owed (timers, listeners); run by {@link endTimedCall}. */
   cleanup: (() => void) | undefined;
   /**
-   * A streamed call: its success body is handed to the SDK as it is (no wrapping stream, one hop less per
-   * chunk), and the stream's reader stamps {@link TimedCall.lastActivity} per event instead.
+   * A streamed call. Its body is wrapped like any other (every chunk read stamps {@link TimedCall.lastActivity});
+   * the stream's reader also stamps it per event.
    */
   streamed: boolean;
   /** The run clock's now at the last sign of life of the body (the idle deadline counts from it). */
@@ -208,9 +208,9 @@ export const timedFetch: typeof fetch = async (input, init) => {
   };
   call.lastActivity = clock.now();
   idleTimer = clock.setTimeout(onIdle, idleMs);
-  // A streamed success body goes to the SDK untouched: its reader stamps activity per event, and the idle deadline
-  // aborts the request (which errors the body) like any other cut.
-  if (call.streamed && response.ok) return response;
+  // Every body is wrapped, a streamed one too: any bytes are a sign of life, including what the SDK's parser drops
+  // (Anthropic `ping` events, SSE comments). Stamping only the events an SDK yields cut live streams whose content
+  // was slow to come while the provider kept pinging.
 
   const reader = response.body.getReader();
   const body = new ReadableStream<Uint8Array>(
