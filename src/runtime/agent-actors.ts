@@ -465,8 +465,14 @@ async function streamCall(
   signal: AbortSignal,
   attempt: StreamAttempt,
 ): Promise<EngineResult> {
+  // A continuation's budget is what is left of the step's: the kept prefix already spent part of it.
   const req: EngineRequest = attempt.prefill
-    ? { ...request, prefill: attempt.prefill, signal }
+    ? {
+        ...request,
+        prefill: attempt.prefill,
+        maxTokens: Math.max(1, request.maxTokens - attempt.prefixTokens),
+        signal,
+      }
     : { ...request, signal };
   if (engine.stream) return engine.stream(req, attempt.sink);
   const result = await engine.call(req);

@@ -182,6 +182,42 @@ describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
   });
 });
 
+describe.each([
+  { flavor: 'anthropic' as const, model: 'claude-sonnet-4-6' },
+  { flavor: 'vllm' as const, model: 'qwen2.5-7b' },
+])('a continuation on $flavor under maxTokens', ({ flavor, model }) => {
+  it('asks only for what the kept prefix left: the capped answer equals the uncut one, and usage counts the prefix', async () => {
+    supervisor = createSupervisor({
+      endpoints: [
+        emulatorEndpoint(emulator, 'primary', flavor, model, PRIMARY_KEY),
+        emulatorEndpoint(emulator, 'backup', flavor, model),
+      ],
+      chains: { main: ['primary', 'backup'] },
+    });
+    // The emulator's answer (60 tokens) is longer than the cap: the uncut answer stops at 30 tokens.
+    const ask = {
+      chain: 'main',
+      maxTokens: 30,
+      messages: [{ role: 'user' as const, content: 'Capped answer.' }],
+    };
+    const clean = await supervisor.call(ask);
+    expect(clean.stopReason).toBe('max_tokens');
+    emulator.addFault({ kind: 'stream_cut', match: { key: PRIMARY_KEY }, count: 1, afterChunks: 2 });
+    const stream = supervisor.stream(ask);
+    const events: StreamEvent[] = [];
+    for await (const e of stream) events.push(e);
+    const turn = await stream.turn;
+    const continued = events.find((e) => e.type === 'endpoint' && e.mode === 'continuation');
+    expect(continued).toBeDefined();
+    // Asked for the full 30 again, the continuation would run 30 tokens past the prefix: a longer answer.
+    expect(turn.answer.text).toBe(clean.answer.text);
+    expect(turn.stopReason).toBe('max_tokens');
+    // The prefix's tokens (its characters / 4, rounded up) are counted with the continuation's own.
+    expect(turn.usage.outputTokens).toBeGreaterThanOrEqual(clean.usage.outputTokens);
+    expect(turn.usage.outputTokens).toBeLessThanOrEqual(clean.usage.outputTokens + 1);
+  });
+});
+
 describe('supervisor.stream (one-off)', () => {
   it('streams a one-off call and ends with its turn; an aborted signal ends it cancelled', async () => {
     supervisor = createSupervisor({
