@@ -218,6 +218,30 @@ describe.each([
   });
 });
 
+describe('an Anthropic stream that lost only its message_stop', () => {
+  it('is a complete answer from the primary: no fault, no continuation, one attempt', async () => {
+    supervisor = createSupervisor({
+      endpoints: [
+        emulatorEndpoint(emulator, 'primary', 'anthropic', 'claude-sonnet-4-6', PRIMARY_KEY),
+        emulatorEndpoint(emulator, 'backup', 'anthropic', 'claude-sonnet-4-6'),
+      ],
+      chains: { main: ['primary', 'backup'] },
+    });
+    const ask = { chain: 'main', messages: [{ role: 'user' as const, content: 'Lose the last event.' }] };
+    const clean = await supervisor.call(ask);
+    emulator.addFault({ kind: 'stream_truncated', match: { key: PRIMARY_KEY }, count: 1 });
+    const stream = supervisor.stream(ask);
+    const events: StreamEvent[] = [];
+    for await (const e of stream) events.push(e);
+    const turn = await stream.turn;
+    expect(turn.outcome).toBe('answered');
+    expect(turn.attempts).toBe(1);
+    expect(turn.faults).toEqual([]);
+    expect(turn.answer.text).toBe(clean.answer.text);
+    expect(events.filter((e) => e.type === 'endpoint')).toHaveLength(1);
+  });
+});
+
 describe('supervisor.stream (one-off)', () => {
   it('streams a one-off call and ends with its turn; an aborted signal ends it cancelled', async () => {
     supervisor = createSupervisor({
