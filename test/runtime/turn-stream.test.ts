@@ -2,6 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import type { StreamEvent } from '../../src/runtime/turn-stream.ts';
+import { isAgentStoppedError } from '../../src/errors/lifecycle-errors.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*
@@ -123,5 +124,26 @@ describe('reading a stream', () => {
       supervisor = undefined;
       await big.close();
     }
+  });
+});
+
+describe('streaming once stopped', () => {
+  it("a stopped agent's stream rejects with AgentStoppedError; supervisor.stream throws it once stopping", async () => {
+    supervisor = oneEndpoint();
+    const a = supervisor.spawnAgent({ name: 'A', chain: 'main' });
+    a.stop();
+    const stream = a.stream('Too late');
+    await expect(collect(stream)).rejects.toSatisfy(isAgentStoppedError);
+    await expect(stream.turn).rejects.toSatisfy(isAgentStoppedError);
+    const stopped = supervisor;
+    supervisor = undefined;
+    await stopped.stop();
+    let thrown: unknown;
+    try {
+      stopped.stream({ chain: 'main', messages: [{ role: 'user', content: 'Too late' }] });
+    } catch (e) {
+      thrown = e;
+    }
+    expect(isAgentStoppedError(thrown)).toBe(true);
   });
 });
