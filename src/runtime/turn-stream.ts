@@ -69,7 +69,9 @@ export type StreamEvent =
 /**
  * A streamed turn: an async iterable of {@link StreamEvent}s ending with `done`, and the finished turn as a
  * promise. Breaking out of the `for await` (or `cancel()`) cancels the turn: the upstream request is aborted and
- * its token released; `turn` then resolves `cancelled`.
+ * its token released; `turn` then resolves `cancelled`. Events wait for a reader that is behind: adjacent `text`
+ * deltas of one endpoint are then merged into one (same text, same order), so an unread stream holds its text,
+ * not one event per delta. Several `next()` calls may be pending at once; they settle in order.
  *
  * @example
  * ```ts
