@@ -87,6 +87,13 @@ export interface TurnStream extends AsyncIterable<StreamEvent> {
   cancel(): void;
 }
 
+/** Buffered text deltas of one endpoint, read as one `text` event. */
+interface TextRun {
+  readonly type: 'text-run';
+  readonly endpointId: string;
+  readonly parts: string[];
+}
+
 /** What the runtime pushes events into while a streamed turn runs. @internal */
 export interface TurnStreamSink {
   push(event: StreamEvent): void;
@@ -103,7 +110,9 @@ export interface TurnStreamSink {
 export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterator<StreamEvent> {
   readonly turn: Promise<Turn>;
   lastStep = -1;
-  #queue: StreamEvent[] = [];
+  // A run of buffered deltas of one endpoint is kept as its pieces and joined when read: appending to one string
+  // would build a rope of one node per delta (tens of bytes each), as large as the events it replaces.
+  #queue: (StreamEvent | TextRun)[] = [];
   #head = 0;
   #waiting: {
     readonly resolve: (r: IteratorResult<StreamEvent>) => void;
@@ -141,9 +150,10 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
       waiting.resolve({ value: event, done: false });
       return;
     }
-    const last = this.#queue.length > this.#head ? this.#queue[this.#queue.length - 1] : undefined;
-    if (event.type === 'text' && last?.type === 'text' && last.endpointId === event.endpointId) {
-      this.#queue[this.#queue.length - 1] = { ...last, text: last.text + event.text };
+    if (event.type === 'text') {
+      const last = this.#queue.length > this.#head ? this.#queue[this.#queue.length - 1] : undefined;
+      if (last?.type === 'text-run' && last.endpointId === event.endpointId) last.parts.push(event.text);
+      else this.#queue.push({ type: 'text-run', endpointId: event.endpointId, parts: [event.text] });
       return;
     }
     this.#queue.push(event);
@@ -151,11 +161,16 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
 
   next(): Promise<IteratorResult<StreamEvent>> {
     if (this.#head < this.#queue.length) {
-      const value = this.#queue[this.#head++]!;
+      const item = this.#queue[this.#head]!;
+      this.#queue[this.#head++] = undefined as never;
       if (this.#head > 64 && this.#head * 2 > this.#queue.length) {
         this.#queue = this.#queue.slice(this.#head);
         this.#head = 0;
       }
+      const value: StreamEvent =
+        item.type === 'text-run'
+          ? { type: 'text', text: item.parts.join(''), endpointId: item.endpointId }
+          : item;
       return Promise.resolve({ value, done: false });
     }
     if (this.#failure !== undefined && !this.#returned) return Promise.reject(this.#failure);
