@@ -111,7 +111,15 @@ describe('breakwater/ai-sdk', () => {
 
   it('an abort cancels the upstream call: generateText rejects and the emulator sees the request end', async () => {
     fixture.emulator.addFault({ kind: 'hang_before_headers', match: { flavor: 'anthropic' } });
-    const bw = start();
+    // The header deadline (10 min) is far past waitFor's bound (20 s): only the abort can end the hanging request.
+    supervisor = createSupervisor({
+      endpoints: [
+        fixture.endpoint('primary', 'anthropic', { headersTimeoutMs: 600_000 }),
+        fixture.endpoint('backup', 'openai'),
+      ],
+      chains: { premium: ['primary', 'backup'] },
+    });
+    const bw = createBreakwater(supervisor);
     const controller = new AbortController();
     const pending = generateText({
       model: bw('premium'),
