@@ -1,3 +1,5 @@
+import { onAbort } from '../runtime/abort-fanout.ts';
+
 /**
  * Time, injected. Every deadline, cooldown, bucket refill and timer in breakwater reads this
  * interface instead of `Date.now()`/`setTimeout`, so tests drive simulated time and never sleep.
@@ -12,8 +14,6 @@
  * clock.advance(1_000); // prints "fired"
  * ```
  */
-
-import { onAbort } from '../runtime/abort-fanout.ts';
 export interface Clock {
   /** Milliseconds since the epoch (or since the manual clock's origin). */
   now(): number;
