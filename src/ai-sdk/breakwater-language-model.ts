@@ -56,6 +56,11 @@ export interface BreakwaterMetadata extends JSONObject {
   endpointId?: string;
   /** The model the provider reported. */
   model?: string;
+  /**
+   * The turn's answer text. After a streamed restart `result.text` also holds the withdrawn text (AI SDK stream
+   * parts cannot be taken back); this never does.
+   */
+  text: string;
   degraded: boolean;
   degradedReason?: string;
   /** Every fault met, in order: kind, endpoint, HTTP status and message. */
@@ -136,8 +141,11 @@ export class BreakwaterLanguageModel implements LanguageModelV3 {
    * Streams through `supervisor.stream`: text deltas as they come from the endpoint answering. A continuation
    * (the partial answer continued on another endpoint) is seamless; trailing whitespace is held back until more
    * text follows, since a continuation may drop it. AI SDK stream parts cannot take text back: after a restart
-   * (an endpoint that cannot continue a prefix), the withdrawn text part is closed with
-   * `providerMetadata.breakwater.withdrawn: true` and the answer follows in a new text part.
+   * (an endpoint that cannot continue a prefix), or when the turn ends degraded after partial text, the withdrawn
+   * text part is closed with `providerMetadata.breakwater.withdrawn: true` and the answer follows in a new text
+   * part. `result.text` then holds both (the AI SDK joins every text part); the answer alone is
+   * `providerMetadata.breakwater.text`, and a withdrawn part resent in a later prompt is dropped, never sent
+   * upstream again.
    */
   async doStream(options: LanguageModelV3CallOptions): Promise<LanguageModelV3StreamResult> {
     const mapped = mapCallOptions(options);
@@ -203,14 +211,7 @@ class StreamParts {
     const out: LanguageModelV3StreamPart[] = [];
     if (e.type === 'endpoint') {
       if (e.mode === 'restart' && e.withdrawn > 0 && this.#textId) {
-        out.push({
-          type: 'text-end',
-          id: this.#textId,
-          providerMetadata: { breakwater: { withdrawn: true, chars: this.#shown } },
-        });
-        this.#textId = undefined;
-        this.#held = '';
-        this.#shown = 0;
+        out.push(...this.#withdrawText());
       } else if (e.withdrawn > 0) {
         // A continuation drops the partial answer's trailing whitespace: it was held back, never shown.
         this.#held = this.#held.slice(0, Math.max(0, this.#held.length - e.withdrawn));
@@ -234,7 +235,9 @@ class StreamParts {
   }
 
   finish(turn: Turn): LanguageModelV3StreamPart[] {
-    const out = this.#closeText();
+    // A degraded turn's text is the degraded answer, not the partial one streamed before the chain gave up: that
+    // part is withdrawn (as after a restart), so nothing glues the partial text onto the summary.
+    const out = turn.degraded ? this.#withdrawText() : this.#closeText();
     // A degraded answer never streamed: it is the turn's text, whole.
     if (turn.degraded && turn.answer.text) {
       const id = `text-${this.#n++}`;
@@ -262,6 +265,22 @@ class StreamParts {
         providerMetadata: { breakwater: metadataOf(turn) },
       },
     );
+    return out;
+  }
+
+  /** Closes the open text part as withdrawn (its held-back whitespace dropped): it is not part of the answer. */
+  #withdrawText(): LanguageModelV3StreamPart[] {
+    if (!this.#textId) return [];
+    const out: LanguageModelV3StreamPart[] = [
+      {
+        type: 'text-end',
+        id: this.#textId,
+        providerMetadata: { breakwater: { withdrawn: true, chars: this.#shown } },
+      },
+    ];
+    this.#textId = undefined;
+    this.#held = '';
+    this.#shown = 0;
     return out;
   }
 
@@ -333,6 +352,7 @@ function metadataOf(turn: Turn): BreakwaterMetadata {
     outcome: turn.outcome,
     ...(turn.endpointId !== undefined ? { endpointId: turn.endpointId } : {}),
     ...(turn.model !== undefined ? { model: turn.model } : {}),
+    text: turn.answer.text,
     degraded: turn.degraded,
     ...(turn.degradedReason !== undefined ? { degradedReason: turn.degradedReason } : {}),
     faults: turn.faults.map((f) => ({

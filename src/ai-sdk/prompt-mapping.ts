@@ -87,8 +87,10 @@ export function mapPrompt(prompt: LanguageModelV3Prompt): { system?: string; mes
         const text: string[] = [];
         const calls: ChatMessage[] = [];
         for (const part of m.content) {
-          if (part.type === 'text') text.push(part.text);
-          else if (part.type === 'tool-call') {
+          if (part.type === 'text') {
+            // Text a streamed turn took back (a restart, a degraded end) was never the answer: not resent.
+            if (!isWithdrawn(part.providerOptions)) text.push(part.text);
+          } else if (part.type === 'tool-call') {
             if (part.providerExecuted)
               throw new UnsupportedPromptError('provider-executed tool-call', 'assistant');
             calls.push({
@@ -119,6 +121,12 @@ export function mapPrompt(prompt: LanguageModelV3Prompt): { system?: string; mes
     }
   }
   return { ...(system.length > 0 ? { system: system.join('\n\n') } : {}), messages };
+}
+
+/** A text part breakwater's `doStream` closed as withdrawn (its metadata comes back as the part's options). */
+function isWithdrawn(options: unknown): boolean {
+  const bw = (options as { breakwater?: unknown } | undefined)?.breakwater;
+  return typeof bw === 'object' && bw !== null && (bw as { withdrawn?: unknown }).withdrawn === true;
 }
 
 function argumentsOf(input: unknown): Readonly<Record<string, unknown>> {

@@ -93,12 +93,23 @@ export function generateAnswer(
   req: WireRequest,
   opts: { seed: number; answerTokens: number },
 ): GeneratedAnswer {
-  const answer = generateWholeAnswer(req, opts);
-  if (req.prefill === undefined || answer.toolCall) return answer;
+  if (req.prefill === undefined) return generateWholeAnswer(req, opts);
   // A prefill is continued: the answer is what follows as many characters as the prefill has (the whole answer
   // to the same conversation, minus its start), so a continued stream ends as one answer of the same length.
-  const rest = answer.text.length > req.prefill.length ? answer.text.slice(req.prefill.length) : '.';
-  return { ...answer, text: rest, outputTokens: Math.max(1, estimateTokens(rest)) };
+  // `max_tokens` counts only the new tokens (as Anthropic and vLLM do): the whole answer is capped at the prefill's
+  // tokens plus it, and the rest at it.
+  const answer = generateWholeAnswer(
+    { ...req, maxTokens: req.maxTokens + estimateTokens(req.prefill) },
+    opts,
+  );
+  if (answer.toolCall) return answer;
+  let rest = answer.text.length > req.prefill.length ? answer.text.slice(req.prefill.length) : '.';
+  let stopReason = answer.stopReason;
+  if (estimateTokens(rest) > req.maxTokens) {
+    rest = rest.slice(0, Math.max(1, req.maxTokens * 4));
+    stopReason = 'max_tokens';
+  }
+  return { ...answer, text: rest, stopReason, outputTokens: Math.max(1, estimateTokens(rest)) };
 }
 
 function generateWholeAnswer(

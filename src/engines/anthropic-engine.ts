@@ -150,14 +150,16 @@ export function fromAnthropicMessage(message: Anthropic.Message): ProviderOutcom
 
 /**
  * Reads a Messages API event stream: text deltas go to `sink` as they come; tool_use blocks are assembled from
- * their `input_json_delta`s, usage from `message_start` and the cumulative `message_delta`. A stream without
- * `message_stop` was cut.
+ * their `input_json_delta`s, usage from `message_start` and the cumulative `message_delta`. A stream that ends or
+ * breaks before `message_delta` brought the stop reason was cut; after it, only `message_stop` is missing and the
+ * answer is complete.
  */
 export async function readAnthropicStream(
   events: AsyncIterable<Anthropic.RawMessageStreamEvent>,
   sink: StreamSink,
   fallbackModel: string,
   touch: () => void = () => {},
+  signal?: AbortSignal,
 ): Promise<ProviderOutcome> {
   let text = '';
   let model = fallbackModel;
@@ -209,9 +211,12 @@ export async function readAnthropicStream(
       }
     }
   } catch (err) {
-    throw streamFailure(err);
+    // `message_delta` with a stop reason comes after every content block ended: only `message_stop` (no content)
+    // is missing, the answer is complete. Re-asking it as a continuation would add text to a finished answer.
+    // The caller's abort still cancels.
+    if (stop == null || signal?.aborted) throw streamFailure(err);
   }
-  if (!ended) throw new StreamCutError('no message_stop');
+  if (!ended && stop == null) throw new StreamCutError('no message_stop');
   const toolCalls: ToolCall[] = [];
   for (const t of tools.values())
     toolCalls.push({ id: t.id, name: t.name, arguments: parseToolArguments(t.json) });
@@ -279,7 +284,7 @@ export function createAnthropicEngine(
               ...(request.signal ? { signal: request.signal } : {}),
             },
           );
-          return readAnthropicStream(events, sink, config.model, touch);
+          return readAnthropicStream(events, sink, config.model, touch, request.signal);
         },
         true,
       ),

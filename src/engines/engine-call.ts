@@ -119,7 +119,7 @@ export async function runEngineCall(
 
 /**
  * A stream that broke after its 200: the body ended without the provider's end marker, or the SDK's stream parser
- * failed on what arrived (a cut, a truncated last chunk). The classifier reads it as `network` ("terminated"), or
+ * failed on what arrived (a cut, a truncated last chunk). The classifier reads it (by its name) as `network`, or
  * as `timeout` / `cancelled` when our deadline or the caller's signal cut it.
  */
 export class StreamCutError extends Error {

@@ -44,8 +44,8 @@ export interface TimedCall {
   /** Cleanups still owed (timers, listeners); run by {@link endTimedCall}. */
   cleanup: (() => void) | undefined;
   /**
-   * A streamed call: its success body is handed to the SDK as it is (no wrapping stream, one hop less per
-   * chunk), and the stream's reader stamps {@link TimedCall.lastActivity} per event instead.
+   * A streamed call: its success body is handed to the SDK as it is (no wrapping stream, one hop less per chunk),
+   * its readers patched so that every chunk read stamps {@link TimedCall.lastActivity}.
    */
   streamed: boolean;
   /** The run clock's now at the last sign of life of the body (the idle deadline counts from it). */
@@ -208,9 +208,16 @@ export const timedFetch: typeof fetch = async (input, init) => {
   };
   call.lastActivity = clock.now();
   idleTimer = clock.setTimeout(onIdle, idleMs);
-  // A streamed success body goes to the SDK untouched: its reader stamps activity per event, and the idle deadline
-  // aborts the request (which errors the body) like any other cut.
-  if (call.streamed && response.ok) return response;
+  // Any bytes are a sign of life, including what an SDK's parser drops (Anthropic `ping` events, SSE comments):
+  // stamping only the events an SDK yields cut live streams whose content was slow while the provider kept
+  // pinging. A streamed success body stays the SDK's own stream (a wrapping stream costs a pull cycle per chunk):
+  // its readers stamp each read; the idle deadline aborts the request, which errors the body like any cut.
+  if (call.streamed && response.ok) {
+    stampReads(response.body, () => {
+      call.lastActivity = clock.now();
+    });
+    return response;
+  }
 
   const reader = response.body.getReader();
   const body = new ReadableStream<Uint8Array>(
@@ -251,3 +258,38 @@ export const timedFetch: typeof fetch = async (input, init) => {
   call.bodyText = text;
   return new Response(text, init2);
 };
+
+/**
+ * Makes every chunk read from `body` call `stamp`, through the two ways SDKs read a body: `getReader().read()`
+ * (genai) and async iteration (`openai`, `@anthropic-ai/sdk`). Own properties on this one stream shadow the
+ * prototype's; the stream itself is untouched (no extra stream, one `then` per chunk).
+ */
+function stampReads(body: ReadableStream<Uint8Array>, stamp: () => void): void {
+  const stamped = <T>(r: T): T => {
+    stamp();
+    return r;
+  };
+  const getReader = body.getReader.bind(body) as (o?: unknown) => ReadableStreamDefaultReader<Uint8Array>;
+  Object.defineProperty(body, 'getReader', {
+    configurable: true,
+    value: (options?: { mode?: string }) => {
+      const reader = getReader(options);
+      if (options?.mode !== 'byob') {
+        const read = reader.read.bind(reader);
+        Object.defineProperty(reader, 'read', { configurable: true, value: () => read().then(stamped) });
+      }
+      return reader;
+    },
+  });
+  const iterate = (body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator].bind(body) as (
+    o?: unknown,
+  ) => AsyncIterator<Uint8Array>;
+  const values = (options?: unknown) => {
+    const it = iterate(options);
+    const next = it.next.bind(it);
+    Object.defineProperty(it, 'next', { configurable: true, value: () => next().then(stamped) });
+    return it;
+  };
+  Object.defineProperty(body, Symbol.asyncIterator, { configurable: true, value: values });
+  Object.defineProperty(body, 'values', { configurable: true, value: values });
+}

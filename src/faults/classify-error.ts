@@ -164,6 +164,9 @@ function decideKind(
   if (is('AbortError')) return local(ctx.provider === 'gemini' ? 'timeout' : 'cancelled');
   if (f.causeCode && TIMEOUT_CODES.has(f.causeCode)) return local('timeout');
   if (is('APIConnectionError') || f.causeCode) return local('network');
+  // A stream that broke after its 200 (no end marker, a parser choking on a cut chunk): the connection failed, not
+  // the provider. Before the body check: its own `code` would read as a provider's.
+  if (is('StreamCutError')) return local('network');
   if (f.hasProviderBody) return provider();
   // The SDK could not parse what the provider sent: the response was broken, not the request.
   if (is('SyntaxError')) return local('server_error');

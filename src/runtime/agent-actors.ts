@@ -53,8 +53,8 @@ export interface AgentActorDeps {
   readonly onCall?: (record: CallRecordEvent) => void;
   /** The trace and span ids of an agent's running turn, for its log lines (when tracing is on). */
   readonly traceIdsOf?: (turnId: string) => { trace_id: string; span_id: string } | undefined;
-  /** Where a streamed turn's events go, by turn id (absent: nobody streams). */
-  readonly streamOf?: (turnId: string) => TurnStreamSink | undefined;
+  /** Where a streamed turn's events go: the channel of `agent`'s running ask, if it is turn `turnId`. */
+  readonly streamOf?: (agent: string, turnId: string) => TurnStreamSink | undefined;
 }
 
 export type { CallMemo, CallRecordEvent } from './call-memo.ts';
@@ -258,7 +258,7 @@ export function createAgentActors(deps: AgentActorDeps) {
       const result = (memoized.get(input.leaseId) ?? (await memo?.recall(key))) as EngineResult | undefined;
       memoized.delete(input.leaseId);
       if (result) {
-        const out = input.stream ? deps.streamOf?.(input.turnId) : undefined;
+        const out = input.stream ? deps.streamOf?.(input.agent, input.turnId) : undefined;
         if (out) replayMemoized(out, input, result);
         return { ok: true, result, at: clock.now(), memoized: true };
       }
@@ -326,7 +326,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         return { ok: false, fault, at: clock.now() };
       }
       // A streamed turn streams its calls; its events go to the caller's channel as they come.
-      const out = input.stream ? deps.streamOf?.(input.turnId) : undefined;
+      const out = input.stream ? deps.streamOf?.(input.agent, input.turnId) : undefined;
       const attempt = out ? beginStreamAttempt(out, input, engine.endpoint) : undefined;
       try {
         const result = attempt
@@ -465,8 +465,14 @@ async function streamCall(
   signal: AbortSignal,
   attempt: StreamAttempt,
 ): Promise<EngineResult> {
+  // A continuation's budget is what is left of the step's: the kept prefix already spent part of it.
   const req: EngineRequest = attempt.prefill
-    ? { ...request, prefill: attempt.prefill, signal }
+    ? {
+        ...request,
+        prefill: attempt.prefill,
+        maxTokens: Math.max(1, request.maxTokens - attempt.prefixTokens),
+        signal,
+      }
     : { ...request, signal };
   if (engine.stream) return engine.stream(req, attempt.sink);
   const result = await engine.call(req);

@@ -97,7 +97,9 @@ export interface AgentHandle {
    * The same turn as {@link AgentHandle.ask}, streamed: an async iterable of events (text deltas, tool calls,
    * faults met, endpoint changes with continuation or restart) ending with `done` and the same {@link Turn}.
    * Breaking out of the `for await` (or aborting `signal`) cancels the turn: the upstream request is aborted and
-   * its token released, and the turn ends `cancelled`. Failover rules: README "Streaming".
+   * its token released, and the turn ends `cancelled`. Failover rules: README "Streaming". A stopped agent's
+   * stream rejects (its iteration and `turn`) with `AgentStoppedError`. Each stream receives its own turn's
+   * events only, whatever `turnId` it was given (two turns may share one).
    *
    * @example
    * ```ts

@@ -43,8 +43,8 @@ interface PendingAsk {
   readonly prompt: string;
   /** A one-off call's conversation (sent instead of `prompt` as one user message). */
   readonly messages?: readonly ChatMessage[];
-  /** A streamed turn. */
-  readonly stream?: true;
+  /** A streamed turn: where its calls' events go (this ask's own channel). */
+  readonly stream?: TurnStreamSink;
   readonly meta: TurnMeta | undefined;
   readonly resolve: (t: Turn) => void;
   /** The OpenTelemetry context where `ask()` was called (the turn span's parent), when tracing is on. */
@@ -70,8 +70,6 @@ export interface AgentHandleHooks {
   readonly stopActor: (actor: Actor<typeof agentMachine>) => void;
   /** Spans of turns and attempts (OpenTelemetry); absent when tracing is off. */
   readonly tracer?: TurnTracer | undefined;
-  /** The channels of streamed turns in flight, by turn id (the `callEngine` actor pushes into them). */
-  readonly streams?: Map<string, TurnStreamSink>;
 }
 
 /** Forwards an actor's snapshots and its failure to its handle. */
@@ -223,14 +221,18 @@ export class LlmAgentHandle implements ManagedHandle {
 
   stream(prompt: string, options: AskOptions = {}): TurnStream {
     const turnId = options.turnId ?? randomUUID();
-    const streams = this.#o.streams;
-    return streamAsk(
-      turnId,
-      options.signal,
-      (signal) => this.ask(prompt, { ...options, turnId, signal, stream: true } as ConversationAskOptions),
-      (id, sink) => streams?.set(id, sink),
-      (id) => streams?.delete(id),
+    return streamAsk(options.signal, (signal, sink) =>
+      this.ask(prompt, { ...options, turnId, signal, stream: sink } as ConversationAskOptions),
     );
+  }
+
+  /**
+   * The channel of the streamed turn this agent runs now, if its id is `turnId` (the `callEngine` actor pushes
+   * into it). The agent runs one turn at a time, so the running ask is the only one a call can belong to. @internal
+   */
+  streamSink(turnId: string): TurnStreamSink | undefined {
+    const current = this.#current;
+    return current?.turnId === turnId ? current.stream : undefined;
   }
 
   state(): AgentStateName {

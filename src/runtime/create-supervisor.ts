@@ -33,7 +33,6 @@ import { KeepAlive } from './keep-alive.ts';
 import { reportedCall } from './key-check-record.ts';
 import { NoAgentHandle } from './no-agent-handle.ts';
 import { createOneOffCaller, createOneOffStreamer } from './one-off-call.ts';
-import type { TurnStreamSink } from './turn-stream.ts';
 import { createProbeRunner } from './probe-runner.ts';
 import { agentSettings } from './agent-settings.ts';
 import type { Supervisor, SupervisorOptions } from './supervisor-types.ts';
@@ -260,11 +259,14 @@ export function createSupervisor(
   const definitions = new Map<string, AgentDefinition>();
   const cache = new AnswerCache();
   const trees: Record<string, NonNullable<LlmAgentDefinition['decisionTree']>> = {};
-  // Streamed turns in flight, by turn id: the handle registers its channel, the callEngine actor pushes into it.
-  const streams = new Map<string, TurnStreamSink>();
   const agentLogic = agentMachine.provide({
     actors: createAgentActors({
-      streamOf: (turnId) => streams.get(turnId),
+      // A streamed turn's channel is its agent's running ask's own (never a map by turn id: a caller-chosen id
+      // may be shared by two turns, which must not see each other's text).
+      streamOf: (agent, turnId) => {
+        const h = handles.get(agent);
+        return h instanceof LlmAgentHandle ? h.streamSink(turnId) : undefined;
+      },
       endpoints,
       scheduler,
       timers,
@@ -314,7 +316,6 @@ export function createSupervisor(
     onStopped: forget,
     stopActor: (actor) => lifecycle.send({ type: 'AGENT.STOP', agent: actor }),
     tracer,
-    streams,
   };
 
   // The lifecycle: the drain waits for every ask given (or cancels them all when a stop signal aborts).

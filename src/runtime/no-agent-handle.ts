@@ -98,13 +98,7 @@ export class NoAgentHandle implements ManagedHandle {
   stream(prompt: string, options: AskOptions = {}): TurnStream {
     // Plain code has no deltas: the stream is its `done` event.
     const turnId = options.turnId ?? randomUUID();
-    return streamAsk(
-      turnId,
-      options.signal,
-      (signal) => this.ask(prompt, { ...options, turnId, signal }),
-      () => {},
-      () => {},
-    );
+    return streamAsk(options.signal, (signal) => this.ask(prompt, { ...options, turnId, signal }));
   }
 
   state(): AgentStateName {

@@ -22,6 +22,12 @@ import type { StreamSource, TurnStreamSink } from './turn-stream.ts';
 export interface StreamAttempt {
   /** The prefill to send (a continuation), or undefined. */
   readonly prefill: string | undefined;
+  /**
+   * The prefill's estimated tokens (characters / 4, at least 1; 0 without one): the failed attempt that produced
+   * it reported no usage. The continuation asks for that many fewer output tokens (a provider counts only new
+   * ones) and the result's `outputTokens` counts them, so the step stays within, and reports, its `maxTokens`.
+   */
+  readonly prefixTokens: number;
   /** The engine's sink: deltas go to the caller as they come. */
   readonly sink: StreamSink;
   /** The call answered: the result with the whole step's text (kept prefix + this answer); tool calls announced. */
@@ -90,8 +96,10 @@ export function beginStreamAttempt(
       sources,
     });
   };
+  const prefixTokens = mode === 'continuation' ? Math.max(1, Math.ceil(kept.length / 4)) : 0;
   return {
     prefill: mode === 'continuation' ? kept : undefined,
+    prefixTokens,
     sink: {
       text(delta: string) {
         if (!announced) announce();
@@ -103,7 +111,11 @@ export function beginStreamAttempt(
       if (!announced) announce();
       for (const call of result.toolCalls) out.push({ type: 'tool-call', call, endpointId });
       if (!kept) return result;
-      return Object.freeze({ ...result, text: kept + result.text });
+      return Object.freeze({
+        ...result,
+        text: kept + result.text,
+        usage: Object.freeze({ ...result.usage, outputTokens: result.usage.outputTokens + prefixTokens }),
+      });
     },
     failed(fault) {
       out.push({ type: 'fault', fault, endpointId, afterChars: received.length });

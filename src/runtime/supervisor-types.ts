@@ -153,8 +153,8 @@ export interface Supervisor {
   /**
    * The streaming twin of {@link Supervisor.call}: the same one-off call, as a {@link TurnStream} of events
    * (text deltas, tool calls, faults, endpoint changes) ending with the same {@link Turn}. Breaking out of the
-   * `for await` aborts the upstream request and releases its token. Throws a ConfigError for no messages, an
-   * unknown chain or tier.
+   * `for await` aborts the upstream request and releases its token. Throws (synchronously, no stream is made) a
+   * ConfigError for no messages, an unknown chain or tier, and AgentStoppedError once the supervisor is stopping.
    *
    * @example
    * ```ts

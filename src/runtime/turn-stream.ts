@@ -69,7 +69,9 @@ export type StreamEvent =
 /**
  * A streamed turn: an async iterable of {@link StreamEvent}s ending with `done`, and the finished turn as a
  * promise. Breaking out of the `for await` (or `cancel()`) cancels the turn: the upstream request is aborted and
- * its token released; `turn` then resolves `cancelled`.
+ * its token released; `turn` then resolves `cancelled`. Events wait for a reader that is behind: adjacent `text`
+ * deltas of one endpoint are then merged into one (same text, same order), so an unread stream holds its text,
+ * not one event per delta. Several `next()` calls may be pending at once; they settle in order.
  *
  * @example
  * ```ts
@@ -85,6 +87,13 @@ export interface TurnStream extends AsyncIterable<StreamEvent> {
   cancel(): void;
 }
 
+/** Buffered text deltas of one endpoint, read as one `text` event. */
+interface TextRun {
+  readonly type: 'text-run';
+  readonly endpointId: string;
+  readonly parts: string[];
+}
+
 /** What the runtime pushes events into while a streamed turn runs. @internal */
 export interface TurnStreamSink {
   push(event: StreamEvent): void;
@@ -93,19 +102,25 @@ export interface TurnStreamSink {
 }
 
 /**
- * The queue between the runtime (pushing) and the consumer (`for await`). One pending read at most; no promise
- * is made for an event that is already queued. @internal
+ * The queue between the runtime (pushing) and the consumer (`for await`). Reads made before their event exists
+ * wait in order (the AsyncIterator protocol lets a caller make several at once); no promise is made for an event
+ * that is already queued. While the consumer is not reading, adjacent text deltas from one endpoint are merged
+ * into one event (same text, same order): an unread stream holds its text, not one object per delta. @internal
  */
 export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterator<StreamEvent> {
   readonly turn: Promise<Turn>;
   lastStep = -1;
-  #queue: StreamEvent[] = [];
+  // A run of buffered deltas of one endpoint is kept as its pieces and joined when read: appending to one string
+  // would build a rope of one node per delta (tens of bytes each), as large as the events it replaces.
+  #queue: (StreamEvent | TextRun)[] = [];
   #head = 0;
-  #waiting: ((r: IteratorResult<StreamEvent>) => void) | undefined;
+  #waiting: {
+    readonly resolve: (r: IteratorResult<StreamEvent>) => void;
+    readonly reject: (e: unknown) => void;
+  }[] = [];
   #ended = false;
   #returned = false;
   #failure: unknown;
-  #rejectWaiting: ((e: unknown) => void) | undefined;
   readonly #cancel: () => void;
 
   constructor(turn: Promise<Turn>, cancel: () => void) {
@@ -130,11 +145,15 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
 
   push(event: StreamEvent): void {
     if (this.#ended || this.#returned) return;
-    const waiting = this.#waiting;
+    const waiting = this.#waiting.shift();
     if (waiting) {
-      this.#waiting = undefined;
-      this.#rejectWaiting = undefined;
-      waiting({ value: event, done: false });
+      waiting.resolve({ value: event, done: false });
+      return;
+    }
+    if (event.type === 'text') {
+      const last = this.#queue.length > this.#head ? this.#queue[this.#queue.length - 1] : undefined;
+      if (last?.type === 'text-run' && last.endpointId === event.endpointId) last.parts.push(event.text);
+      else this.#queue.push({ type: 'text-run', endpointId: event.endpointId, parts: [event.text] });
       return;
     }
     this.#queue.push(event);
@@ -142,18 +161,22 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
 
   next(): Promise<IteratorResult<StreamEvent>> {
     if (this.#head < this.#queue.length) {
-      const value = this.#queue[this.#head++]!;
+      const item = this.#queue[this.#head]!;
+      this.#queue[this.#head++] = undefined as never;
       if (this.#head > 64 && this.#head * 2 > this.#queue.length) {
         this.#queue = this.#queue.slice(this.#head);
         this.#head = 0;
       }
+      const value: StreamEvent =
+        item.type === 'text-run'
+          ? { type: 'text', text: item.parts.join(''), endpointId: item.endpointId }
+          : item;
       return Promise.resolve({ value, done: false });
     }
     if (this.#failure !== undefined && !this.#returned) return Promise.reject(this.#failure);
     if (this.#ended || this.#returned) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => {
-      this.#waiting = resolve;
-      this.#rejectWaiting = reject;
+      this.#waiting.push({ resolve, reject });
     });
   }
 
@@ -176,27 +199,25 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
     return this;
   }
 
+  /** The stream ended (or was returned): every read still waiting settles, in order. */
   #wake(): void {
-    const waiting = this.#waiting;
-    const reject = this.#rejectWaiting;
-    if (!waiting || this.#head < this.#queue.length) return;
-    this.#waiting = undefined;
-    this.#rejectWaiting = undefined;
-    if (this.#failure !== undefined && !this.#returned) reject?.(this.#failure);
-    else waiting({ value: undefined, done: true });
+    if (this.#head < this.#queue.length) return;
+    const waiting = this.#waiting.splice(0);
+    for (const w of waiting) {
+      if (this.#failure !== undefined && !this.#returned) w.reject(this.#failure);
+      else w.resolve({ value: undefined, done: true });
+    }
   }
 }
 
 /**
- * Runs `ask` as a streamed turn: its events go to the returned stream; the stream's cancel (or a `break`) aborts
- * the ask. `register`/`unregister` make the channel findable by turn id while the turn runs. @internal
+ * Runs `ask` as a streamed turn: its events go to the returned stream (the sink `ask` is given travels with that
+ * one ask, never looked up by turn id: two turns sharing a caller-chosen id cannot see each other's text); the
+ * stream's cancel (or a `break`) aborts the ask. @internal
  */
 export function streamAsk(
-  turnId: string,
   signal: AbortSignal | undefined,
-  ask: (signal: AbortSignal) => Promise<Turn>,
-  register: (turnId: string, sink: TurnStreamSink) => void,
-  unregister: (turnId: string) => void,
+  ask: (signal: AbortSignal, sink: TurnStreamSink) => Promise<Turn>,
 ): TurnStream {
   const controller = new AbortController();
   const abort = () => controller.abort(signal?.reason);
@@ -209,12 +230,8 @@ export function streamAsk(
     fail = reject;
   });
   const channel = new TurnEventChannel(turn, () => controller.abort(new Error('the stream was cancelled')));
-  register(turnId, channel);
-  const done = () => {
-    unregister(turnId);
-    signal?.removeEventListener('abort', abort);
-  };
-  ask(controller.signal).then(
+  const done = () => signal?.removeEventListener('abort', abort);
+  ask(controller.signal, channel).then(
     (t) => {
       done();
       settle(t);

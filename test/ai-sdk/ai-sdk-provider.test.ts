@@ -1,8 +1,10 @@
-import { generateText, stepCountIs, streamText, tool } from 'ai';
+import type { LanguageModelV3Prompt } from '@ai-sdk/provider';
+import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createBreakwater } from '../../src/ai-sdk/index.ts';
 import type { BreakwaterMetadata } from '../../src/ai-sdk/breakwater-language-model.ts';
+import { mapPrompt } from '../../src/ai-sdk/prompt-mapping.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { type EmulatorFixture, startEmulatorFixture } from '../../src/testing/emulator-fixture.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -34,7 +36,7 @@ function start() {
   return createBreakwater(supervisor);
 }
 
-const meta = (m: unknown) => (m as { breakwater: BreakwaterMetadata }).breakwater;
+const meta = (m: unknown) => (m as { breakwater: BreakwaterMetadata & { withdrawn?: boolean } }).breakwater;
 
 describe('breakwater/ai-sdk', () => {
   it('generateText answers on the primary; the metadata names the endpoint', async () => {
@@ -109,7 +111,15 @@ describe('breakwater/ai-sdk', () => {
 
   it('an abort cancels the upstream call: generateText rejects and the emulator sees the request end', async () => {
     fixture.emulator.addFault({ kind: 'hang_before_headers', match: { flavor: 'anthropic' } });
-    const bw = start();
+    // The header deadline (10 min) is far past waitFor's bound (20 s): only the abort can end the hanging request.
+    supervisor = createSupervisor({
+      endpoints: [
+        fixture.endpoint('primary', 'anthropic', { headersTimeoutMs: 600_000 }),
+        fixture.endpoint('backup', 'openai'),
+      ],
+      chains: { premium: ['primary', 'backup'] },
+    });
+    const bw = createBreakwater(supervisor);
     const controller = new AbortController();
     const pending = generateText({
       model: bw('premium'),
@@ -171,7 +181,15 @@ describe('breakwater/ai-sdk', () => {
 
   it('breaking out of streamText aborts the upstream stream and frees the token', async () => {
     fixture.emulator.addFault({ kind: 'stream_stall', match: { flavor: 'anthropic' }, afterChunks: 1 });
-    const bw = start();
+    // The idle deadline (10 min) is far past waitFor's bound (20 s): only the abort can close the stalled request.
+    supervisor = createSupervisor({
+      endpoints: [
+        fixture.endpoint('primary', 'anthropic', { idleTimeoutMs: 600_000 }),
+        fixture.endpoint('backup', 'openai'),
+      ],
+      chains: { premium: ['primary', 'backup'] },
+    });
+    const bw = createBreakwater(supervisor);
     const controller = new AbortController();
     const result = streamText({
       model: bw('premium'),
@@ -216,6 +234,91 @@ describe('breakwater/ai-sdk', () => {
     expect(withdrawn!.length).toBeGreaterThan(0);
     const clean = await generateText({ model: bw('premium'), prompt: 'Restart me.' });
     expect(answer).toBe(clean.text);
-    expect(meta(await result.providerMetadata).faults.map((f) => f.kind)).toEqual(['network']);
+    const m = meta(await result.providerMetadata);
+    expect(m.faults.map((f) => f.kind)).toEqual(['network']);
+    // The answer alone: the metadata's text, and the text parts not marked withdrawn.
+    expect(m.text).toBe(clean.text);
+    expect(answerOf(await result.content)).toBe(clean.text);
+  });
+
+  it('a conversation resent after a restart never sends the withdrawn text upstream again', async () => {
+    supervisor = createSupervisor({
+      endpoints: [
+        fixture.endpoint('primary', 'openai', { apiKey: 'sk-test-restart-primary-00' }),
+        fixture.endpoint('backup', 'openai'),
+      ],
+      chains: { premium: ['primary', 'backup'] },
+    });
+    fixture.emulator.addFault({
+      kind: 'stream_cut',
+      match: { key: 'sk-test-restart-primary-00' },
+      count: 1,
+      afterChunks: 2,
+    });
+    const bw = createBreakwater(supervisor);
+    const first = streamText({ model: bw('premium'), prompt: 'Restart me.' });
+    const answer = meta(await first.providerMetadata).text;
+    const withdrawn = (await first.content).find(
+      (p) => p.type === 'text' && meta(p.providerMetadata ?? { breakwater: {} }).withdrawn === true,
+    );
+    expect(withdrawn).toBeDefined();
+    // The next call carries the first one's response messages (withdrawn part included, as the AI SDK keeps it).
+    let sent: LanguageModelV3Prompt | undefined;
+    const model = wrapLanguageModel({
+      model: bw('premium'),
+      middleware: {
+        specificationVersion: 'v3',
+        transformParams: async ({ params }) => {
+          sent = params.prompt;
+          return params;
+        },
+      },
+    });
+    await generateText({
+      model,
+      messages: [
+        { role: 'user', content: 'Restart me.' },
+        ...(await first.response).messages,
+        { role: 'user', content: 'Go on.' },
+      ],
+    });
+    const assistant = mapPrompt(sent!).messages.filter((m) => m.role === 'assistant');
+    expect(assistant).toEqual([{ role: 'assistant', content: answer }]);
+  });
+
+  it('a turn ending degraded after partial text: the partial part is withdrawn, the degraded answer stands alone', async () => {
+    supervisor = createSupervisor({
+      endpoints: [fixture.endpoint('primary', 'openai', { apiKey: 'sk-test-degrade-primary-0' })],
+      chains: { premium: ['primary'] },
+    });
+    fixture.emulator.addFault({
+      kind: 'stream_cut',
+      match: { key: 'sk-test-degrade-primary-0' },
+      afterChunks: 1,
+    });
+    const bw = createBreakwater(supervisor, { maxAttempts: 1 });
+    const result = streamText({ model: bw('premium'), prompt: 'Degrade after a word.' });
+    const parts = new Map<string, { text: string; withdrawn: boolean }>();
+    for await (const part of result.fullStream) {
+      if (part.type === 'text-start') parts.set(part.id, { text: '', withdrawn: false });
+      if (part.type === 'text-delta') parts.get(part.id)!.text += part.text;
+      if (part.type === 'text-end')
+        parts.get(part.id)!.withdrawn = meta(part.providerMetadata ?? { breakwater: {} }).withdrawn === true;
+    }
+    const m = meta(await result.providerMetadata);
+    expect(m.degraded).toBe(true);
+    const [partial, degraded] = [...parts.values()];
+    expect(partial!.text.length).toBeGreaterThan(0);
+    expect(partial!.withdrawn).toBe(true);
+    expect(degraded).toEqual({ text: m.text, withdrawn: false });
+    expect(answerOf(await result.content)).toBe(m.text);
   });
 });
+
+/** The text parts of a step not marked withdrawn: the turn's answer. */
+function answerOf(content: readonly { type: string; text?: string; providerMetadata?: unknown }[]): string {
+  return content
+    .filter((p) => p.type === 'text' && meta(p.providerMetadata ?? { breakwater: {} }).withdrawn !== true)
+    .map((p) => p.text)
+    .join('');
+}

@@ -63,6 +63,50 @@ describe('timedFetch', () => {
     expect(clock.pending()).toBe(0);
   });
 
+  // genai reads a body with getReader(); openai and @anthropic-ai/sdk iterate it.
+  it.each(['getReader', 'async iteration'] as const)(
+    'a streamed body read by %s: any bytes (pings, SSE comments) re-arm the idle deadline, not only events an SDK yields',
+    async (how) => {
+      const clock = createManualClock(0);
+      const call = beginTimedCall(clock, 5_000, 1_000, undefined);
+      call.streamed = true;
+      const pending = runTimedCall(call, post);
+      const res = await fx.nextManual();
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      res.write('event: message_start\ndata: {}\n\n');
+      const body = (await pending).body!;
+      const read: () => Promise<IteratorResult<Uint8Array>> =
+        how === 'getReader'
+          ? (() => {
+              const reader = body.getReader();
+              return () => reader.read() as Promise<IteratorResult<Uint8Array>>;
+            })()
+          : (() => {
+              const it = (body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator]();
+              return () => it.next();
+            })();
+      const decoder = new TextDecoder();
+      let text = decoder.decode((await read()).value);
+      // Pings 900 ms apart for 3.6 s: never 1 s of silence on the wire, though no content comes.
+      for (const ping of [
+        'event: ping\ndata: {"type":"ping"}\n\n',
+        ': keep-alive\n\n',
+        'event: ping\ndata: {}\n\n',
+      ]) {
+        clock.advance(900);
+        res.write(ping);
+        text += decoder.decode((await read()).value);
+      }
+      clock.advance(900);
+      res.end('event: message_stop\ndata: {}\n\n');
+      for (let r = await read(); !r.done; r = await read()) text += decoder.decode(r.value);
+      expect(text.endsWith('event: message_stop\ndata: {}\n\n')).toBe(true);
+      expect(call.timedOut).toBeUndefined();
+      endTimedCall(call);
+      expect(clock.pending()).toBe(0);
+    },
+  );
+
   it('fails the body read with an idle DeadlineError when the body stalls after headers', async () => {
     const clock = createManualClock(0);
     const call = beginTimedCall(clock, 5_000, 1_000, undefined);

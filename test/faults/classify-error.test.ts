@@ -6,6 +6,7 @@ import {
 } from '@anthropic-ai/sdk';
 import { APIError as OpenAIAPIError } from 'openai';
 import { describe, expect, it } from 'vitest';
+import { StreamCutError } from '../../src/engines/engine-call.ts';
 import { classifyError } from '../../src/faults/classify-error.ts';
 import { EngineFaultError, isSwappableFault, isTransientFault } from '../../src/faults/fault.ts';
 
@@ -293,5 +294,24 @@ describe('classifyError — a broken stream after a captured body is still a net
       bodyText: '{"error":{"message":"half a body","type":"server_error"}}',
     });
     expect(fault).toMatchObject({ kind: 'network', code: 'UND_ERR_SOCKET' });
+  });
+});
+
+describe('classifyError — a stream that broke after its 200', () => {
+  it.each([
+    ['no end marker', new StreamCutError('no message_stop')],
+    [
+      'a parser choking on a cut chunk',
+      new StreamCutError('Unexpected end', { cause: new SyntaxError('x') }),
+    ],
+  ])('%s is network (as documented), not a provider error', (_, err) => {
+    for (const provider of ['anthropic', 'openai', 'gemini'] as const)
+      expect(classifyError(err, { provider, now }).kind).toBe('network');
+  });
+
+  it('cut by our idle deadline or the caller, it is timeout / cancelled', () => {
+    const err = new StreamCutError('aborted');
+    expect(classifyError(err, { provider: 'anthropic', now, timedOut: 'idle' }).kind).toBe('timeout');
+    expect(classifyError(err, { provider: 'anthropic', now, callerAborted: true }).kind).toBe('cancelled');
   });
 });

@@ -69,8 +69,17 @@ describe('a streamed step over any attempts', () => {
             if (partial) expect(partial.text).toBe(announced(events));
             return undefined;
           }
-          const result = { text: a.deltas.join(''), toolCalls: [] } as unknown as EngineResult;
-          return s.succeeded(result);
+          const own = Math.ceil(a.deltas.join('').length / 4);
+          const result = {
+            text: a.deltas.join(''),
+            toolCalls: [],
+            usage: { inputTokens: 1, outputTokens: own },
+          } as unknown as EngineResult;
+          const done = s.succeeded(result);
+          // A continuation's usage counts the kept prefix (at least 1 token); a start or restart only its own.
+          expect(s.prefixTokens).toBe(s.prefill ? Math.max(1, Math.ceil(s.prefill.length / 4)) : 0);
+          expect(done.usage.outputTokens).toBe(own + s.prefixTokens);
+          return done;
         };
         for (const [i, a] of failing.entries()) run(a, i, true);
         const final = run(last, failing.length, false)!;

@@ -55,10 +55,18 @@ afterAll(async () => {
 });
 
 describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
-  const runtime = () =>
+  // Only a stall needs a short idle deadline (it is what detects the stall); the others keep the default.
+  const runtime = (kind?: EmulatorFaultKind) =>
     createSupervisor({
       endpoints: [
-        emulatorEndpoint(emulator, 'primary', flavor, model, PRIMARY_KEY, { idleTimeoutMs: 200 }),
+        emulatorEndpoint(
+          emulator,
+          'primary',
+          flavor,
+          model,
+          PRIMARY_KEY,
+          kind === 'stream_stall' ? { idleTimeoutMs: 200 } : {},
+        ),
         emulatorEndpoint(emulator, 'backup', flavor, model),
       ],
       chains: { main: ['primary', 'backup'] },
@@ -91,7 +99,7 @@ describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
   describe.each(FAULTS)('%s', (kind) => {
     it('before the first chunk: only a fault event, then the answer from the next attempt', async () => {
       emulator.addFault({ kind, match: { key: PRIMARY_KEY }, count: 1, afterChunks: 0 });
-      supervisor = runtime();
+      supervisor = runtime(kind);
       const events = await collect(`Report after ${kind} before content.`);
       const turn = (events[events.length - 1] as Extract<StreamEvent, { type: 'done' }>).turn;
       const faults = events.filter((e) => e.type === 'fault');
@@ -109,7 +117,7 @@ describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
 
     it(`after the first chunk: ${continues ? 'a continuation from the partial answer' : 'a restart withdrawing the partial answer'}`, async () => {
       emulator.addFault({ kind, match: { key: PRIMARY_KEY }, count: 1, afterChunks: 1 });
-      supervisor = runtime();
+      supervisor = runtime(kind);
       const events = await collect(`Report after ${kind} after content.`);
       const turn = (events[events.length - 1] as Extract<StreamEvent, { type: 'done' }>).turn;
       const firstText = events.find((e) => e.type === 'text');
@@ -146,8 +154,11 @@ describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
 
   it('breaking out mid-stream aborts the upstream request (the emulator sees it closed) and frees the token', async () => {
     emulator.addFault({ kind: 'stream_stall', match: { key: PRIMARY_KEY }, count: 1, afterChunks: 1 });
+    // The idle deadline (10 min) is far past waitFor's bound (20 s): only the abort can close the stalled request.
     supervisor = createSupervisor({
-      endpoints: [emulatorEndpoint(emulator, 'primary', flavor, model, PRIMARY_KEY)],
+      endpoints: [
+        emulatorEndpoint(emulator, 'primary', flavor, model, PRIMARY_KEY, { idleTimeoutMs: 600_000 }),
+      ],
       chains: { main: ['primary'] },
       concurrency: { limit: 1 },
     });
@@ -168,6 +179,66 @@ describe.each(KINDS)('streaming on $flavor', ({ flavor, model, continues }) => {
       'the emulator to see the close',
     );
     await waitFor(() => supervisor!.tokens().held === 0, 'the token to be released');
+  });
+});
+
+describe.each([
+  { flavor: 'anthropic' as const, model: 'claude-sonnet-4-6' },
+  { flavor: 'vllm' as const, model: 'qwen2.5-7b' },
+])('a continuation on $flavor under maxTokens', ({ flavor, model }) => {
+  it('asks only for what the kept prefix left: the capped answer equals the uncut one, and usage counts the prefix', async () => {
+    supervisor = createSupervisor({
+      endpoints: [
+        emulatorEndpoint(emulator, 'primary', flavor, model, PRIMARY_KEY),
+        emulatorEndpoint(emulator, 'backup', flavor, model),
+      ],
+      chains: { main: ['primary', 'backup'] },
+    });
+    // The emulator's answer (60 tokens) is longer than the cap: the uncut answer stops at 30 tokens.
+    const ask = {
+      chain: 'main',
+      maxTokens: 30,
+      messages: [{ role: 'user' as const, content: 'Capped answer.' }],
+    };
+    const clean = await supervisor.call(ask);
+    expect(clean.stopReason).toBe('max_tokens');
+    emulator.addFault({ kind: 'stream_cut', match: { key: PRIMARY_KEY }, count: 1, afterChunks: 2 });
+    const stream = supervisor.stream(ask);
+    const events: StreamEvent[] = [];
+    for await (const e of stream) events.push(e);
+    const turn = await stream.turn;
+    const continued = events.find((e) => e.type === 'endpoint' && e.mode === 'continuation');
+    expect(continued).toBeDefined();
+    // Asked for the full 30 again, the continuation would run 30 tokens past the prefix: a longer answer.
+    expect(turn.answer.text).toBe(clean.answer.text);
+    expect(turn.stopReason).toBe('max_tokens');
+    // The prefix's tokens (its characters / 4, rounded up) are counted with the continuation's own.
+    expect(turn.usage.outputTokens).toBeGreaterThanOrEqual(clean.usage.outputTokens);
+    expect(turn.usage.outputTokens).toBeLessThanOrEqual(clean.usage.outputTokens + 1);
+  });
+});
+
+describe('an Anthropic stream that lost only its message_stop', () => {
+  it('is a complete answer from the primary: no fault, no continuation, one attempt', async () => {
+    supervisor = createSupervisor({
+      endpoints: [
+        emulatorEndpoint(emulator, 'primary', 'anthropic', 'claude-sonnet-4-6', PRIMARY_KEY),
+        emulatorEndpoint(emulator, 'backup', 'anthropic', 'claude-sonnet-4-6'),
+      ],
+      chains: { main: ['primary', 'backup'] },
+    });
+    const ask = { chain: 'main', messages: [{ role: 'user' as const, content: 'Lose the last event.' }] };
+    const clean = await supervisor.call(ask);
+    emulator.addFault({ kind: 'stream_truncated', match: { key: PRIMARY_KEY }, count: 1 });
+    const stream = supervisor.stream(ask);
+    const events: StreamEvent[] = [];
+    for await (const e of stream) events.push(e);
+    const turn = await stream.turn;
+    expect(turn.outcome).toBe('answered');
+    expect(turn.attempts).toBe(1);
+    expect(turn.faults).toEqual([]);
+    expect(turn.answer.text).toBe(clean.answer.text);
+    expect(events.filter((e) => e.type === 'endpoint')).toHaveLength(1);
   });
 });
 
