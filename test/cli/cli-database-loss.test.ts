@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { openDatabase } from '../../src/store/open-database.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { cleanEnv, finished, runCli, spawnCli } from './run-cli.ts';
 
@@ -47,6 +48,8 @@ emulator:
   latency: { minMs: 300, maxMs: 500 }
 `,
   );
+  // The cases poll `runs` from the start, before any CLI has migrated a fresh database: migrate it first.
+  await (await openDatabase({ url: SERVER })).close();
   direct = new pg.Client({ connectionString: SERVER });
   await direct.connect();
 });
