@@ -109,7 +109,13 @@ describeBrowser('live visualizer in Chromium (supervisor + emulator over real HT
     expect(await textOf(page, 'agent-analyst-state')).toBe('idle');
     expect(await textOf(page, 'endpoint-sonnet-breaker')).toBe('CLOSED');
     expect(await textOf(page, 'endpoint-sonnet-cooldown')).toBe('—');
-    // Bucket levels come from the runtime's health: sonnet's were corrected from the emulator's headers.
+    // Bucket levels come from the runtime's health: sonnet's were corrected from the emulator's headers. The page
+    // redraws in batches (at most 4 a second), so the level may land a batch after the breaker's state: wait for it.
+    await page.waitForFunction(
+      (id) => /^\d+ \/ \d+$/.test(document.querySelector(`[data-testid="${id}"]`)?.textContent ?? ''),
+      'endpoint-sonnet-rpm',
+      { timeout: 20_000 },
+    );
     expect(await textOf(page, 'endpoint-sonnet-rpm')).toMatch(/^\d+ \/ \d+$/);
     await page.waitForSelector('[data-testid="chart-state-idle"][data-active="true"]');
     // Clicking an agent lists its turns: prompt, answer, endpoint, not degraded.
