@@ -157,6 +157,7 @@ import { createLiveSource, startVizServer } from 'breakwater/viz';
 import { createBreakwater, type BreakwaterMetadata } from 'breakwater/ai-sdk';
 import { createBreakwaterMetrics, startMetricsServer } from 'breakwater/observability';
 import { planSchedule, type PlanResult } from 'breakwater/planner';
+import { isCoordinationUnavailableError, type CoordinationOptions } from 'breakwater/coordination';
 
 const fixture = await startEmulatorFixture({ clock: createManualClock(0) });
 const supervisor = createSupervisor({
@@ -181,7 +182,8 @@ const viz = await startVizServer({ live: createLiveSource(supervisor), store });
 const metrics = createBreakwaterMetrics(supervisor);
 const metricsServer = await startMetricsServer(metrics.registry, { port: 0 });
 const planned: PlanResult | undefined = typeof planSchedule === 'function' ? undefined : undefined;
-console.log(turn.outcome, call.endpointId, model.modelId, meta, stats.totalCalls, viz.url, isConfigError, isAgentStoppedError, metricsServer.url, planned);
+const coordination: CoordinationOptions = { backend: 'memory' };
+console.log(turn.outcome, call.endpointId, model.modelId, meta, stats.totalCalls, viz.url, isConfigError, isAgentStoppedError, metricsServer.url, planned, coordination, isCoordinationUnavailableError);
 `,
     );
     // zod is breakwater's dependency; the consumer uses it for its tool schema as it would after installing it.
