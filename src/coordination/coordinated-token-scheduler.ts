@@ -3,6 +3,7 @@ import type { CallSettlement } from '../health/endpoint-health-view.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import type { MemoryTokenScheduler } from '../scheduler/memory-token-scheduler.ts';
 import {
+  acquireTicket,
   type Grant,
   SchedulerClosedError,
   type TokenDecision,
@@ -127,16 +128,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   }
 
   acquire(request: TokenRequest, signal?: AbortSignal): Promise<TokenDecision> {
-    if (this.#closed) return Promise.reject(new SchedulerClosedError());
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    const ticket = this.request(request);
-    if (signal) {
-      const onAbort = () => ticket.withdraw(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      const off = () => signal.removeEventListener('abort', onAbort);
-      ticket.decision.then(off, off);
-    }
-    return ticket.decision;
+    return acquireTicket(this.#closed, () => this.request(request), signal);
   }
 
   request(request: TokenRequest): TokenTicket {

@@ -7,6 +7,7 @@ import { LeaseBook } from './lease-book.ts';
 import { ProbeQueue } from './probe-queue.ts';
 import type { TimerHeap } from './timer-heap.ts';
 import {
+  acquireTicket,
   type Grant,
   SchedulerClosedError,
   type SchedulerReport,
@@ -108,16 +109,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
   }
 
   acquire(request: TokenRequest, signal?: AbortSignal): Promise<TokenDecision> {
-    if (this.#closed) return Promise.reject(new SchedulerClosedError());
-    if (signal?.aborted) return Promise.reject(signal.reason);
-    const ticket = this.request(request);
-    if (signal) {
-      const onAbort = () => ticket.withdraw(signal.reason);
-      signal.addEventListener('abort', onAbort, { once: true });
-      const off = () => signal.removeEventListener('abort', onAbort);
-      ticket.decision.then(off, off);
-    }
-    return ticket.decision;
+    return acquireTicket(this.#closed, () => this.request(request), signal);
   }
 
   request(request: TokenRequest): TokenTicket {

@@ -194,3 +194,29 @@ export class LeaseExpiredError extends Error {
 export function isLeaseExpiredError(e: unknown): e is LeaseExpiredError {
   return typeof e === 'object' && e !== null && (e as { code?: unknown }).code === 'LEASE_EXPIRED';
 }
+
+/**
+ * `TokenScheduler.acquire` in terms of `request`: one ticket, withdrawn if `signal` aborts before its decision.
+ * Shared by every scheduler, so a refused-when-closed or pre-aborted ask behaves the same on each.
+ *
+ * @example
+ * ```ts
+ * acquire(request, signal) { return acquireTicket(this.#closed, () => this.request(request), signal); }
+ * ```
+ */
+export function acquireTicket(
+  closed: boolean,
+  request: () => TokenTicket,
+  signal?: AbortSignal,
+): Promise<TokenDecision> {
+  if (closed) return Promise.reject(new SchedulerClosedError());
+  if (signal?.aborted) return Promise.reject(signal.reason);
+  const ticket = request();
+  if (signal) {
+    const onAbort = () => ticket.withdraw(signal.reason);
+    signal.addEventListener('abort', onAbort, { once: true });
+    const off = () => signal.removeEventListener('abort', onAbort);
+    ticket.decision.then(off, off);
+  }
+  return ticket.decision;
+}
