@@ -7,6 +7,7 @@ import type { CoordinationOptions } from '../../src/coordination/coordination-op
 import { type CallRecord, type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { readJsonLines } from '../support/json-lines.ts';
 
 /*
  * Three real worker processes (supervisors on one shared quota) against one emulator over real HTTP. The
@@ -37,7 +38,6 @@ function startWorker(coordination: CoordinationOptions, agents = 4, maxWaitMs = 
     env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
   });
   const lines: Record<string, unknown>[] = [];
-  let buffer = '';
   const w: Worker = {
     child,
     lines,
@@ -53,12 +53,7 @@ function startWorker(coordination: CoordinationOptions, agents = 4, maxWaitMs = 
     },
     exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
   };
-  child.stdout!.setEncoding('utf8').on('data', (s: string) => {
-    buffer += s;
-    const parts = buffer.split('\n');
-    buffer = parts.pop()!;
-    for (const p of parts) if (p.trim()) lines.push(JSON.parse(p) as Record<string, unknown>);
-  });
+  readJsonLines(child.stdout!, (line) => lines.push(line));
   child.stderr!.setEncoding('utf8').on('data', (s: string) => {
     w.stderr += s;
   });

@@ -13,6 +13,7 @@ import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
 import { POSTGRES_URL } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { readJsonLines } from '../support/json-lines.ts';
 
 /*
  * Three real worker processes on one PostgreSQL database, one emulator over real HTTP. Verdicts come from the
@@ -62,19 +63,13 @@ function startWorker(runId: string): Worker {
     env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
   });
   const lines: Record<string, unknown>[] = [];
-  let buffer = '';
   const w: Worker = {
     child,
     lines,
     stderr: '',
     exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
   };
-  child.stdout!.setEncoding('utf8').on('data', (s: string) => {
-    buffer += s;
-    const parts = buffer.split('\n');
-    buffer = parts.pop()!;
-    for (const p of parts) if (p.trim()) lines.push(JSON.parse(p) as Record<string, unknown>);
-  });
+  readJsonLines(child.stdout!, (line) => lines.push(line));
   child.stderr!.setEncoding('utf8').on('data', (s: string) => {
     w.stderr += s;
   });
