@@ -97,7 +97,9 @@ export class MemoryTokenScheduler implements TokenScheduler {
     this.#limit = Math.max(1, Math.floor(options.limit));
     const aging = options.tierAgingMs ?? Number.POSITIVE_INFINITY;
     if (!(aging > 0))
-      throw new RangeError(`tierAgingMs ${String(aging)}: set a duration > 0 ms, or Infinity for strict tiers`);
+      throw new RangeError(
+        `tierAgingMs ${String(aging)}: set a duration > 0 ms, or Infinity for strict tiers`,
+      );
     this.#agingMs = aging;
     this.#fifos = Array.from({ length: options.tiers.length + 1 }, () => new WaiterFifo());
     this.#leases = new LeaseBook({

@@ -155,7 +155,9 @@ describe('token scheduler — tier aging', () => {
             for (;;) {
               const g = waiting.findIndex((a) => a.grant !== undefined);
               if (g < 0) break;
-              const best = waiting.reduce((b, a) => (a.key < b.key || (a.key === b.key && a.seq < b.seq) ? a : b));
+              const best = waiting.reduce((b, a) =>
+                a.key < b.key || (a.key === b.key && a.seq < b.seq) ? a : b,
+              );
               if (best !== waiting[g]) violations.push(`${waiting[g]!.name} before ${best.name}`);
               held.push(...waiting.splice(g, 1));
             }
