@@ -29,6 +29,8 @@ import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import type { CoordinationOptions } from '../coordination/coordination-options.ts';
+import { planWorkerCoordination, probeCoordination } from './worker-coordination.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
 import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
 
@@ -46,8 +48,14 @@ export interface WorkerTurnNote {
 export interface RunWorkerOptions {
   /** The run's PostgreSQL store (not closed by the worker). */
   readonly database: BreakwaterDatabase;
-  /** The same database's URL: the global tokens and endpoint health are coordinated on it. */
+  /** The same database's URL: the global tokens and endpoint health are coordinated on it unless the run says otherwise. */
   readonly databaseUrl: string;
+  /**
+   * This worker's URL of the run's coordination backend (`--coordination-url`), to bring its credentials: it must
+   * name the server the run coordinates on (else the run is refused, or skipped when working on any run).
+   * Default: the URL stored with the run.
+   */
+  readonly coordinationUrl?: string;
   /** Work on this run only, and return once it is no longer running. Default: any run that has work, until `signal`. */
   readonly runId?: string;
   /** This worker's name in leases, the report and the live output. Default `host:pid:nonce`. */
@@ -80,6 +88,8 @@ interface RunContext {
   readonly definitions: readonly AgentDefinition[];
   readonly clock: ScaledClock;
   readonly recorder: WorkerEventRecorder;
+  /** Where this worker shares the run's tokens and endpoint health (URL with its credentials). */
+  readonly coordination: CoordinationOptions;
   /** The endpoints' health as this worker last saw it (committed with the rounds it commits). */
   health?: unknown;
 }
@@ -93,7 +103,8 @@ interface RunContext {
  * from the call memo, so no committed call is made twice.
  *
  * Each batch of parts runs on a runtime restored from the last committed round (agents' snapshots and memory,
- * endpoint health), with the global tokens and endpoint health coordinated on the run's PostgreSQL.
+ * endpoint health), with the global tokens and endpoint health coordinated where the run says (its PostgreSQL
+ * store unless started with a coordination URL: PostgreSQL or Redis).
  *
  * @example
  * ```ts
@@ -124,7 +135,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
       let ctx = contexts.get(run.runId);
       if (!ctx) {
         try {
-          ctx = await joinRun(options.database, run);
+          ctx = await joinRun(options, run);
         } catch (e) {
           if (options.runId) throw e;
           unjoinable.add(run.runId);
@@ -156,11 +167,23 @@ async function nextRun(
   return row ? createRunStore(database).getRun(row.run_id) : undefined;
 }
 
-async function joinRun(database: BreakwaterDatabase, run: RunRecord): Promise<RunContext> {
+async function joinRun(options: RunWorkerOptions, run: RunRecord): Promise<RunContext> {
+  const database = options.database;
   const config = run.config as StoredRunConfig | null;
   const workers = config?.workers;
   if (!config?.scenarioSource || !workers)
     throw new Error(`run "${run.runId}" was not started for workers (\`breakwater run --workers N\`)`);
+  const coordination = planWorkerCoordination({
+    runId: run.runId,
+    stored: workers.coordination,
+    databaseUrl: options.databaseUrl,
+    override: options.coordinationUrl,
+  });
+  // Reached once before any part is claimed: an unreachable backend is one line, not a run of degraded turns.
+  await probeCoordination(
+    { ...coordination.options, pool: workers.pool },
+    options.coordinationUrl !== undefined ? '--coordination-url' : `run ${run.runId}'s coordination`,
+  );
   const scenario = loadScenario(config.scenarioSource);
   const scale = scenario.timeScale ?? 1;
   // Every worker's clock reads the run's origin at the same wall instant, so scheduled firings agree.
@@ -192,6 +215,7 @@ async function joinRun(database: BreakwaterDatabase, run: RunRecord): Promise<Ru
     definitions: scenarioAgents(spec),
     clock,
     recorder: createWorkerEventRecorder(database, run.runId),
+    coordination: coordination.options,
   };
 }
 
@@ -281,8 +305,7 @@ async function workParts(
     memo,
     restored: restore.agents,
     coordination: {
-      backend: 'postgres',
-      url: options.databaseUrl,
+      ...ctx.coordination,
       pool: ctx.workers.pool,
       leaseTtlMs: ttl,
       processId: claims[0]?.holder ?? 'worker',

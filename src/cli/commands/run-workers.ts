@@ -1,6 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { scrubSecrets } from '../../redact/secret-scrubber.ts';
+import { redactUrl, scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
 import type { RunReport } from '../../report/report-types.ts';
@@ -8,6 +8,7 @@ import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts'
 import { createRunStore } from '../../store/run-store.ts';
 import { turnsByWorker } from '../../workers/round-parts.ts';
 import { startWorkerRun, WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
+import { COORDINATION_URL_ENV, coordinationBackendOf } from '../../workers/worker-coordination.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { openCliDatabase, storeUrl } from '../cli-store.ts';
@@ -25,6 +26,11 @@ export interface RunWithWorkersOptions {
   readonly runId?: string;
   /** Control URL of a running emulator. Default: one started here, on the run's clock. */
   readonly emulatorUrl?: string;
+  /**
+   * Where the workers share the global tokens and endpoint health (checked by the caller): `postgres://…` or
+   * `redis://…`, and for Redis its key prefix. Default: the run's PostgreSQL store.
+   */
+  readonly coordination?: { readonly url: string; readonly keyPrefix?: string };
   readonly json?: boolean;
   readonly print?: Print;
   readonly signal?: AbortSignal;
@@ -59,19 +65,28 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
       workers: options.workers,
       ...(options.runId ? { runId: options.runId } : {}),
       ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+      ...(options.coordination ? { coordination: options.coordination } : {}),
     });
     emulatorClose = started.emulator ? () => started.emulator!.close() : undefined;
     const note = (line: string) => (options.json ? process.stderr.write(`${line}\n`) : print(line));
+    const shared = options.coordination
+      ? `${coordinationBackendOf(options.coordination.url) === 'redis' ? 'Redis' : 'PostgreSQL'} at ${redactUrl(options.coordination.url)}`
+      : 'the store';
     note(
-      `run ${started.runId}: scenario ${scenario.name}, ${started.rounds} rounds, ${options.workers} workers on postgres`,
+      `run ${started.runId}: scenario ${scenario.name}, ${started.rounds} rounds, ${options.workers} workers on postgres, tokens and endpoint health shared on ${shared}`,
     );
+    // The coordination URL (its password too) reaches the workers through their environment, never their argv
+    // (which any local user can read); without one, an inherited variable must not send them elsewhere.
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (options.coordination) env[COORDINATION_URL_ENV] = options.coordination.url;
+    else delete env[COORDINATION_URL_ENV];
     const exits = Array.from({ length: options.workers }, () => {
       const child = spawn(
         process.execPath,
         [BIN, 'worker', '--database-url', url, '--run-id', started.runId],
         {
           stdio: ['ignore', 'pipe', 'pipe'],
-          env: process.env,
+          env,
         },
       );
       children.push(child);
