@@ -1,10 +1,16 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/report/report-types.ts';
+import type { StoredRunConfig } from '../../src/rounds/run-scenario.ts';
+import { loadScenario } from '../../src/scenarios/load-scenario.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
 import { cleanEnv, runCli } from '../cli/run-cli.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { cleanPool, POSTGRES_URL, REDIS_KEY_PREFIX, REDIS_URL } from '../support/coordination-env.ts';
 
 /*
  * `breakwater run <scenario> --workers N` as a user runs it: real CLI processes (the parent and its N workers), one
@@ -17,9 +23,31 @@ const oneLine = (stderr: string) => {
   expect(stderr).not.toMatch(/^\s+at /m);
 };
 
+const SMALL = `
+name: workers-redis
+timeScale: 1
+runtime:
+  endpoints:
+    - { id: primary, provider: openai, model: gpt-4o, emulator: openai, apiKey: sk-workers-primary-000000000002 }
+  chains: { main: [primary] }
+  concurrency: { limit: 2 }
+  agentDefaults: { maxWaitMs: 120000 }
+agents:
+${['Kai', 'Yuna', 'Miso', 'Ari'].map((a) => `  - { name: ${a}, chain: main, tier: analysis, role: "You are ${a}." }`).join('\n')}
+rounds:
+  count: 2
+  items:
+    - { id: I1, title: Item 1 }
+    - { id: I2, title: Item 2 }
+emulator:
+  seed: 15
+  latency: { minMs: 40, maxMs: 90 }
+`;
+
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'bw-cli-workers-'));
+  writeFileSync(join(dir, 'scenario.yaml'), SMALL);
 });
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -68,4 +96,132 @@ describe('breakwater run --workers', () => {
     expect(Object.keys(byWorker)).toHaveLength(3);
     expect(Object.values(byWorker).reduce((a, b) => a + b, 0)).toBe(report.turns.total);
   }, 300_000);
+
+  it('an unreachable --coordination-url is one line naming the flag, without its password, and no run is stored', async () => {
+    const runId = `unreachable-${process.pid}`;
+    const run = await runCli(
+      [
+        'run',
+        join(dir, 'scenario.yaml'),
+        '--workers',
+        '2',
+        '--database-url',
+        POSTGRES_URL,
+        '--run-id',
+        runId,
+        '--coordination-url',
+        'redis://:hunter2pw@127.0.0.1:1/0',
+      ],
+      cleanEnv(),
+    );
+    expect(run.code).toBe(1);
+    oneLine(run.stderr);
+    expect(run.stderr).toMatch(/^breakwater run: --coordination-url: Redis at redis:\/\/127\.0\.0\.1:1\/0/);
+    expect(run.stderr + run.stdout).not.toContain('hunter2pw');
+    const database = await openDatabase({ url: POSTGRES_URL });
+    try {
+      expect(await createRunStore(database).getRun(runId)).toBeUndefined();
+    } finally {
+      await database.close();
+    }
+  }, 60_000);
+
+  it('--coordination-url redis://… : three workers share the run’s tokens on Redis (stored with the run, no password); the limit holds at the emulator', async () => {
+    const runId = `redis-workers-${process.pid}`;
+    const run = await runCli(
+      [
+        'run',
+        join(dir, 'scenario.yaml'),
+        '--workers',
+        '3',
+        '--database-url',
+        POSTGRES_URL,
+        '--run-id',
+        runId,
+        '--coordination-url',
+        REDIS_URL,
+        '--coordination-prefix',
+        REDIS_KEY_PREFIX,
+        '--json',
+      ],
+      cleanEnv(),
+    );
+    expect(run.stderr).not.toMatch(/error|Error/);
+    expect(run.stderr).toContain(`tokens and endpoint health shared on Redis at ${REDIS_URL}`);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout.trim().split('\n').pop()!) as RunReport;
+    expect(report.status).toBe('completed');
+    expect(report.turns.total).toBe(2 * 2 * 4);
+    expect(report.emulator!.maxInFlight).toBeLessThanOrEqual(2);
+    expect(Object.keys(report.byWorker ?? {})).toHaveLength(3);
+    const database = await openDatabase({ url: POSTGRES_URL });
+    try {
+      const stored = (await createRunStore(database).getRun(runId))!.config as StoredRunConfig;
+      expect(stored.workers!.coordination).toEqual({
+        backend: 'redis',
+        url: new URL(REDIS_URL).toString(),
+        secret: false,
+        keyPrefix: REDIS_KEY_PREFIX,
+      });
+      // Nothing of this run's pool on the store's PostgreSQL: the tokens were on Redis.
+      const { rows } = await sql<{ pool: string }>`
+        select pool from coordination_tokens where pool = ${stored.workers!.pool}
+      `.execute(database.db);
+      expect(rows).toEqual([]);
+      await cleanPool({
+        backend: 'redis',
+        url: REDIS_URL,
+        keyPrefix: REDIS_KEY_PREFIX,
+        pool: stored.workers!.pool,
+      });
+    } finally {
+      await database.close();
+    }
+  }, 180_000);
+
+  it('breakwater worker --coordination-url naming another server than its run’s is refused in one line, naming both', async () => {
+    const database = await openDatabase({ url: POSTGRES_URL });
+    const source = join(dir, 'scenario.yaml');
+    const { runId } = await startWorkerRun({
+      scenario: loadScenario(source),
+      scenarioSource: source,
+      database,
+      workers: 1,
+      emulatorUrl: 'http://127.0.0.1:9',
+      coordination: { url: REDIS_URL, keyPrefix: REDIS_KEY_PREFIX },
+    });
+    try {
+      const run = await runCli(
+        [
+          'worker',
+          '--database-url',
+          POSTGRES_URL,
+          '--run-id',
+          runId,
+          '--coordination-url',
+          'redis://:hunter2pw@127.0.0.1:6380/0',
+        ],
+        cleanEnv(),
+      );
+      expect(run.code).toBe(1);
+      oneLine(run.stderr);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^breakwater worker: --coordination-url names redis://127\\.0\\.0\\.1:6380/0 but run ${runId} coordinates on Redis at `,
+        ),
+      );
+      expect(run.stderr).not.toContain('hunter2pw');
+      // The environment variable is the same as the flag.
+      const viaEnv = await runCli(
+        ['worker', '--database-url', POSTGRES_URL, '--run-id', runId],
+        cleanEnv({ BREAKWATER_COORDINATION_URL: 'postgres://postgres@127.0.0.1:5432/other' }),
+      );
+      expect(viaEnv.code).toBe(1);
+      oneLine(viaEnv.stderr);
+      expect(viaEnv.stderr).toContain(`but run ${runId} coordinates on Redis at`);
+    } finally {
+      await createRunStore(database).setRunStatus(runId, 'failed');
+      await database.close();
+    }
+  }, 60_000);
 });
