@@ -312,7 +312,14 @@ async function workParts(
     },
     ...(options.logger ? { logger: options.logger } : {}),
   });
-  const send: RuntimeEventListener = (e) => ctx.recorder.listener(e);
+  // The run's one log says which worker ran each agent and asked each turn (the live view and the replay show it).
+  const worker = claims[0]?.holder ?? 'worker';
+  const send: RuntimeEventListener = (e) =>
+    ctx.recorder.listener(
+      e.type === 'agent.state' || e.type === 'turn.completed'
+        ? ({ ...e, data: { ...e.data, worker } } as typeof e)
+        : e,
+    );
   const unsubscribe = executor.subscribeEvents(send);
   let staged = 0;
   try {

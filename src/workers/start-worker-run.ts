@@ -74,6 +74,8 @@ export interface WorkerRun {
   readonly emulator?: Emulator;
   /** How the workers share it (as stored with the run). */
   readonly workers: StoredWorkersConfig;
+  /** How many turns each round has (index 0: round 1), for progress. */
+  readonly turnsPerRound: readonly number[];
 }
 
 /**
@@ -161,5 +163,11 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
     await emulator?.close();
     throw e;
   }
-  return { runId, rounds: plans.length, workers, ...(emulator ? { emulator } : {}) };
+  return {
+    runId,
+    rounds: plans.length,
+    workers,
+    turnsPerRound: plans.map((p) => p.turns.length),
+    ...(emulator ? { emulator } : {}),
+  };
 }

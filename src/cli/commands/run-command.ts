@@ -292,6 +292,7 @@ async function runWorkersCommand(options: RunCommandOptions, print: Print): Prom
         }
       : {}),
     ...(options.json ? { json: true } : {}),
+    ...(options.live === false ? { live: false } : {}),
     print,
     ...(options.signal ? { signal: options.signal } : {}),
   });
