@@ -8,6 +8,7 @@ import type { StoredRunConfig } from '../../src/rounds/run-scenario.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
+import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
 import { cleanEnv, runCli } from '../cli/run-cli.ts';
 import { cleanPool, POSTGRES_URL, REDIS_KEY_PREFIX, REDIS_URL } from '../support/coordination-env.ts';
@@ -224,4 +225,49 @@ describe('breakwater run --workers', () => {
       await database.close();
     }
   }, 60_000);
+
+  it('the parent shows the live view from the run’s event log: every turn once, naming the worker that asked it (the worker holding its part)', async () => {
+    const runId = `live-workers-${process.pid}`;
+    const run = await runCli(
+      [
+        'run',
+        join(dir, 'scenario.yaml'),
+        '--workers',
+        '3',
+        '--database-url',
+        POSTGRES_URL,
+        '--run-id',
+        runId,
+      ],
+      cleanEnv(),
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    // stdout is a pipe: the live view's plain lines, then the report.
+    const turnLines = [
+      ...run.stdout.matchAll(/^\[\+[^\]]+\] (\w+) (.+?) \(round (\d+) (I\d+)\) on worker (\S+)$/gm),
+    ].map((m) => ({ agent: m[1]!, outcome: m[2]!, round: Number(m[3]), item: m[4]!, worker: m[5]! }));
+    expect(turnLines).toHaveLength(2 * 2 * 4);
+    expect(new Set(turnLines.map((t) => `${t.round}|${t.item}|${t.agent}`)).size).toBe(2 * 2 * 4);
+    expect(run.stdout).toMatch(/round 2 committed \(8 turns\)/);
+    // The workers' own per-turn lines are not relayed as well (they would say it twice).
+    expect(run.stdout).not.toMatch(/^worker \S+ {2}run /m);
+    const database = await openDatabase({ url: POSTGRES_URL });
+    try {
+      // Which worker each line names is the one that holds (and staged) that agent's part of that round.
+      for (const round of [1, 2]) {
+        const parts = await loadParts(database, runId, round);
+        for (const t of turnLines.filter((x) => x.round === round))
+          expect(t.worker).toBe(parts.find((p) => p.agent === t.agent)!.holder);
+      }
+      // And the report's turns by worker agree with the lines.
+      const byWorker = await turnsByWorker(database, runId);
+      const fromLines: Record<string, number> = {};
+      for (const t of turnLines) fromLines[t.worker] = (fromLines[t.worker] ?? 0) + 1;
+      expect(fromLines).toEqual(byWorker);
+      for (const [worker, n] of Object.entries(byWorker)) expect(run.stdout).toContain(`  ${worker}  ${n}`);
+    } finally {
+      await database.close();
+    }
+  }, 180_000);
 });
