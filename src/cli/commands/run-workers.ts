@@ -108,7 +108,8 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
           total: started.turnsPerRound[round - 1] ?? 0,
         });
       tail.subscribeEvents((e) => {
-        if (e.type === 'turn.completed' && typeof e.data.round === 'number') {
+        if (e.type === 'run.started') progress();
+        else if (e.type === 'turn.completed' && typeof e.data.round === 'number') {
           done.set(e.data.round, (done.get(e.data.round) ?? 0) + 1);
           if (e.data.round === round) progress();
         } else if (e.type === 'round.committed') {
@@ -116,7 +117,6 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
           progress();
         }
       });
-      progress();
     }
     // The coordination URL (its password too) reaches the workers through their environment, never their argv
     // (which any local user can read); without one, an inherited variable must not send them elsewhere.
