@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import { sleep, systemClock } from '../clock/clock.ts';
 import { createScaledClock, type ScaledClock } from '../clock/scaled-clock.ts';
 import type { RuntimeEventListener } from '../events/runtime-event.ts';
 import { durableAgentState } from '../runtime/agent-snapshot.ts';
@@ -31,6 +30,7 @@ import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
 import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import { planWorkerCoordination, probeCoordination } from './worker-coordination.ts';
+import { listenForRounds, notifyRound } from './round-wakeup.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
 import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
 
@@ -60,7 +60,11 @@ export interface RunWorkerOptions {
   readonly runId?: string;
   /** This worker's name in leases, the report and the live output. Default `host:pid:nonce`. */
   readonly holder?: string;
-  /** How often an idle worker looks for work, real ms. Default 100. */
+  /**
+   * How often an idle worker looks for work when nothing woke it, real ms: a worker waiting at the round barrier is
+   * woken by NOTIFY as soon as a part is staged or a round committed; this bounded poll covers what sends none (a
+   * lease running out, a new run). Default 1 000, or 100 when the LISTEN connection could not be made.
+   */
   readonly pollMs?: number;
   readonly logger?: Logger;
   /** Called after every turn this worker asked and staged. Default none. */
@@ -115,7 +119,8 @@ interface RunContext {
 export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummary> {
   const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const store = createRunStore(options.database);
-  const pollMs = options.pollMs ?? 100;
+  const wakeup = await listenForRounds(options.databaseUrl);
+  const pollMs = () => options.pollMs ?? (wakeup.listening ? 1_000 : 100);
   const summary = { holder, turns: 0, commits: 0 };
   const contexts = new Map<string, RunContext>();
   // Runs this worker cannot join (their scenario file is not on this machine, say): skipped, not fatal, unless
@@ -124,12 +129,13 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
   try {
     for (;;) {
       options.signal?.throwIfAborted();
+      const since = wakeup.mark();
       const run = options.runId
         ? await store.getRun(options.runId)
         : await nextRun(options.database, unjoinable);
       if (run?.status !== 'running') {
         if (options.runId) return summary;
-        await sleep(systemClock, pollMs, options.signal);
+        await wakeup.wait(undefined, pollMs(), since, options.signal);
         continue;
       }
       let ctx = contexts.get(run.runId);
@@ -145,9 +151,10 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
         contexts.set(run.runId, ctx);
       }
       const worked = await stepRound(options, store, ctx, holder, summary);
-      if (!worked) await sleep(systemClock, pollMs, options.signal);
+      if (!worked) await wakeup.wait(run.runId, pollMs(), since, options.signal);
     }
   } finally {
+    await wakeup.close();
     for (const ctx of contexts.values()) await ctx.recorder.flush().catch(() => {});
   }
 }
@@ -237,13 +244,14 @@ async function stepRound(
   const plan = ctx.plans.find((p) => p.round === round);
   if (!plan) {
     await store.setRunStatus(runId, 'completed');
+    await notifyRound(options.database, runId);
     return true;
   }
   const agents = [...new Set(plan.turns.map((t) => t.agent))];
   const parts = await loadParts(options.database, runId, round);
   const staged = new Set(parts.filter((p) => p.done).map((p) => p.agent));
   if (agents.every((a) => staged.has(a))) {
-    if (await commit(store, ctx, plan, parts, options.signal)) {
+    if (await commit(options.database, store, ctx, plan, parts, options.signal)) {
       summary.commits++;
       options.onCommit?.(runId, round);
     }
@@ -349,6 +357,8 @@ async function workParts(
           ? null
           : { agent: claim.agent, machineVersion: AGENT_MACHINE_VERSION, ...durableAgentState(persisted) };
       if (await stagePart(options.database, claim, turns, state)) {
+        // The workers waiting at the round barrier go on now (the last part in lets one of them commit).
+        await notifyRound(options.database, runId);
         staged += turns.length;
         for (const t of turns)
           options.onTurn?.({
@@ -380,6 +390,7 @@ async function workParts(
 
 /** Commits a round whose every part is staged; false when another worker committed it first. */
 async function commit(
+  database: BreakwaterDatabase,
   store: RunStore,
   ctx: RunContext,
   plan: RoundPlan,
@@ -411,6 +422,7 @@ async function commit(
     if (isRoundCommitConflictError(e) && e.reason === 'already_committed') return false;
     throw e;
   }
+  await notifyRound(database, runId);
   ctx.recorder.listener({
     type: 'round.committed',
     at: ctx.clock.now(),

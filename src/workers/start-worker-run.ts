@@ -16,6 +16,7 @@ import { scenarioOrigin } from '../scenarios/scenario-endpoints.ts';
 import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
 import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { createRunStore } from '../store/run-store.ts';
+import { notifyRound } from './round-wakeup.ts';
 import { storeWorkerCoordination } from './worker-coordination.ts';
 
 /** Why a run cannot be spread over workers on this store (a PGlite data folder is one process's). */
@@ -163,6 +164,8 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
     await emulator?.close();
     throw e;
   }
+  // Workers idle on any run go on now rather than at their next poll.
+  await notifyRound(options.database, runId);
   return {
     runId,
     rounds: plans.length,
