@@ -1,5 +1,4 @@
 import { sql } from 'kysely';
-import pg from 'pg';
 import type { BreakwaterDatabase } from '../store/open-database.ts';
 
 /** The channel a worker NOTIFYs (payload: the run id) when it staged a part, committed a round or ended a run. */
@@ -51,7 +50,9 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
   let count = 0;
   /** The count at the last notification for each run (and for any run). */
   const last = new Map<string | undefined, number>();
-  let client: pg.Client | undefined = new pg.Client({
+  // Loaded here, not on import: `breakwater run` without workers never loads it through this module.
+  const { default: pg } = await import('pg');
+  let client: InstanceType<typeof pg.Client> | undefined = new pg.Client({
     connectionString: url,
     connectionTimeoutMillis: timeoutMs,
     query_timeout: timeoutMs,
