@@ -154,7 +154,8 @@ describe('breakwater run --workers', () => {
     expect(report.status).toBe('completed');
     expect(report.turns.total).toBe(2 * 2 * 4);
     expect(report.emulator!.maxInFlight).toBeLessThanOrEqual(2);
-    expect(Object.keys(report.byWorker ?? {})).toHaveLength(3);
+    // Which worker did what adds up to every turn (how the 8 parts fell among the three depends on timing).
+    expect(Object.values(report.byWorker ?? {}).reduce((a, b) => a + b, 0)).toBe(report.turns.total);
     const database = await openDatabase({ url: POSTGRES_URL });
     try {
       const stored = (await createRunStore(database).getRun(runId))!.config as StoredRunConfig;

@@ -61,6 +61,8 @@ let database: BreakwaterDatabase;
 let emulator: Emulator;
 const workers: Worker[] = [];
 const pools: StoredWorkersConfig[] = [];
+/** One connection for every read of the Redis lease records (opened on first use). */
+let redis: Redis | undefined;
 
 /** A global token's lease as the backend itself records it: its holder and expiry, on the backend's clock. */
 interface LeaseRecord {
@@ -71,20 +73,16 @@ interface LeaseRecord {
 /** The backend's clock now and every lease of the pool it still counts as held (expiry after now). */
 async function liveLeases(w: StoredWorkersConfig): Promise<{ now: number; leases: LeaseRecord[] }> {
   if (w.coordination?.backend === 'redis') {
-    const redis = new Redis(REDIS_URL);
-    try {
-      const [s, us] = await redis.time();
-      const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
-      const flat = await redis.zrange(`${w.coordination.keyPrefix}${w.pool}:tokens`, '0', '-1', 'WITHSCORES');
-      const leases: LeaseRecord[] = [];
-      for (let i = 0; i < flat.length; i += 2) {
-        const member = flat[i]!;
-        leases.push({ holder: member.slice(0, member.lastIndexOf('|')), expiresAt: Number(flat[i + 1]) });
-      }
-      return { now, leases: leases.filter((l) => l.expiresAt > now) };
-    } finally {
-      redis.disconnect();
+    redis ??= new Redis(REDIS_URL);
+    const [s, us] = await redis.time();
+    const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    const flat = await redis.zrange(`${w.coordination.keyPrefix}${w.pool}:tokens`, '0', '-1', 'WITHSCORES');
+    const leases: LeaseRecord[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      const member = flat[i]!;
+      leases.push({ holder: member.slice(0, member.lastIndexOf('|')), expiresAt: Number(flat[i + 1]) });
     }
+    return { now, leases: leases.filter((l) => l.expiresAt > now) };
   }
   // One statement: the server's clock and the rows at the same instant (a pool with no row yet still has a now).
   const { rows } = await sql<{ holder: string | null; expires: string | null; now: string }>`
@@ -124,15 +122,25 @@ function startWorker(runId: string): Worker {
 /** Polls an async check (store reads), bounded like `waitFor`. */
 async function until(check: () => Promise<boolean>, what: string, maxMs = 60_000): Promise<void> {
   let ok = false;
+  let over = false;
+  let failed: unknown;
   const poll = async () => {
-    for (;;) {
+    // Stops when the wait gave up: no read may outlive the test (its database is closed after it).
+    while (!over) {
       ok = await check();
       if (ok) return;
       await new Promise((r) => setTimeout(r, 20));
     }
   };
-  void poll();
-  await waitFor(() => ok, what, maxMs);
+  void poll().catch((e: unknown) => {
+    failed = e;
+  });
+  try {
+    await waitFor(() => ok || failed !== undefined, what, maxMs);
+  } finally {
+    over = true;
+  }
+  if (failed !== undefined) throw failed;
 }
 
 beforeAll(async () => {
@@ -144,6 +152,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  redis?.disconnect();
   for (const w of pools)
     await cleanPool(
       w.coordination?.backend === 'redis'
