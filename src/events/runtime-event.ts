@@ -26,7 +26,8 @@ export type RuntimeEvent =
   | Ev<'round.started', { round: number }>
   | Ev<'round.committed', { round: number; turns: number }>
   /** An agent's top-level state changed (idle, queued, calling, fallback, tools, cooling, degraded, stopped). */
-  | Ev<'agent.state', { state: string; previous: string }, 'agent'>
+  /** `worker`: the worker process that ran the agent, in a run spread over workers (`host:pid:nonce`). */
+  | Ev<'agent.state', { state: string; previous: string; worker?: string }, 'agent'>
   /**
    * One upstream attempt (one line of the call log). `startedAt` + `latencyMs` give its interval. An
    * agent's attempt names its `agent`; a breaker's HALF-OPEN probe (`probe: true`) has none.
@@ -80,6 +81,8 @@ export type RuntimeEvent =
         attempts: number;
         faults: readonly FaultKind[];
         startedAt: number;
+        /** The worker process that asked the turn, in a run spread over workers (`host:pid:nonce`). */
+        worker?: string;
       },
       'agent'
     >

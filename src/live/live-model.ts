@@ -30,6 +30,8 @@ export interface LiveAgent {
   failed: number;
   /** A streamed run: the running turn's text so far. */
   text?: string;
+  /** A run spread over workers: the worker process that runs it now (`host:pid:nonce`). */
+  worker?: string;
 }
 
 /**
@@ -205,6 +207,7 @@ export class LiveModel {
         const agent = this.addAgent(event.agent, at);
         const state = str(data.state) ?? agent.state;
         agent.state = state;
+        agent.worker = str(data.worker) ?? agent.worker;
         agent.since = at;
         if (state !== 'cooling' && state !== 'queued') delete agent.waitUntil;
         return [`${agent.name} ${state} (was ${str(data.previous) ?? '?'})`];
@@ -233,6 +236,22 @@ export class LiveModel {
         const agent = this.addAgent(event.agent, at);
         agent.turns++;
         const outcome = str(data.outcome);
+        const worker = str(data.worker);
+        // A run spread over workers: every turn says which worker asked it (the log of who did what).
+        if (worker) {
+          agent.worker = worker;
+          if (data.degraded === true) agent.degraded++;
+          else if (outcome === 'failed') agent.failed++;
+          const where = [
+            num(data.round) !== undefined ? `round ${num(data.round)}` : '',
+            str(data.itemId) ?? '',
+          ]
+            .filter(Boolean)
+            .join(' ');
+          return [
+            `${agent.name} ${data.degraded === true ? 'answered degraded' : (outcome ?? '?')}${where ? ` (${where})` : ''} on worker ${worker}`,
+          ];
+        }
         if (data.degraded === true) {
           agent.degraded++;
           const reason = str(data.degradedReason);

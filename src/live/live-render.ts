@@ -25,6 +25,7 @@ function agentDetail(a: LiveAgent, now: number): string {
   const parts: string[] = [];
   if (a.noAgent) parts.push('plain code (no_agent)');
   else if (a.endpoint) parts.push(`via ${a.endpoint}`);
+  if (a.worker) parts.push(`on ${a.worker}`);
   if (a.waitUntil !== undefined && a.waitUntil > now && (a.state === 'cooling' || a.state === 'queued'))
     parts.push(`waits ${shortDuration(a.waitUntil - now)}`);
   parts.push(`${a.turns} turn${a.turns === 1 ? '' : 's'}`);

@@ -1,3 +1,4 @@
+import type { StoredWorkerCoordination } from '../workers/worker-coordination.ts';
 import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
@@ -148,8 +149,13 @@ export interface StoredWorkersConfig {
   readonly wallStart: number;
   /** Control URL of the emulator every worker talks to (one emulator, one record of calls). */
   readonly emulatorUrl?: string;
-  /** The coordination pool of the run's global tokens and endpoint health (on the run's PostgreSQL). */
+  /** The coordination pool of the run's global tokens and endpoint health. */
   readonly pool: string;
+  /**
+   * Where the pool lives (`run --workers N --coordination-url …`), its URL without secrets. Absent: on the run's
+   * own PostgreSQL store.
+   */
+  readonly coordination?: StoredWorkerCoordination;
   /** Lease of a claimed agent part, ms: a dead worker's agents are taken over after it. */
   readonly leaseTtlMs: number;
 }

@@ -3,7 +3,6 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import { sleep, systemClock } from '../clock/clock.ts';
 import { createScaledClock, type ScaledClock } from '../clock/scaled-clock.ts';
 import type { RuntimeEventListener } from '../events/runtime-event.ts';
 import { durableAgentState } from '../runtime/agent-snapshot.ts';
@@ -29,6 +28,9 @@ import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import type { CoordinationOptions } from '../coordination/coordination-options.ts';
+import { planWorkerCoordination, probeCoordination } from './worker-coordination.ts';
+import { listenForRounds, notifyRound } from './round-wakeup.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
 import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
 
@@ -46,13 +48,23 @@ export interface WorkerTurnNote {
 export interface RunWorkerOptions {
   /** The run's PostgreSQL store (not closed by the worker). */
   readonly database: BreakwaterDatabase;
-  /** The same database's URL: the global tokens and endpoint health are coordinated on it. */
+  /** The same database's URL: the global tokens and endpoint health are coordinated on it unless the run says otherwise. */
   readonly databaseUrl: string;
+  /**
+   * This worker's URL of the run's coordination backend (`--coordination-url`), to bring its credentials: it must
+   * name the server the run coordinates on (else the run is refused, or skipped when working on any run).
+   * Default: the URL stored with the run.
+   */
+  readonly coordinationUrl?: string;
   /** Work on this run only, and return once it is no longer running. Default: any run that has work, until `signal`. */
   readonly runId?: string;
   /** This worker's name in leases, the report and the live output. Default `host:pid:nonce`. */
   readonly holder?: string;
-  /** How often an idle worker looks for work, real ms. Default 100. */
+  /**
+   * How often an idle worker looks for work when nothing woke it, real ms: a worker waiting at the round barrier is
+   * woken by NOTIFY as soon as a part is staged or a round committed; this bounded poll covers what sends none (a
+   * lease running out, a new run). Default 1 000, or 100 when the LISTEN connection could not be made.
+   */
   readonly pollMs?: number;
   readonly logger?: Logger;
   /** Called after every turn this worker asked and staged. Default none. */
@@ -80,6 +92,8 @@ interface RunContext {
   readonly definitions: readonly AgentDefinition[];
   readonly clock: ScaledClock;
   readonly recorder: WorkerEventRecorder;
+  /** Where this worker shares the run's tokens and endpoint health (URL with its credentials). */
+  readonly coordination: CoordinationOptions;
   /** The endpoints' health as this worker last saw it (committed with the rounds it commits). */
   health?: unknown;
 }
@@ -93,7 +107,8 @@ interface RunContext {
  * from the call memo, so no committed call is made twice.
  *
  * Each batch of parts runs on a runtime restored from the last committed round (agents' snapshots and memory,
- * endpoint health), with the global tokens and endpoint health coordinated on the run's PostgreSQL.
+ * endpoint health), with the global tokens and endpoint health coordinated where the run says (its PostgreSQL
+ * store unless started with a coordination URL: PostgreSQL or Redis).
  *
  * @example
  * ```ts
@@ -104,7 +119,8 @@ interface RunContext {
 export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummary> {
   const holder = options.holder ?? `${hostname()}:${process.pid}:${randomBytes(3).toString('hex')}`;
   const store = createRunStore(options.database);
-  const pollMs = options.pollMs ?? 100;
+  const wakeup = await listenForRounds(options.databaseUrl);
+  const pollMs = () => options.pollMs ?? (wakeup.listening ? 1_000 : 100);
   const summary = { holder, turns: 0, commits: 0 };
   const contexts = new Map<string, RunContext>();
   // Runs this worker cannot join (their scenario file is not on this machine, say): skipped, not fatal, unless
@@ -113,18 +129,19 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
   try {
     for (;;) {
       options.signal?.throwIfAborted();
+      const since = wakeup.mark();
       const run = options.runId
         ? await store.getRun(options.runId)
         : await nextRun(options.database, unjoinable);
       if (run?.status !== 'running') {
         if (options.runId) return summary;
-        await sleep(systemClock, pollMs, options.signal);
+        await wakeup.wait(undefined, pollMs(), since, options.signal);
         continue;
       }
       let ctx = contexts.get(run.runId);
       if (!ctx) {
         try {
-          ctx = await joinRun(options.database, run);
+          ctx = await joinRun(options, run);
         } catch (e) {
           if (options.runId) throw e;
           unjoinable.add(run.runId);
@@ -134,9 +151,10 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
         contexts.set(run.runId, ctx);
       }
       const worked = await stepRound(options, store, ctx, holder, summary);
-      if (!worked) await sleep(systemClock, pollMs, options.signal);
+      if (!worked) await wakeup.wait(run.runId, pollMs(), since, options.signal);
     }
   } finally {
+    await wakeup.close();
     for (const ctx of contexts.values()) await ctx.recorder.flush().catch(() => {});
   }
 }
@@ -156,11 +174,23 @@ async function nextRun(
   return row ? createRunStore(database).getRun(row.run_id) : undefined;
 }
 
-async function joinRun(database: BreakwaterDatabase, run: RunRecord): Promise<RunContext> {
+async function joinRun(options: RunWorkerOptions, run: RunRecord): Promise<RunContext> {
+  const database = options.database;
   const config = run.config as StoredRunConfig | null;
   const workers = config?.workers;
   if (!config?.scenarioSource || !workers)
     throw new Error(`run "${run.runId}" was not started for workers (\`breakwater run --workers N\`)`);
+  const coordination = planWorkerCoordination({
+    runId: run.runId,
+    stored: workers.coordination,
+    databaseUrl: options.databaseUrl,
+    override: options.coordinationUrl,
+  });
+  // Reached once before any part is claimed: an unreachable backend is one line, not a run of degraded turns.
+  await probeCoordination(
+    { ...coordination.options, pool: workers.pool },
+    options.coordinationUrl !== undefined ? '--coordination-url' : `run ${run.runId}'s coordination`,
+  );
   const scenario = loadScenario(config.scenarioSource);
   const scale = scenario.timeScale ?? 1;
   // Every worker's clock reads the run's origin at the same wall instant, so scheduled firings agree.
@@ -192,6 +222,7 @@ async function joinRun(database: BreakwaterDatabase, run: RunRecord): Promise<Ru
     definitions: scenarioAgents(spec),
     clock,
     recorder: createWorkerEventRecorder(database, run.runId),
+    coordination: coordination.options,
   };
 }
 
@@ -213,13 +244,14 @@ async function stepRound(
   const plan = ctx.plans.find((p) => p.round === round);
   if (!plan) {
     await store.setRunStatus(runId, 'completed');
+    await notifyRound(options.database, runId);
     return true;
   }
   const agents = [...new Set(plan.turns.map((t) => t.agent))];
   const parts = await loadParts(options.database, runId, round);
   const staged = new Set(parts.filter((p) => p.done).map((p) => p.agent));
   if (agents.every((a) => staged.has(a))) {
-    if (await commit(store, ctx, plan, parts, options.signal)) {
+    if (await commit(options.database, store, ctx, plan, parts, options.signal)) {
       summary.commits++;
       options.onCommit?.(runId, round);
     }
@@ -281,15 +313,21 @@ async function workParts(
     memo,
     restored: restore.agents,
     coordination: {
-      backend: 'postgres',
-      url: options.databaseUrl,
+      ...ctx.coordination,
       pool: ctx.workers.pool,
       leaseTtlMs: ttl,
       processId: claims[0]?.holder ?? 'worker',
     },
     ...(options.logger ? { logger: options.logger } : {}),
   });
-  const send: RuntimeEventListener = (e) => ctx.recorder.listener(e);
+  // The run's one log says which worker ran each agent and asked each turn (the live view and the replay show it).
+  const worker = claims[0]?.holder ?? 'worker';
+  const send: RuntimeEventListener = (e) =>
+    ctx.recorder.listener(
+      e.type === 'agent.state' || e.type === 'turn.completed'
+        ? ({ ...e, data: { ...e.data, worker } } as typeof e)
+        : e,
+    );
   const unsubscribe = executor.subscribeEvents(send);
   let staged = 0;
   try {
@@ -319,6 +357,8 @@ async function workParts(
           ? null
           : { agent: claim.agent, machineVersion: AGENT_MACHINE_VERSION, ...durableAgentState(persisted) };
       if (await stagePart(options.database, claim, turns, state)) {
+        // The workers waiting at the round barrier go on now (the last part in lets one of them commit).
+        await notifyRound(options.database, runId);
         staged += turns.length;
         for (const t of turns)
           options.onTurn?.({
@@ -350,6 +390,7 @@ async function workParts(
 
 /** Commits a round whose every part is staged; false when another worker committed it first. */
 async function commit(
+  database: BreakwaterDatabase,
   store: RunStore,
   ctx: RunContext,
   plan: RoundPlan,
@@ -381,6 +422,7 @@ async function commit(
     if (isRoundCommitConflictError(e) && e.reason === 'already_committed') return false;
     throw e;
   }
+  await notifyRound(database, runId);
   ctx.recorder.listener({
     type: 'round.committed',
     at: ctx.clock.now(),

@@ -16,6 +16,8 @@ import { scenarioOrigin } from '../scenarios/scenario-endpoints.ts';
 import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
 import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { createRunStore } from '../store/run-store.ts';
+import { notifyRound } from './round-wakeup.ts';
+import { storeWorkerCoordination } from './worker-coordination.ts';
 
 /** Why a run cannot be spread over workers on this store (a PGlite data folder is one process's). */
 export class WorkersNeedPostgresError extends Error {
@@ -53,8 +55,16 @@ export interface StartWorkerRunOptions {
   readonly runId?: string;
   /** An emulator already running (its control URL). Default: one is started here, on the run's clock. */
   readonly emulatorUrl?: string;
-  /** Lease of a claimed agent part, ms (a killed worker's agents are taken over after it). Default 5 000. */
+  /**
+   * Lease of a claimed agent part and of a global token, ms (a killed worker's agents are taken over after it, its
+   * tokens come back within it). Default 5 000.
+   */
   readonly leaseTtlMs?: number;
+  /**
+   * Where the workers share the run's global tokens and endpoint health: a `postgres://…` or `redis://…` URL
+   * (stored without its secrets), and for Redis the prefix of its keys. Default: the run's own PostgreSQL store.
+   */
+  readonly coordination?: { readonly url: string; readonly keyPrefix?: string };
 }
 
 /** A run created for workers. */
@@ -63,6 +73,10 @@ export interface WorkerRun {
   readonly rounds: number;
   /** The emulator started for the run (close it when the run is over), if one was. */
   readonly emulator?: Emulator;
+  /** How the workers share it (as stored with the run). */
+  readonly workers: StoredWorkersConfig;
+  /** How many turns each round has (index 0: round 1), for progress. */
+  readonly turnsPerRound: readonly number[];
 }
 
 /**
@@ -103,6 +117,9 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
     ...(emulatorUrl ? { emulatorUrl } : {}),
     pool: `run:${runId}:${randomBytes(2).toString('hex')}`,
     leaseTtlMs: options.leaseTtlMs ?? 5_000,
+    ...(options.coordination
+      ? { coordination: storeWorkerCoordination(options.coordination.url, options.coordination.keyPrefix) }
+      : {}),
   };
   const config: StoredRunConfig = {
     policy: 'breakwater',
@@ -147,5 +164,13 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
     await emulator?.close();
     throw e;
   }
-  return { runId, rounds: plans.length, ...(emulator ? { emulator } : {}) };
+  // Workers idle on any run go on now rather than at their next poll.
+  await notifyRound(options.database, runId);
+  return {
+    runId,
+    rounds: plans.length,
+    workers,
+    turnsPerRound: plans.map((p) => p.turns.length),
+    ...(emulator ? { emulator } : {}),
+  };
 }

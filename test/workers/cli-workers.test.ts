@@ -1,10 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/report/report-types.ts';
+import type { StoredRunConfig } from '../../src/rounds/run-scenario.ts';
+import { loadScenario } from '../../src/scenarios/load-scenario.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
+import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
 import { cleanEnv, runCli } from '../cli/run-cli.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { cleanPool, POSTGRES_URL, REDIS_KEY_PREFIX, REDIS_URL } from '../support/coordination-env.ts';
 
 /*
  * `breakwater run <scenario> --workers N` as a user runs it: real CLI processes (the parent and its N workers), one
@@ -17,9 +24,31 @@ const oneLine = (stderr: string) => {
   expect(stderr).not.toMatch(/^\s+at /m);
 };
 
+const SMALL = `
+name: workers-redis
+timeScale: 1
+runtime:
+  endpoints:
+    - { id: primary, provider: openai, model: gpt-4o, emulator: openai, apiKey: sk-workers-primary-000000000002 }
+  chains: { main: [primary] }
+  concurrency: { limit: 2 }
+  agentDefaults: { maxWaitMs: 120000 }
+agents:
+${['Kai', 'Yuna', 'Miso', 'Ari'].map((a) => `  - { name: ${a}, chain: main, tier: analysis, role: "You are ${a}." }`).join('\n')}
+rounds:
+  count: 2
+  items:
+    - { id: I1, title: Item 1 }
+    - { id: I2, title: Item 2 }
+emulator:
+  seed: 15
+  latency: { minMs: 40, maxMs: 90 }
+`;
+
 let dir: string;
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'bw-cli-workers-'));
+  writeFileSync(join(dir, 'scenario.yaml'), SMALL);
 });
 afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
@@ -68,4 +97,178 @@ describe('breakwater run --workers', () => {
     expect(Object.keys(byWorker)).toHaveLength(3);
     expect(Object.values(byWorker).reduce((a, b) => a + b, 0)).toBe(report.turns.total);
   }, 300_000);
+
+  it('an unreachable --coordination-url is one line naming the flag, without its password, and no run is stored', async () => {
+    const runId = `unreachable-${process.pid}`;
+    const run = await runCli(
+      [
+        'run',
+        join(dir, 'scenario.yaml'),
+        '--workers',
+        '2',
+        '--database-url',
+        POSTGRES_URL,
+        '--run-id',
+        runId,
+        '--coordination-url',
+        'redis://:hunter2pw@127.0.0.1:1/0',
+      ],
+      cleanEnv(),
+    );
+    expect(run.code).toBe(1);
+    oneLine(run.stderr);
+    expect(run.stderr).toMatch(/^breakwater run: --coordination-url: Redis at redis:\/\/127\.0\.0\.1:1\/0/);
+    expect(run.stderr + run.stdout).not.toContain('hunter2pw');
+    const database = await openDatabase({ url: POSTGRES_URL });
+    try {
+      expect(await createRunStore(database).getRun(runId)).toBeUndefined();
+    } finally {
+      await database.close();
+    }
+  }, 60_000);
+
+  it('--coordination-url redis://… : three workers share the run’s tokens on Redis (stored with the run, no password); the limit holds at the emulator', async () => {
+    const runId = `redis-workers-${process.pid}`;
+    const run = await runCli(
+      [
+        'run',
+        join(dir, 'scenario.yaml'),
+        '--workers',
+        '3',
+        '--database-url',
+        POSTGRES_URL,
+        '--run-id',
+        runId,
+        '--coordination-url',
+        REDIS_URL,
+        '--coordination-prefix',
+        REDIS_KEY_PREFIX,
+        '--json',
+      ],
+      cleanEnv(),
+    );
+    expect(run.stderr).not.toMatch(/error|Error/);
+    expect(run.stderr).toContain(`tokens and endpoint health shared on Redis at ${REDIS_URL}`);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout.trim().split('\n').pop()!) as RunReport;
+    expect(report.status).toBe('completed');
+    expect(report.turns.total).toBe(2 * 2 * 4);
+    expect(report.emulator!.maxInFlight).toBeLessThanOrEqual(2);
+    // Which worker did what adds up to every turn (how the 8 parts fell among the three depends on timing).
+    expect(Object.values(report.byWorker ?? {}).reduce((a, b) => a + b, 0)).toBe(report.turns.total);
+    const database = await openDatabase({ url: POSTGRES_URL });
+    try {
+      const stored = (await createRunStore(database).getRun(runId))!.config as StoredRunConfig;
+      expect(stored.workers!.coordination).toEqual({
+        backend: 'redis',
+        url: new URL(REDIS_URL).toString(),
+        secret: false,
+        keyPrefix: REDIS_KEY_PREFIX,
+      });
+      // Nothing of this run's pool on the store's PostgreSQL: the tokens were on Redis.
+      const { rows } = await sql<{ pool: string }>`
+        select pool from coordination_tokens where pool = ${stored.workers!.pool}
+      `.execute(database.db);
+      expect(rows).toEqual([]);
+      await cleanPool({
+        backend: 'redis',
+        url: REDIS_URL,
+        keyPrefix: REDIS_KEY_PREFIX,
+        pool: stored.workers!.pool,
+      });
+    } finally {
+      await database.close();
+    }
+  }, 180_000);
+
+  it('breakwater worker --coordination-url naming another server than its run’s is refused in one line, naming both', async () => {
+    const database = await openDatabase({ url: POSTGRES_URL });
+    const source = join(dir, 'scenario.yaml');
+    const { runId } = await startWorkerRun({
+      scenario: loadScenario(source),
+      scenarioSource: source,
+      database,
+      workers: 1,
+      emulatorUrl: 'http://127.0.0.1:9',
+      coordination: { url: REDIS_URL, keyPrefix: REDIS_KEY_PREFIX },
+    });
+    try {
+      const run = await runCli(
+        [
+          'worker',
+          '--database-url',
+          POSTGRES_URL,
+          '--run-id',
+          runId,
+          '--coordination-url',
+          'redis://:hunter2pw@127.0.0.1:6380/0',
+        ],
+        cleanEnv(),
+      );
+      expect(run.code).toBe(1);
+      oneLine(run.stderr);
+      expect(run.stderr).toMatch(
+        new RegExp(
+          `^breakwater worker: --coordination-url names redis://127\\.0\\.0\\.1:6380/0 but run ${runId} coordinates on Redis at `,
+        ),
+      );
+      expect(run.stderr).not.toContain('hunter2pw');
+      // The environment variable is the same as the flag.
+      const viaEnv = await runCli(
+        ['worker', '--database-url', POSTGRES_URL, '--run-id', runId],
+        cleanEnv({ BREAKWATER_COORDINATION_URL: 'postgres://postgres@127.0.0.1:5432/other' }),
+      );
+      expect(viaEnv.code).toBe(1);
+      oneLine(viaEnv.stderr);
+      expect(viaEnv.stderr).toContain(`but run ${runId} coordinates on Redis at`);
+    } finally {
+      await createRunStore(database).setRunStatus(runId, 'failed');
+      await database.close();
+    }
+  }, 60_000);
+
+  it('the parent shows the live view from the run’s event log: every turn once, naming the worker that asked it (the worker holding its part)', async () => {
+    const runId = `live-workers-${process.pid}`;
+    const run = await runCli(
+      [
+        'run',
+        join(dir, 'scenario.yaml'),
+        '--workers',
+        '3',
+        '--database-url',
+        POSTGRES_URL,
+        '--run-id',
+        runId,
+      ],
+      cleanEnv(),
+    );
+    expect(run.stderr).toBe('');
+    expect(run.code).toBe(0);
+    // stdout is a pipe: the live view's plain lines, then the report.
+    const turnLines = [
+      ...run.stdout.matchAll(/^\[\+[^\]]+\] (\w+) (.+?) \(round (\d+) (I\d+)\) on worker (\S+)$/gm),
+    ].map((m) => ({ agent: m[1]!, outcome: m[2]!, round: Number(m[3]), item: m[4]!, worker: m[5]! }));
+    expect(turnLines).toHaveLength(2 * 2 * 4);
+    expect(new Set(turnLines.map((t) => `${t.round}|${t.item}|${t.agent}`)).size).toBe(2 * 2 * 4);
+    expect(run.stdout).toMatch(/round 2 committed \(8 turns\)/);
+    // The workers' own per-turn lines are not relayed as well (they would say it twice).
+    expect(run.stdout).not.toMatch(/^worker \S+ {2}run /m);
+    const database = await openDatabase({ url: POSTGRES_URL });
+    try {
+      // Which worker each line names is the one that holds (and staged) that agent's part of that round.
+      for (const round of [1, 2]) {
+        const parts = await loadParts(database, runId, round);
+        for (const t of turnLines.filter((x) => x.round === round))
+          expect(t.worker).toBe(parts.find((p) => p.agent === t.agent)!.holder);
+      }
+      // And the report's turns by worker agree with the lines.
+      const byWorker = await turnsByWorker(database, runId);
+      const fromLines: Record<string, number> = {};
+      for (const t of turnLines) fromLines[t.worker] = (fromLines[t.worker] ?? 0) + 1;
+      expect(fromLines).toEqual(byWorker);
+      for (const [worker, n] of Object.entries(byWorker)) expect(run.stdout).toContain(`  ${worker}  ${n}`);
+    } finally {
+      await database.close();
+    }
+  }, 180_000);
 });

@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
@@ -11,13 +12,16 @@ import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-data
 import { createRunStore } from '../../src/store/run-store.ts';
 import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import type { StoredWorkersConfig } from '../../src/rounds/run-scenario.ts';
+import { cleanPool, POSTGRES_URL, REDIS_KEY_PREFIX, REDIS_URL } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { readJsonLines } from '../support/json-lines.ts';
 
 /*
- * Three real worker processes on one PostgreSQL database, one emulator over real HTTP. Verdicts come from the
- * emulator's own record (in-flight high-water mark, calls per idempotency key) and from the store's rows.
+ * Three real worker processes on one PostgreSQL store, one emulator over real HTTP, the run's global tokens and
+ * endpoint health on the store (PostgreSQL) or on Redis. Verdicts come from the emulator's own record (in-flight
+ * high-water mark, calls per idempotency key), from the store's rows, and from the coordination backend's own
+ * lease records read directly (their expiries on the backend's clock).
  */
 
 const CHILD = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
@@ -56,6 +60,44 @@ let dir: string;
 let database: BreakwaterDatabase;
 let emulator: Emulator;
 const workers: Worker[] = [];
+const pools: StoredWorkersConfig[] = [];
+/** One connection for every read of the Redis lease records (opened on first use). */
+let redis: Redis | undefined;
+
+/** A global token's lease as the backend itself records it: its holder and expiry, on the backend's clock. */
+interface LeaseRecord {
+  readonly holder: string;
+  readonly expiresAt: number;
+}
+
+/** The backend's clock now and every lease of the pool it still counts as held (expiry after now). */
+async function liveLeases(w: StoredWorkersConfig): Promise<{ now: number; leases: LeaseRecord[] }> {
+  if (w.coordination?.backend === 'redis') {
+    redis ??= new Redis(REDIS_URL);
+    const [s, us] = await redis.time();
+    const now = Number(s) * 1000 + Math.floor(Number(us) / 1000);
+    const flat = await redis.zrange(`${w.coordination.keyPrefix}${w.pool}:tokens`, '0', '-1', 'WITHSCORES');
+    const leases: LeaseRecord[] = [];
+    for (let i = 0; i < flat.length; i += 2) {
+      const member = flat[i]!;
+      leases.push({ holder: member.slice(0, member.lastIndexOf('|')), expiresAt: Number(flat[i + 1]) });
+    }
+    return { now, leases: leases.filter((l) => l.expiresAt > now) };
+  }
+  // One statement: the server's clock and the rows at the same instant (a pool with no row yet still has a now).
+  const { rows } = await sql<{ holder: string | null; expires: string | null; now: string }>`
+    select t.holder, extract(epoch from t.expires_at) * 1000 as expires, extract(epoch from n.now) * 1000 as now
+    from (select now() as now) n
+    left join coordination_tokens t on t.pool = ${w.pool} and t.slot >= 0
+  `.execute(database.db);
+  const now = Number(rows[0]!.now);
+  return {
+    now,
+    leases: rows
+      .filter((r) => r.holder !== null && r.expires !== null && Number(r.expires) > now)
+      .map((r) => ({ holder: r.holder!, expiresAt: Number(r.expires) })),
+  };
+}
 
 function startWorker(runId: string): Worker {
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD, POSTGRES_URL, runId], {
@@ -80,15 +122,25 @@ function startWorker(runId: string): Worker {
 /** Polls an async check (store reads), bounded like `waitFor`. */
 async function until(check: () => Promise<boolean>, what: string, maxMs = 60_000): Promise<void> {
   let ok = false;
+  let over = false;
+  let failed: unknown;
   const poll = async () => {
-    for (;;) {
+    // Stops when the wait gave up: no read may outlive the test (its database is closed after it).
+    while (!over) {
       ok = await check();
       if (ok) return;
       await new Promise((r) => setTimeout(r, 20));
     }
   };
-  void poll();
-  await waitFor(() => ok, what, maxMs);
+  void poll().catch((e: unknown) => {
+    failed = e;
+  });
+  try {
+    await waitFor(() => ok || failed !== undefined, what, maxMs);
+  } finally {
+    over = true;
+  }
+  if (failed !== undefined) throw failed;
 }
 
 beforeAll(async () => {
@@ -100,6 +152,13 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  redis?.disconnect();
+  for (const w of pools)
+    await cleanPool(
+      w.coordination?.backend === 'redis'
+        ? { backend: 'redis', url: REDIS_URL, keyPrefix: w.coordination.keyPrefix!, pool: w.pool }
+        : { backend: 'postgres', url: POSTGRES_URL, pool: w.pool },
+    );
   for (const w of workers)
     if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
   await Promise.all(workers.map((w) => w.exited));
@@ -108,32 +167,69 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('a run spread over three worker processes on PostgreSQL', () => {
-  it('keeps the global limit at the emulator; a worker killed mid-round has its agents finished by the others, each turn once, no committed call repeated', async () => {
+const TTL = 1_500;
+
+/*
+ * One suite, two coordination backends for the run's tokens and endpoint health: the store itself (PostgreSQL, the
+ * default), and Redis (`run --workers N --coordination-url redis://…`). The parts and rounds stay on the store.
+ */
+describe.each([
+  { name: 'PostgreSQL', coordination: undefined },
+  { name: 'Redis', coordination: { url: REDIS_URL, keyPrefix: REDIS_KEY_PREFIX } },
+])('a run spread over three worker processes, tokens and health on $name', ({ name, coordination }) => {
+  it('keeps the global limit at the emulator; a worker killed mid-round loses its tokens within the lease TTL and has its agents finished by the others, each turn once, no committed call repeated', async () => {
     const source = join(dir, 'scenario.yaml');
-    const { runId, rounds } = await startWorkerRun({
+    const {
+      runId,
+      rounds,
+      workers: shared,
+    } = await startWorkerRun({
       scenario: loadScenario(source),
       scenarioSource: source,
       database,
       workers: 3,
       emulatorUrl: emulator.controlURL,
-      leaseTtlMs: 1_500,
+      leaseTtlMs: TTL,
+      ...(coordination ? { coordination } : {}),
     });
+    pools.push(shared);
     expect(rounds).toBe(ROUNDS);
-    for (let i = 0; i < 3; i++) startWorker(runId);
+    expect(shared.coordination?.backend ?? 'postgres').toBe(name === 'Redis' ? 'redis' : 'postgres');
+    const team = Array.from({ length: 3 }, () => startWorker(runId));
 
-    // Mid-round 2: a worker holds a part it has not staged yet (its calls are at the emulator).
+    // Mid-round 2: a worker holds a part it has not staged yet and, on the coordination backend, a global token
+    // (its call is at the emulator).
     let victimPid = 0;
     await until(async () => {
       const parts = await loadParts(database, runId, 2);
-      const open = parts.find((p) => !p.done);
+      const { leases } = await liveLeases(shared);
+      const open = parts.find((p) => !p.done && leases.some((l) => l.holder === p.holder));
       if (!open) return false;
       victimPid = Number(open.holder.split(':')[1]);
-      return workers.some((w) => w.child.pid === victimPid);
-    }, 'a worker to hold an unstaged part of round 2');
-    const victim = workers.find((w) => w.child.pid === victimPid)!;
+      return team.some((w) => w.child.pid === victimPid);
+    }, 'a worker to hold an unstaged part of round 2 and a global token');
+    const victim = team.find((w) => w.child.pid === victimPid)!;
     victim.child.kill('SIGKILL');
     await victim.exited;
+    // Its tokens, as the backend records them just after the kill: each runs out within one TTL of it (the last
+    // renewal was before the kill), on the backend's own clock.
+    const atKill = await liveLeases(shared);
+    const victimLeases = atKill.leases.filter((l) => l.holder.includes(`:${victimPid}:`));
+    expect(victimLeases.length).toBeGreaterThan(0);
+    for (const l of victimLeases) expect(l.expiresAt).toBeLessThanOrEqual(atKill.now + TTL);
+    // Once that TTL has passed on the backend's clock, the backend counts none of them as held: they are free for
+    // the survivors, and the live leases never exceed the limit.
+    let after = atKill;
+    await until(
+      async () => {
+        after = await liveLeases(shared);
+        return after.now > atKill.now + TTL;
+      },
+      'the lease TTL to pass on the backend',
+      10_000,
+    );
+    expect(after.leases.filter((l) => l.holder.includes(`:${victimPid}:`))).toEqual([]);
+    expect(after.leases.length).toBeLessThanOrEqual(LIMIT);
     const victimHolder = (await loadParts(database, runId, 2)).find((p) =>
       p.holder.includes(`:${victimPid}:`),
     )?.holder;
@@ -142,7 +238,7 @@ describe('a run spread over three worker processes on PostgreSQL', () => {
       .map((p) => p.agent);
     expect(orphaned.length).toBeGreaterThan(0);
 
-    const survivors = workers.filter((w) => w !== victim);
+    const survivors = team.filter((w) => w !== victim);
     await Promise.race([
       Promise.all(survivors.map((w) => w.exited)),
       waitFor(() => false, 'the survivors to finish the run', 120_000).catch(() => {}),
@@ -201,5 +297,13 @@ describe('a run spread over three worker processes on PostgreSQL', () => {
     const byWorker = await turnsByWorker(database, runId);
     expect(Object.values(byWorker).reduce((a, b) => a + b, 0)).toBe(ROUNDS * ITEMS * AGENTS.length);
     expect(Object.keys(byWorker)).toHaveLength(3);
+
+    // The survivors took tokens on that same backend (and, on Redis, none on the store's PostgreSQL).
+    if (shared.coordination?.backend === 'redis') {
+      const { rows: onStore } = await sql<{ n: string }>`
+        select count(*) as n from coordination_tokens where pool = ${shared.pool}
+      `.execute(database.db);
+      expect(Number(onStore[0]!.n)).toBe(0);
+    }
   }, 180_000);
 });

@@ -1,6 +1,4 @@
 import type { CoordinationOptions } from '../../coordination/coordination-options.ts';
-import { resolveCoordination } from '../../coordination/coordination-options.ts';
-import { createCoordinationBackend } from '../../coordination/create-coordination.ts';
 import type { Command } from 'commander';
 import { Option } from 'commander';
 import {
@@ -37,6 +35,7 @@ import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { openCliDatabase, storeUrl } from '../cli-store.ts';
 import { WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
+import { coordinationBackendOf, probeCoordination } from '../../workers/worker-coordination.ts';
 import { listenForStop, STOP_GRACE_MS } from '../stop-signal.ts';
 
 /** The scenario `breakwater run` replays when none is named (seed 003). */
@@ -60,6 +59,8 @@ export interface RunCommandOptions {
   readonly emulatorUrl?: string;
   /** Share tokens and endpoint health with other processes: `postgres://…` or `redis://…`. Default: none. */
   readonly coordinationUrl?: string;
+  /** Redis only: prefix of every key and channel of `coordinationUrl`. Default `breakwater:`. */
+  readonly coordinationPrefix?: string;
   /** Serve the live state visualizer on 127.0.0.1 (0 = any free port). Default: off. */
   readonly vizPort?: number;
   /** Serve Prometheus metrics at `/metrics` on 127.0.0.1 (0 = any free port). Default: off. */
@@ -101,7 +102,9 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   if (options.emulatorUrl !== undefined) checkEmulatorUrl(options.emulatorUrl);
   // Checked and reached before anything is stored: a bad or unreachable backend is one line, and no run.
   const coordination =
-    options.coordinationUrl !== undefined ? await checkCoordination(options.coordinationUrl) : undefined;
+    options.coordinationUrl !== undefined
+      ? await checkCoordination(options.coordinationUrl, options.coordinationPrefix)
+      : undefined;
   // Lines meant for the user while --json keeps stdout for the report alone.
   const note = (line: string) => {
     if (options.json) process.stderr.write(`${scrubSecrets(line)}\n`);
@@ -259,7 +262,6 @@ async function runWorkersCommand(options: RunCommandOptions, print: Print): Prom
     options.resumeRunId !== undefined ? 'resume' : '',
     options.policy === 'status-quo' ? '--policy status-quo' : '',
     options.providers === 'real' ? '--providers real' : '',
-    options.coordinationUrl ? '--coordination-url (workers coordinate on the run’s PostgreSQL)' : '',
     options.vizPort !== undefined ? '--viz' : '',
     options.metricsPort !== undefined ? '--metrics-port' : '',
     options.stream ? '--stream' : '',
@@ -269,6 +271,11 @@ async function runWorkersCommand(options: RunCommandOptions, print: Print): Prom
       `--workers does not go with ${unsupported.join(', ')} yet; drop it or run in one process`,
     );
   if (options.emulatorUrl !== undefined) checkEmulatorUrl(options.emulatorUrl);
+  // Checked and reached before the run is stored, as for one process.
+  const coordination =
+    options.coordinationUrl !== undefined
+      ? await checkCoordination(options.coordinationUrl, options.coordinationPrefix)
+      : undefined;
   const { runWithWorkers } = await import('./run-workers.ts');
   return runWithWorkers({
     workers,
@@ -276,7 +283,16 @@ async function runWorkersCommand(options: RunCommandOptions, print: Print): Prom
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.runId ? { runId: options.runId } : {}),
     ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+    ...(coordination?.url
+      ? {
+          coordination: {
+            url: coordination.url,
+            ...(coordination.keyPrefix !== undefined ? { keyPrefix: coordination.keyPrefix } : {}),
+          },
+        }
+      : {}),
     ...(options.json ? { json: true } : {}),
+    ...(options.live === false ? { live: false } : {}),
     print,
     ...(options.signal ? { signal: options.signal } : {}),
   });
@@ -360,27 +376,23 @@ function startStdinByok(
   return started;
 }
 
-/** `--coordination-url`: the backend from its scheme, reached once (then closed) so a bad one is one line. */
-async function checkCoordination(url: string): Promise<CoordinationOptions> {
-  const backend = /^rediss?:/i.test(url) ? 'redis' : 'postgres';
-  const options: CoordinationOptions = { backend, url };
-  let resolved: ReturnType<typeof resolveCoordination>;
+/**
+ * `--coordination-url` (and `--coordination-prefix`): the backend from its scheme, reached once (then closed) so a
+ * bad or unreachable one is one line naming the flag, without its password.
+ */
+async function checkCoordination(url: string, keyPrefix: string | undefined): Promise<CoordinationOptions> {
+  const backend = coordinationBackendOf(url);
+  if (keyPrefix !== undefined && !/^[\w.:-]{1,64}$/.test(keyPrefix))
+    throw new CliError('--coordination-prefix must be 1-64 letters, digits, _ . : - (e.g. myapp:)');
+  const options: CoordinationOptions = {
+    backend,
+    url,
+    ...(backend === 'redis' && keyPrefix !== undefined ? { keyPrefix } : {}),
+  };
   try {
-    resolved = resolveCoordination(options, 'cli-check');
+    await probeCoordination(options, '--coordination-url');
   } catch (e) {
-    throw new CliError(
-      `--coordination-url: ${e instanceof Error ? e.message.replace(/^.*coordination\.url: /, '') : String(e)}`,
-    );
-  }
-  const probe = createCoordinationBackend(resolved!);
-  try {
-    await probe.connect(AbortSignal.timeout(15_000));
-  } catch (e) {
-    throw new CliError(
-      `--coordination-url: ${e instanceof Error ? e.message.replace(/^coordination\.url: /, '').replace(/; not sending \(fail closed\)$/, '') : String(e)}`,
-    );
-  } finally {
-    await probe.close();
+    throw new CliError(e instanceof Error ? e.message : String(e));
   }
   return options;
 }
@@ -394,6 +406,7 @@ interface RunFlags {
   runId?: string;
   emulatorUrl?: string;
   coordinationUrl?: string;
+  coordinationPrefix?: string;
   viz?: boolean;
   port?: string;
   metricsPort?: string;
@@ -431,6 +444,7 @@ function sharedOptions(flags: RunFlags): RunCommandOptions {
     ...(flags.dataDir ? { dataDir: flags.dataDir } : {}),
     ...(flags.emulatorUrl ? { emulatorUrl: flags.emulatorUrl } : {}),
     ...(flags.coordinationUrl ? { coordinationUrl: flags.coordinationUrl } : {}),
+    ...(flags.coordinationPrefix !== undefined ? { coordinationPrefix: flags.coordinationPrefix } : {}),
     ...(port !== undefined ? { vizPort: port } : {}),
     ...(flags.metricsPort !== undefined
       ? { metricsPort: portNumber('--metrics-port', flags.metricsPort) }
@@ -496,7 +510,11 @@ const storeFlags = (cmd: Command) =>
     )
     .option(
       '--coordination-url <url>',
-      'share the concurrency tokens and endpoint health with other processes: postgres://… or redis://…',
+      'share the concurrency tokens and endpoint health with other processes: postgres://… or redis://… (with --workers: where the workers share them; default their store)',
+    )
+    .option(
+      '--coordination-prefix <prefix>',
+      'Redis only: prefix of every key and channel (default breakwater:)',
     )
     .option('--viz', 'serve the live state visualizer on 127.0.0.1 while the run goes')
     .option('--port <n>', 'visualizer port with --viz (default: any free port)')

@@ -1,13 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { scrubSecrets } from '../../redact/secret-scrubber.ts';
+import { createLiveView, type LiveStream, type LiveView } from '../../live/live-view.ts';
+import { redactUrl, scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
 import type { RunReport } from '../../report/report-types.ts';
 import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
 import { createRunStore } from '../../store/run-store.ts';
 import { turnsByWorker } from '../../workers/round-parts.ts';
+import { createRunEventTail, type RunEventTail } from '../../workers/run-event-tail.ts';
 import { startWorkerRun, WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
+import { COORDINATION_URL_ENV, coordinationBackendOf } from '../../workers/worker-coordination.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { openCliDatabase, storeUrl } from '../cli-store.ts';
@@ -25,7 +28,19 @@ export interface RunWithWorkersOptions {
   readonly runId?: string;
   /** Control URL of a running emulator. Default: one started here, on the run's clock. */
   readonly emulatorUrl?: string;
+  /**
+   * Where the workers share the global tokens and endpoint health (checked by the caller): `postgres://…` or
+   * `redis://…`, and for Redis its key prefix. Default: the run's PostgreSQL store.
+   */
+  readonly coordination?: { readonly url: string; readonly keyPrefix?: string };
   readonly json?: boolean;
+  /**
+   * Show the live view, fed from the run's event log in the store (every worker's events, each agent's line saying
+   * which worker runs it). Default true (not with `json`).
+   */
+  readonly live?: boolean;
+  /** Where the live view writes. Default `process.stdout`. */
+  readonly liveOut?: LiveStream;
   readonly print?: Print;
   readonly signal?: AbortSignal;
 }
@@ -48,6 +63,8 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
   if (!url) throw new CliError(new WorkersNeedPostgresError().message);
   const database = await openCliDatabase({ databaseUrl: url });
   const children: ChildProcess[] = [];
+  let tail: RunEventTail | undefined;
+  let live: LiveView | undefined;
   let emulatorClose: (() => Promise<void>) | undefined;
   try {
     const scenarioSource = resolveScenario(options.scenario ?? 'agent8-storm');
@@ -59,25 +76,67 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
       workers: options.workers,
       ...(options.runId ? { runId: options.runId } : {}),
       ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+      ...(options.coordination ? { coordination: options.coordination } : {}),
     });
     emulatorClose = started.emulator ? () => started.emulator!.close() : undefined;
-    const note = (line: string) => (options.json ? process.stderr.write(`${line}\n`) : print(line));
+    const showLive = options.live !== false && !options.json;
+    const note = (line: string) =>
+      options.json ? process.stderr.write(`${line}\n`) : live ? live.log(line) : print(line);
+    const shared = options.coordination
+      ? `${coordinationBackendOf(options.coordination.url) === 'redis' ? 'Redis' : 'PostgreSQL'} at ${redactUrl(options.coordination.url)}`
+      : 'the store';
     note(
-      `run ${started.runId}: scenario ${scenario.name}, ${started.rounds} rounds, ${options.workers} workers on postgres`,
+      `run ${started.runId}: scenario ${scenario.name}, ${started.rounds} rounds, ${options.workers} workers on postgres, tokens and endpoint health shared on ${shared}`,
     );
+    if (showLive) {
+      // The parent shows the run as a one-process run does, from the log every worker appends to: each tick
+      // reads only the events after the last one shown.
+      tail = createRunEventTail(createRunStore(database), started.runId);
+      live = createLiveView({
+        source: tail,
+        ...(options.liveOut ? { out: options.liveOut } : {}),
+        title: `${scenario.name}  run ${started.runId}  ${options.workers} workers`,
+      });
+      const done = new Map<number, number>();
+      let round = 1;
+      const progress = () =>
+        live?.setProgress({
+          round,
+          rounds: started.rounds,
+          // A worker killed after flushing some turns' events has them asked again by another: never past the total.
+          done: Math.min(done.get(round) ?? 0, started.turnsPerRound[round - 1] ?? 0),
+          total: started.turnsPerRound[round - 1] ?? 0,
+        });
+      tail.subscribeEvents((e) => {
+        if (e.type === 'run.started') progress();
+        else if (e.type === 'turn.completed' && typeof e.data.round === 'number') {
+          done.set(e.data.round, (done.get(e.data.round) ?? 0) + 1);
+          if (e.data.round === round) progress();
+        } else if (e.type === 'round.committed') {
+          round = Math.min(started.rounds, Number(e.data.round) + 1);
+          progress();
+        }
+      });
+    }
+    // The coordination URL (its password too) reaches the workers through their environment, never their argv
+    // (which any local user can read); without one, an inherited variable must not send them elsewhere.
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    if (options.coordination) env[COORDINATION_URL_ENV] = options.coordination.url;
+    else delete env[COORDINATION_URL_ENV];
     const exits = Array.from({ length: options.workers }, () => {
       const child = spawn(
         process.execPath,
         [BIN, 'worker', '--database-url', url, '--run-id', started.runId],
         {
           stdio: ['ignore', 'pipe', 'pipe'],
-          env: process.env,
+          env,
         },
       );
       children.push(child);
       let stderr = '';
+      // With the live view, the workers' own lines would say twice what the view shows from their events.
       child.stdout!.setEncoding('utf8').on('data', (s: string) => {
-        for (const line of s.split('\n')) if (line.trim()) note(line);
+        if (!live) for (const line of s.split('\n')) if (line.trim()) note(line);
       });
       child.stderr!.setEncoding('utf8').on('data', (s: string) => {
         stderr += s;
@@ -92,6 +151,11 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
     options.signal?.addEventListener('abort', onAbort, { once: true });
     const ended = await Promise.all(exits);
     options.signal?.removeEventListener('abort', onAbort);
+    // The last events (the final commit's) are shown before the report.
+    await tail?.poll().catch(() => {});
+    tail?.close();
+    live?.stop();
+    live = undefined;
     const store = createRunStore(database);
     const run = await store.getRun(started.runId);
     if (run?.status !== 'completed') {
@@ -116,6 +180,8 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
     else for (const line of formatRunReport(report)) print(line);
     return report;
   } finally {
+    tail?.close();
+    live?.stop();
     for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     await emulatorClose?.();
     await database.close();

@@ -2,9 +2,10 @@ import type { Command } from 'commander';
 import { createLogger } from '../../logging/logger.ts';
 import { WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
 import { runWorker, type WorkerSummary } from '../../workers/run-worker.ts';
+import { COORDINATION_URL_ENV, isWorkerCoordinationError } from '../../workers/worker-coordination.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
-import { openCliDatabase, storeUrl } from '../cli-store.ts';
+import { isSet, openCliDatabase, storeUrl } from '../cli-store.ts';
 import { listenForStop, STOP_GRACE_MS } from '../stop-signal.ts';
 
 /** Options of {@link runWorkerCommand}. */
@@ -13,6 +14,14 @@ export interface WorkerCommandOptions {
   readonly databaseUrl?: string;
   /** Work on this run only and exit once it is over. Default: any run started with `--workers`, until stopped. */
   readonly runId?: string;
+  /**
+   * This worker's URL of its runs' coordination backend, to bring its password (a run stores its URL without
+   * one); it must name the server the run coordinates on. Default: env `BREAKWATER_COORDINATION_URL`, else the
+   * URL stored with the run.
+   */
+  readonly coordinationUrl?: string;
+  /** Environment read for `BREAKWATER_COORDINATION_URL`. Default `process.env`. */
+  readonly env?: Readonly<Record<string, string | undefined>>;
   /** One JSON line per staged turn instead of a text line. Default false. */
   readonly json?: boolean;
   readonly print?: Print;
@@ -32,11 +41,27 @@ export async function runWorkerCommand(options: WorkerCommandOptions = {}): Prom
   const print = options.print ?? printToStdout;
   const url = storeUrl({ ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}) });
   if (!url) throw new CliError(new WorkersNeedPostgresError().message);
+  const env = options.env ?? process.env;
+  const coordinationUrl = isSet(options.coordinationUrl)
+    ? options.coordinationUrl
+    : isSet(env[COORDINATION_URL_ENV])
+      ? env[COORDINATION_URL_ENV]
+      : undefined;
+  if (coordinationUrl !== undefined) {
+    try {
+      new URL(coordinationUrl);
+    } catch {
+      throw new CliError(
+        `--coordination-url does not parse as a URL; give postgres://… or redis://… (the URL is not shown)`,
+      );
+    }
+  }
   const database = await openCliDatabase({ databaseUrl: url });
   try {
     return await runWorker({
       database,
       databaseUrl: url,
+      ...(coordinationUrl !== undefined ? { coordinationUrl } : {}),
       ...(options.runId ? { runId: options.runId } : {}),
       logger: createLogger(),
       onTurn: (t) =>
@@ -54,6 +79,7 @@ export async function runWorkerCommand(options: WorkerCommandOptions = {}): Prom
       ...(options.signal ? { signal: options.signal } : {}),
     }).catch((e: unknown) => {
       if (options.signal?.aborted) throw new CliError('worker stopped', { exitCode: 130 });
+      if (isWorkerCoordinationError(e)) throw new CliError(e.message);
       throw e;
     });
   } finally {
@@ -77,18 +103,25 @@ export function registerWorkerCommand(program: Command): Command {
     )
     .option('--database-url <url>', 'PostgreSQL connection string (default: env DATABASE_URL)')
     .option('--run-id <id>', 'work on this run only, and exit when it is over')
+    .option(
+      '--coordination-url <url>',
+      `the run's coordination backend with its password (a run stores its URL without one); must name the server the run coordinates on (default: env ${COORDINATION_URL_ENV})`,
+    )
     .option('--json', 'one JSON line per staged turn and per committed round')
-    .action(async (flags: { databaseUrl?: string; runId?: string; json?: boolean }) => {
-      const stop = listenForStop({ forceExitAfterMs: STOP_GRACE_MS });
-      try {
-        await runWorkerCommand({
-          ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
-          ...(flags.runId ? { runId: flags.runId } : {}),
-          ...(flags.json ? { json: true } : {}),
-          signal: stop.signal,
-        });
-      } finally {
-        stop.dispose();
-      }
-    });
+    .action(
+      async (flags: { databaseUrl?: string; runId?: string; coordinationUrl?: string; json?: boolean }) => {
+        const stop = listenForStop({ forceExitAfterMs: STOP_GRACE_MS });
+        try {
+          await runWorkerCommand({
+            ...(flags.databaseUrl ? { databaseUrl: flags.databaseUrl } : {}),
+            ...(flags.runId ? { runId: flags.runId } : {}),
+            ...(flags.coordinationUrl ? { coordinationUrl: flags.coordinationUrl } : {}),
+            ...(flags.json ? { json: true } : {}),
+            signal: stop.signal,
+          });
+        } finally {
+          stop.dispose();
+        }
+      },
+    );
 }

@@ -1,0 +1,118 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { loadScenario } from '../../src/scenarios/load-scenario.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { listenForRounds, notifyRound } from '../../src/workers/round-wakeup.ts';
+import { runWorker, type WorkerSummary } from '../../src/workers/run-worker.ts';
+import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
+import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/*
+ * The round barrier: a worker with nothing to claim waits for NOTIFY (a part staged, a round committed), with a
+ * bounded fallback poll for what sends none.
+ */
+
+let database: BreakwaterDatabase;
+let emulator: Emulator;
+let dir: string;
+
+beforeAll(async () => {
+  database = await openDatabase({ url: POSTGRES_URL });
+  emulator = await startEmulator({ profile: { seed: 15, latency: { minMs: 30, maxMs: 80 } } });
+  dir = mkdtempSync(join(tmpdir(), 'bw-wakeup-'));
+});
+afterAll(async () => {
+  await emulator.close();
+  await database.close();
+  rmSync(dir, { recursive: true, force: true });
+});
+
+describe('listenForRounds', () => {
+  it('wakes a wait on its run only, and a notification that came after the mark ends the next wait at once', async () => {
+    const wakeup = await listenForRounds(POSTGRES_URL);
+    try {
+      expect(wakeup.listening).toBe(true);
+      let woken: string[] = [];
+      const since = wakeup.mark();
+      const onX = wakeup.wait('run-x', 60_000, since).then(() => woken.push('x'));
+      const onAny = wakeup.wait(undefined, 60_000, since).then(() => woken.push('any'));
+      await notifyRound(database, 'run-y');
+      await onAny;
+      // Run y's notification was handled (it woke the wait on any run) and did not end run x's.
+      expect(woken).toEqual(['any']);
+      await notifyRound(database, 'run-x');
+      await onX;
+      expect(woken).toEqual(['any', 'x']);
+
+      // A notification between the mark and the wait (the caller was reading the parts) is not lost.
+      woken = [];
+      const mark = wakeup.mark();
+      const anyAgain = wakeup.wait(undefined, 60_000, wakeup.mark());
+      await notifyRound(database, 'run-z');
+      await anyAgain;
+      await wakeup.wait('run-z', 60_000, mark);
+    } finally {
+      await wakeup.close();
+    }
+  });
+
+  it('without a server every wait is its (bounded) fallback poll', async () => {
+    const wakeup = await listenForRounds('postgres://postgres@127.0.0.1:1/none', 1_000);
+    expect(wakeup.listening).toBe(false);
+    const t = Date.now();
+    await wakeup.wait('r', 50, wakeup.mark());
+    expect(Date.now() - t).toBeGreaterThanOrEqual(40);
+    await wakeup.close();
+  });
+});
+
+describe('two workers at the round barrier', () => {
+  it('with a fallback poll of a minute, both go round after round on NOTIFY and return soon after the run completes', async () => {
+    const source = join(dir, 'scenario.yaml');
+    writeFileSync(
+      source,
+      `
+name: wakeup-drill
+timeScale: 1
+runtime:
+  endpoints:
+    - { id: primary, provider: openai, model: gpt-4o, emulator: openai, apiKey: sk-workers-primary-000000000004 }
+  chains: { main: [primary] }
+  concurrency: { limit: 2 }
+agents:
+  - { name: Kai, chain: main, tier: analysis, role: "You are Kai." }
+  - { name: Yuna, chain: main, tier: analysis, role: "You are Yuna." }
+rounds:
+  count: 3
+  items:
+    - { id: I1, title: Item 1 }
+emulator:
+  seed: 15
+`,
+    );
+    const { runId } = await startWorkerRun({
+      scenario: loadScenario(source),
+      scenarioSource: source,
+      database,
+      workers: 2,
+      emulatorUrl: emulator.controlURL,
+    });
+    const summaries: WorkerSummary[] = [];
+    const workers = ['w-a', 'w-b'].map((holder) =>
+      runWorker({ database, databaseUrl: POSTGRES_URL, runId, holder: `${holder}:0:0`, pollMs: 60_000 }).then(
+        (s) => summaries.push(s),
+      ),
+    );
+    // Far below the fallback poll: a worker left asleep at the barrier would still be waiting then.
+    await waitFor(() => summaries.length === 2, 'both workers to return', 30_000);
+    await Promise.all(workers);
+    const run = await createRunStore(database).getRun(runId);
+    expect(run?.status).toBe('completed');
+    expect(summaries.reduce((n, s) => n + s.turns, 0)).toBe(3 * 2);
+  }, 60_000);
+});
