@@ -170,6 +170,8 @@ export class PostgresCoordination implements CoordinationBackend {
       throw this.#unavailable(e, 'could not prepare the coordination tables');
     }
     // Not db.destroy(): it would end the pool this backend keeps using.
+    // Closed while connecting (a runtime stopped at once): no LISTEN connection may be opened after close().
+    if (this.#closed) throw new CoordinationUnavailableError('the coordination backend is closed');
     await this.#listen();
   }
 
@@ -282,6 +284,8 @@ export class PostgresCoordination implements CoordinationBackend {
   /** The dedicated LISTEN connection (a pooled one would lose its subscriptions). Re-made after a loss. */
   #listen(): Promise<void> {
     if (this.#listening) return this.#listening;
+    if (this.#closed)
+      return Promise.reject(new CoordinationUnavailableError('the coordination backend is closed'));
     const client = new pg.Client({
       connectionString: this.#o.url,
       connectionTimeoutMillis: this.#o.timeoutMs ?? 5_000,
@@ -317,11 +321,13 @@ export class PostgresCoordination implements CoordinationBackend {
         await client.connect();
         await client.query(`listen ${TOKENS_CHANNEL}`);
         await client.query(`listen ${HEALTH_CHANNEL}`);
+        // close() ran while this connection was being made: it may have missed it (not yet connecting).
+        if (this.#closed) throw new CoordinationUnavailableError('the coordination backend is closed');
       } catch (e) {
         this.#listener = undefined;
         this.#listening = undefined;
         void client.end().catch(() => {});
-        throw this.#unavailable(e, 'could not subscribe to wake-ups (LISTEN)');
+        throw this.#closed ? e : this.#unavailable(e, 'could not subscribe to wake-ups (LISTEN)');
       }
     })();
     return this.#listening;

@@ -304,8 +304,16 @@ async function workParts(
       ),
     Math.max(50, Math.floor(ttl / 3)),
   );
-  const restore = await loadRunRestore(store, runId, ctx.definitions, historyTurnsOf(ctx.spec));
-  const memo = await storeCallMemo(store, runId, plan.round, ctx.clock);
+  let restore: Awaited<ReturnType<typeof loadRunRestore>>;
+  let memo: Awaited<ReturnType<typeof storeCallMemo>>;
+  try {
+    restore = await loadRunRestore(store, runId, ctx.definitions, historyTurnsOf(ctx.spec));
+    memo = await storeCallMemo(store, runId, plan.round, ctx.clock);
+  } catch (e) {
+    // The heartbeat is a ref'd interval: left running, it would keep the worker alive after this error.
+    clearInterval(heartbeat);
+    throw e;
+  }
   const executor = createBreakwaterExecutor({
     config: ctx.spec.runtime as RuntimeConfigInput,
     agents: [...ctx.definitions],
