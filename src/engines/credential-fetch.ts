@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { credentialFor, MARKER_PATTERN, MARKER_PREFIX } from './call-credential.ts';
 
@@ -130,6 +130,49 @@ function decoded(res: http.IncomingMessage): Readable {
   return res.pipe(decoder);
 }
 
+/**
+ * The response body as the web stream `fetch` gives, fed straight from Node's stream: one hop per chunk (a relay
+ * `Readable` and `Readable.toWeb` cost two more, and `toWeb` copies every chunk). Backpressure pauses the Node
+ * stream; cancelling the body destroys it (the connection closes, as the platform fetch does). `finished` runs
+ * once when the body ends, errors or is cancelled; on an error it returns the reason to report (the caller's abort
+ * reason), or undefined for a body cut mid-way, which errors as the platform fetch does: `TypeError('terminated')`.
+ */
+function webBody(stream: Readable, finished: () => unknown): ReadableStream<Uint8Array> {
+  let open = true;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        stream.on('data', (chunk: Buffer) => {
+          if (!open) return;
+          c.enqueue(chunk);
+          if ((c.desiredSize ?? 1) <= 0) stream.pause();
+        });
+        stream.on('end', () => {
+          if (!open) return;
+          open = false;
+          finished();
+          c.close();
+        });
+        stream.on('error', (err) => {
+          if (!open) return;
+          open = false;
+          c.error(finished() ?? new TypeError('terminated', { cause: err }));
+        });
+      },
+      pull() {
+        stream.resume();
+      },
+      cancel() {
+        if (!open) return;
+        open = false;
+        finished();
+        stream.destroy();
+      },
+    },
+    { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
+  );
+}
+
 function toHeaders(res: http.IncomingMessage): Headers {
   const headers = new Headers();
   for (let i = 0; i + 1 < res.rawHeaders.length; i += 2) {
@@ -212,24 +255,11 @@ export const credentialFetch: typeof fetch = async (input, init) => {
         res.resume();
         res.on('end', done);
       } else {
-        const stream = decoded(res);
-        // A body cut mid-way reads as the platform fetch reports it: TypeError('terminated', { cause }).
-        const relay = new Readable({ read() {} });
-        stream.on('data', (chunk: Buffer) => {
-          if (!relay.push(chunk)) stream.pause();
-        });
-        relay._read = () => stream.resume();
-        stream.on('end', () => {
+        web = webBody(decoded(res), () => {
           done();
-          relay.push(null);
+          // A body cut mid-way reads as the platform fetch reports it: TypeError('terminated', { cause }).
+          return signal?.aborted ? abortReason(signal) : undefined;
         });
-        stream.on('error', (err) => {
-          done();
-          relay.destroy(
-            signal?.aborted ? (abortReason(signal) as Error) : new TypeError('terminated', { cause: err }),
-          );
-        });
-        web = Readable.toWeb(relay) as unknown as ReadableStream<Uint8Array>;
       }
       if (status < 200 || status > 599) {
         reject(new TypeError('fetch failed', { cause: new Error(`unexpected HTTP status ${status}`) }));
