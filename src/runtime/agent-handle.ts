@@ -17,7 +17,7 @@ import type {
 } from './agent-handle-types.ts';
 import type { AgentMemory, Turn } from './turn.ts';
 import type { TurnTracer } from '../observability/turn-tracer.ts';
-import { streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
+import { type StreamCancel, streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
 
 export type {
   AgentHandle,
@@ -192,12 +192,12 @@ export class LlmAgentHandle implements ManagedHandle {
     if (this.#stoppedBy || this.#refusing)
       return Promise.reject(new AgentStoppedError(this.name, this.#stoppedBy ?? 'supervisor'));
     const turnId = options.turnId ?? randomUUID();
-    if (options.signal?.aborted)
+    const { messages, stream, cancel } = options as ConversationAskOptions;
+    if (options.signal?.aborted || cancel?.cancelled)
       return Promise.resolve(
         unstartedCancelledTurn(this.name, this.tier, { turnId, prompt }, this.#o.clock.now()),
       );
     return new Promise<Turn>((resolve) => {
-      const { messages, stream } = options as ConversationAskOptions;
       const ask: PendingAsk = {
         turnId,
         key: options.key ?? `${this.name}:${turnId}`,
@@ -213,6 +213,9 @@ export class LlmAgentHandle implements ManagedHandle {
       };
       this.#o.keepAlive.hold();
       if (options.signal) ask.offAbort = onAbort(options.signal, () => this.#cancel(ask));
+      // A streamed turn: its stream cancels it directly (no signal, no listener to take off: a settled ask
+      // ignores a late cancel).
+      else cancel?.onCancel(() => this.#cancel(ask));
       this.#queue ??= [];
       this.#queue.push(ask);
       this.#startNext();
@@ -221,8 +224,15 @@ export class LlmAgentHandle implements ManagedHandle {
 
   stream(prompt: string, options: AskOptions = {}): TurnStream {
     const turnId = options.turnId ?? randomUUID();
-    return streamAsk(options.signal, (signal, sink) =>
-      this.ask(prompt, { ...options, turnId, signal, stream: sink } as ConversationAskOptions),
+    // The caller's signal cancels through the stream (one listener there); the ask carries the stream's cancel.
+    return streamAsk(options.signal, (sink, cancel) =>
+      this.ask(prompt, {
+        ...options,
+        turnId,
+        signal: undefined,
+        stream: sink,
+        cancel,
+      } as ConversationAskOptions),
     );
   }
 
