@@ -17,7 +17,7 @@ import type {
 } from './agent-handle-types.ts';
 import type { AgentMemory, Turn } from './turn.ts';
 import type { TurnTracer } from '../observability/turn-tracer.ts';
-import { type StreamCancel, streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
+import { streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
 
 export type {
   AgentHandle,

@@ -165,7 +165,10 @@ describe('cancelling a streamed turn', () => {
     const turn = await stream.turn;
     expect(turn.outcome).toBe('cancelled');
     expect(events.at(-1)).toEqual({ type: 'done', turn });
-    await waitFor(() => emulator.stats().calls.some((c) => c.status === 'stall'), 'the emulator to see the close');
+    await waitFor(
+      () => emulator.stats().calls.some((c) => c.status === 'stall'),
+      'the emulator to see the close',
+    );
     await waitFor(() => supervisor!.tokens().held === 0, 'the token to be released');
   });
 
