@@ -89,6 +89,18 @@ class GuardedHttpsAgent extends https.Agent {
   }
 }
 
+/**
+ * An `init` property {@link credentialFetch} reads besides the standard ones: called as each body chunk arrives,
+ * before any reader sees it. `timedFetch` stamps a streamed call's last sign of life with it, instead of hooking
+ * every read the SDK makes (a promise more per chunk).
+ */
+export const ON_BODY_CHUNK: unique symbol = Symbol('breakwater.onBodyChunk');
+
+/** `RequestInit` with {@link ON_BODY_CHUNK}. */
+export interface CredentialFetchInit extends RequestInit {
+  readonly [ON_BODY_CHUNK]?: () => void;
+}
+
 const agents = {
   'http:': new GuardedHttpAgent({ keepAlive: true }),
   'https:': new GuardedHttpsAgent({ keepAlive: true }),
@@ -137,13 +149,18 @@ function decoded(res: http.IncomingMessage): Readable {
  * once when the body ends, errors or is cancelled; on an error it returns the reason to report (the caller's abort
  * reason), or undefined for a body cut mid-way, which errors as the platform fetch does: `TypeError('terminated')`.
  */
-function webBody(stream: Readable, finished: () => unknown): ReadableStream<Uint8Array> {
+function webBody(
+  stream: Readable,
+  finished: () => unknown,
+  onChunk: (() => void) | undefined,
+): ReadableStream<Uint8Array> {
   let open = true;
   return new ReadableStream<Uint8Array>(
     {
       start(c) {
         stream.on('data', (chunk: Buffer) => {
           if (!open) return;
+          onChunk?.();
           c.enqueue(chunk);
           if ((c.desiredSize ?? 1) <= 0) stream.pause();
         });
@@ -255,11 +272,15 @@ export const credentialFetch: typeof fetch = async (input, init) => {
         res.resume();
         res.on('end', done);
       } else {
-        web = webBody(decoded(res), () => {
-          done();
-          // A body cut mid-way reads as the platform fetch reports it: TypeError('terminated', { cause }).
-          return signal?.aborted ? abortReason(signal) : undefined;
-        });
+        web = webBody(
+          decoded(res),
+          () => {
+            done();
+            // A body cut mid-way reads as the platform fetch reports it: TypeError('terminated', { cause }).
+            return signal?.aborted ? abortReason(signal) : undefined;
+          },
+          (init as CredentialFetchInit | undefined)?.[ON_BODY_CHUNK],
+        );
       }
       if (status < 200 || status > 599) {
         reject(new TypeError('fetch failed', { cause: new Error(`unexpected HTTP status ${status}`) }));
