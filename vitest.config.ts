@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import SlowFirstSequencer from './test/support/slow-first-sequencer.ts';
 
 export default defineConfig({
   test: {
@@ -12,6 +13,8 @@ export default defineConfig({
     // kysely and XState afresh for every file cost about a third of the suite's CPU. Test files leave
     // no state behind them (servers closed, env restored, clocks injected), which this relies on.
     isolate: false,
+    // The slowest files start first, so the run does not end with one of them alone on one worker.
+    sequence: { sequencer: SlowFirstSequencer },
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

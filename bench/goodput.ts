@@ -225,6 +225,12 @@ function underusedTime(events: readonly RuntimeEvent[], tokens: number): Record<
 
 /** Virtual time unless `--scaled-time` (see the header). */
 const VIRTUAL = !process.argv.includes('--scaled-time');
+/** `--jitter-seed N`: breakwater's backoff jitter seed on the virtual clock (default: the scenario's emulator seed). */
+const JITTER_SEED = ((i) => (i < 0 ? undefined : Number(process.argv[i + 1])))(
+  process.argv.indexOf('--jitter-seed'),
+);
+if (JITTER_SEED !== undefined && !Number.isInteger(JITTER_SEED))
+  throw new Error('--jitter-seed takes an integer, e.g. `npm run bench:goodput -- --jitter-seed 2`');
 
 async function runPolicy(
   spec: ScenarioSpec,
@@ -242,6 +248,7 @@ async function runPolicy(
     policy,
     database,
     ...(VIRTUAL ? { virtualTime: true } : {}),
+    ...(VIRTUAL && JITTER_SEED !== undefined ? { jitterSeed: JITTER_SEED } : {}),
     onEvent: (e) => {
       events.push(e);
       if (e.type === 'run.started') startedAt = e.at;
@@ -357,6 +364,8 @@ async function main(): Promise<void> {
   const path = await writeResult('goodput', {
     makespanOverBound: breakwater.makespanOverBound,
     clock: VIRTUAL ? 'virtual' : `scaled ×${spec.timeScale}`,
+    ...(VIRTUAL ? { jitterSeed: JITTER_SEED ?? spec.emulator?.seed ?? 1 } : {}),
+    tierAgingMs: spec.runtime.tierAgingMs ?? null,
     failedTurns: breakwater.failedTurns,
     upstream429Ratio: breakwater.upstream429Ratio,
     amplification: breakwater.amplification,

@@ -153,6 +153,7 @@ async function heapPerIdleAgent(): Promise<{
 async function grantsDirect(
   contenders: number,
   totalGrants: number,
+  tierAgingMs?: number,
 ): Promise<{ grantsPerSec: number; grants: number }> {
   const config = defineConfig(runtimeConfig(TOKENS));
   const timers = new TimerHeap(systemClock);
@@ -186,6 +187,7 @@ async function grantsDirect(
     endpoints,
     limit: TOKENS,
     tiers: ['analysis', 'ops'],
+    ...(tierAgingMs !== undefined ? { tierAgingMs } : {}),
     leaseMs: 600_000,
     reclaimGraceMs: 5_000,
     budget: new RetryBudget(),
@@ -378,6 +380,9 @@ async function main(): Promise<void> {
     c10: await grantsDirect(10, GRANTS),
     c1000: await grantsDirect(1_000, GRANTS),
     c10000: await grantsDirect(10_000, GRANTS),
+    // With tier aging (`tierAgingMs`): every grant compares the tiers' heads instead of stopping at the first.
+    c1000Aged: await grantsDirect(1_000, GRANTS, 1),
+    c10000Aged: await grantsDirect(10_000, GRANTS, 1),
   };
   await grantsViaAsk(100, 2_000);
   const viaAsk = {
@@ -389,7 +394,14 @@ async function main(): Promise<void> {
   const heap = await heapPerIdleAgent();
 
   const bytesPerIdleActor = Math.round(heap.viaSupervisor);
-  const grantsPerSec = Math.round(Math.min(direct.c1000.grantsPerSec, direct.c10000.grantsPerSec));
+  const grantsPerSec = Math.round(
+    Math.min(
+      direct.c1000.grantsPerSec,
+      direct.c10000.grantsPerSec,
+      direct.c1000Aged.grantsPerSec,
+      direct.c10000Aged.grantsPerSec,
+    ),
+  );
   const lagP99Ms = flight.breakwater.lagP99Ms;
   const spawnStopMs = Math.round(heap.spawnMs + heap.stopMs);
   const targets = { bytesPerIdleActor: 4_096, grantsPerSec: 50_000, spawnStopMs: 1_000, lagP99Ms: 20 };
@@ -438,7 +450,7 @@ async function main(): Promise<void> {
   console.log(
     `heap per idle agent ${bytesPerIdleActor} B (target ≤ ${targets.bytesPerIdleActor}: ${mark(met.bytesPerIdleActor)}), ` +
       `spawn + stop of ${AGENTS} agents ${spawnStopMs} ms (target ≤ ${targets.spawnStopMs}: ${mark(met.spawnStopMs)}), ` +
-      `grants ${grantsPerSec}/s with 1000 and 10000 waiting on ${TOKENS} tokens (the lower; target ≥ ${targets.grantsPerSec}: ${mark(met.grantsPerSec)}), ` +
+      `grants ${grantsPerSec}/s with 1000 and 10000 waiting on ${TOKENS} tokens (the lowest, strict tiers and tier aging; target ≥ ${targets.grantsPerSec}: ${mark(met.grantsPerSec)}), ` +
       `lag p99 ${lagP99Ms} ms with ${IN_FLIGHT} in flight (target ≤ ${targets.lagP99Ms}: ${mark(met.lagP99Ms)})`,
   );
 
@@ -466,7 +478,7 @@ async function main(): Promise<void> {
     grants: {
       tokens: TOKENS,
       measuredAs:
-        'grantsPerSec: the token scheduler directly (real endpoint registry with health: breaker, buckets; retry budget; timer heap), N contenders each acquiring, releasing with a success and asking again, so N - 3 wait at every moment; the lower of N = 1000 and N = 10000. viaAsk: agent.ask() with real agent actors and an in-memory engine',
+        'grantsPerSec: the token scheduler directly (real endpoint registry with health: breaker, buckets; retry budget; timer heap), N contenders each acquiring, releasing with a success and asking again, so N - 3 wait at every moment; the lowest of N = 1000 and N = 10000, strict tiers and with tierAgingMs (…Aged). viaAsk: agent.ask() with real agent actors and an in-memory engine',
       direct: Object.fromEntries(
         Object.entries(direct).map(([k, v]) => [
           k,
@@ -500,6 +512,8 @@ async function profileOne(part: string): Promise<void> {
     await grantsDirect(100, 20_000);
     console.log('direct, 1000 contenders', await grantsDirect(1_000, GRANTS));
     console.log('direct, 10000 contenders', await grantsDirect(10_000, GRANTS));
+    console.log('direct, 1000 contenders, tier aging', await grantsDirect(1_000, GRANTS, 1));
+    console.log('direct, 10000 contenders, tier aging', await grantsDirect(10_000, GRANTS, 1));
     console.log('ask, 1000 agents', await grantsViaAsk(1_000, 20_000));
   } else if (part === 'grants10') {
     await grantsDirect(10, 20_000);

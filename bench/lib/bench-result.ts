@@ -39,7 +39,7 @@ export async function writeResult(name: string, fields: Record<string, unknown>)
     date: new Date().toISOString(),
     node: process.version,
     machine: machineInfo(),
-    command: `npm run bench:${name}`,
+    command: `npm run bench:${name}${process.argv.length > 2 ? ` -- ${process.argv.slice(2).join(' ')}` : ''}`,
     ...fields,
   };
   await writeFile(path, `${JSON.stringify(body, null, 2)}\n`);

@@ -34,6 +34,8 @@ export interface BreakwaterExecutorOptions {
   readonly stream?: boolean;
   /** With `stream`: an agent's current text of its running turn, after every change; `''` when the turn ends. */
   readonly onText?: (agent: string, text: string) => void;
+  /** Random source for backoff jitter (a seeded one replays a run identically). Default Math.random. */
+  readonly random?: () => number;
 }
 
 /** The breakwater policy as a {@link TurnExecutor}, with the supervisor exposed for the live view and visualizer. */
@@ -59,6 +61,7 @@ export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): Br
     ...(options.createEngine ? { createEngine: options.createEngine } : {}),
     ...(options.inspect ? { inspect: options.inspect } : {}),
     ...(options.coordination ? { coordination: options.coordination } : {}),
+    ...(options.random ? { random: options.random } : {}),
   });
   for (const def of options.agents) {
     const restored = options.restored?.[def.name];

@@ -7,7 +7,9 @@ import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import { createScaledClock } from '../clock/scaled-clock.ts';
 import { createVirtualClock, type VirtualClock } from '../clock/virtual-clock.ts';
+import { createEngine } from '../engines/create-engine.ts';
 import { type Emulator, type EmulatorStats, startEmulator } from '../emulator/index.ts';
+import { createSeededRandom, hash32 } from '../emulator/seeded-random.ts';
 import type { AgentInfo, RuntimeEventListener } from '../events/runtime-event.ts';
 import { proxyFaultedEndpoints } from '../fault-proxy/endpoint-fault-proxies.ts';
 import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
@@ -67,6 +69,12 @@ export interface RunScenarioOptions {
    * Default false.
    */
   readonly virtualTime?: boolean;
+  /**
+   * With `virtualTime`: the seed of the breakwater policy's backoff jitter (Math.random otherwise), so a run
+   * replays identically and another seed shows how much a figure owes to the draw. Default: the scenario's
+   * emulator seed.
+   */
+  readonly jitterSeed?: number;
   /** Environment read for real-provider keys and base URLs. Default `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
   readonly logger?: Logger;
@@ -264,10 +272,20 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       : createScaledClock({ origin, scale: timeScale });
     if (options.virtualTime) owned.push({ close: async () => (clock as VirtualClock).stop() });
 
-    const baseURLs = await emulatorBaseURLs(spec, options, clock, (e) => {
-      emulator = e;
-      owned.unshift(e);
-    });
+    // On a virtual clock the emulator's wall-clock instants (Anthropic's reset headers) and the engines' reading
+    // of them use simulated time: read against the real wall, the real ms a response spent in transit would shift
+    // every reset by as many simulated ms, and the timeline would depend on the machine's load.
+    const wallNow = options.virtualTime && !options.emulatorUrl ? () => clock.now() : undefined;
+    const baseURLs = await emulatorBaseURLs(
+      spec,
+      options,
+      clock,
+      (e) => {
+        emulator = e;
+        owned.unshift(e);
+      },
+      wallNow,
+    );
     const runtime = scenarioRuntimeConfig(spec, {
       baseURL: (flavor) => {
         const url = baseURLs[flavor];
@@ -338,6 +356,10 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
               ...(options.coordination ? { coordination: options.coordination } : {}),
               ...(options.stream ? { stream: true } : {}),
               ...(options.onText ? { onText: options.onText } : {}),
+              // On a virtual clock the timeline must not depend on anything but the scenario: backoff
+              // jitter comes from the scenario's seed instead of Math.random.
+              ...(options.virtualTime ? { random: jitterRandom(spec, options.jitterSeed) } : {}),
+              ...(wallNow ? { createEngine: (c) => createEngine(c, { clock, wallNow }) } : {}),
             });
       if (breakwater && restore) applyRunRestore(breakwater.supervisor, restore);
       executor =
@@ -441,6 +463,7 @@ export async function emulatorBaseURLs(
   options: Pick<RunScenarioOptions, 'emulatorUrl'>,
   clock: Clock,
   started: (e: Emulator) => void,
+  wallNow?: () => number,
 ): Promise<Record<string, string>> {
   const templates = Object.values(
     (spec.runtime as { byok?: { templates?: Record<string, { emulator?: string }> } }).byok?.templates ?? {},
@@ -458,7 +481,11 @@ export async function emulatorBaseURLs(
     return ((await res.json()) as { baseURLs: Record<string, string> }).baseURLs;
   }
   // The emulator shares the run's scaled clock, so its own time scale stays 1.
-  const emulator = await startEmulator({ profile: { ...(spec.emulator ?? {}), timeScale: 1 }, clock });
+  const emulator = await startEmulator({
+    profile: { ...(spec.emulator ?? {}), timeScale: 1 },
+    clock,
+    ...(wallNow ? { wallNow } : {}),
+  });
   started(emulator);
   return emulator.baseURLs();
 }
@@ -489,4 +516,9 @@ export function historyTurnsOf(spec: ScenarioSpec): (d: AgentDefinition) => numb
 function failureLine(e: unknown): string {
   const text = e instanceof Error ? `${e.name === 'Error' ? '' : `${e.name}: `}${e.message}` : String(e);
   return scrubSecrets(text.split('\n')[0] ?? '').slice(0, 500);
+}
+
+/** Backoff jitter from `seed`, else the scenario's emulator seed: a run on a virtual clock replays identically. */
+function jitterRandom(spec: ScenarioSpec, seed: number | undefined): () => number {
+  return createSeededRandom(hash32('breakwater backoff jitter', seed ?? spec.emulator?.seed ?? 1)).next;
 }

@@ -185,6 +185,7 @@ export function createSupervisor(
     endpoints,
     limit: config.concurrency.limit,
     tiers: config.tiers,
+    ...(config.tierAgingMs !== undefined ? { tierAgingMs: config.tierAgingMs } : {}),
     leaseMs: config.concurrency.leaseMs,
     reclaimGraceMs: config.concurrency.reclaimGraceMs,
     budget: new RetryBudget({

@@ -192,6 +192,12 @@ export const runtimeConfigSchema = z
     ),
     /** Tiers in priority order, highest first. Tokens go to earlier tiers first, FIFO inside a tier. Default ['analysis', 'ops']. */
     tiers: boundedArray(z.string().min(1), 100, 'tiers').min(1).default(['analysis', 'ops']),
+    /**
+     * Tier aging, ms: a waiting request moves up one tier for every `tierAgingMs` it has waited, so a lower tier
+     * is never starved by a steady stream of higher-tier requests (a request of tier k goes before a tier-0
+     * request that arrived more than k × `tierAgingMs` after it). Default: none (strict tier priority).
+     */
+    tierAgingMs: durationMs().optional(),
     concurrency: concurrencySchema,
     breaker: breakerSchema,
     retry: retrySchema,

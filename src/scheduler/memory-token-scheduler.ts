@@ -17,7 +17,7 @@ import {
   type TokenTicket,
   type TokenView,
 } from './token-scheduler.ts';
-import { servedBefore, type Waiter, WaiterFifo } from './waiter.ts';
+import { servedBefore, servingKey, type Waiter, WaiterFifo } from './waiter.ts';
 
 /** Options of a {@link MemoryTokenScheduler}. */
 export interface MemoryTokenSchedulerOptions {
@@ -30,6 +30,17 @@ export interface MemoryTokenSchedulerOptions {
   readonly limit: number;
   /** Tiers, highest priority first. A request of an unknown tier is served after every known one. */
   readonly tiers: readonly string[];
+  /**
+   * Tier aging, ms: a waiting request moves up one tier for every `tierAgingMs` it has waited, so a request of
+   * tier k is served before one of tier 0 that arrived more than k × `tierAgingMs` after it (a bound on how long a
+   * lower tier starves). Default `Infinity`: strict tier priority, FIFO inside a tier.
+   *
+   * @example
+   * ```ts
+   * new MemoryTokenScheduler({ ...options, tiers: ['incident', 'analysis', 'ops'], tierAgingMs: 1_000 });
+   * ```
+   */
+  readonly tierAgingMs?: number;
   /** A grant not released after this long has its signal aborted, ms. */
   readonly leaseMs: number;
   /** After aborting an overrun lease, how long the holder has to give the token back before it is taken, ms. */
@@ -52,6 +63,8 @@ export interface MemoryTokenSchedulerOptions {
  *   or a call on it ends; it never holds back a request whose endpoint is free (no head-of-line blocking);
  * - each grant looks at the best of the first waiter of each tier and the first parked waiter of each
  *   endpoint that woke: O(tiers + endpoints), independent of how many wait;
+ * - with `tierAgingMs`, a request's serving key is `enqueuedAt + rank × tierAgingMs`, fixed at enqueue, so the
+ *   FIFOs and heaps stay ordered while requests age (same costs);
  * - HALF-OPEN probes are served before every tier.
  *
  * @example
@@ -72,6 +85,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
   /** Every waiting request (for views). */
   readonly #waiting = new Set<Waiter>();
   #limit: number;
+  readonly #agingMs: number;
   #seq = 0;
   #idleWaiters: Array<() => void> = [];
   #pumping = false;
@@ -81,6 +95,12 @@ export class MemoryTokenScheduler implements TokenScheduler {
   constructor(options: MemoryTokenSchedulerOptions) {
     this.#o = options;
     this.#limit = Math.max(1, Math.floor(options.limit));
+    const aging = options.tierAgingMs ?? Number.POSITIVE_INFINITY;
+    if (!(aging > 0))
+      throw new RangeError(
+        `tierAgingMs ${String(aging)}: set a duration > 0 ms, or Infinity for strict tiers`,
+      );
+    this.#agingMs = aging;
     this.#fifos = Array.from({ length: options.tiers.length + 1 }, () => new WaiterFifo());
     this.#leases = new LeaseBook({
       clock: options.clock,
@@ -115,12 +135,15 @@ export class MemoryTokenScheduler implements TokenScheduler {
   request(request: TokenRequest): TokenTicket {
     let w!: Waiter;
     const decision = new Promise<TokenDecision>((resolve, reject) => {
-      const rank = this.#o.tiers.indexOf(request.tier);
+      const known = this.#o.tiers.indexOf(request.tier);
+      const rank = known < 0 ? this.#o.tiers.length : known;
+      const enqueuedAt = this.#o.clock.now();
       w = {
         seq: ++this.#seq,
-        rank: rank < 0 ? this.#o.tiers.length : rank,
+        rank,
+        order: servingKey(rank, enqueuedAt, this.#agingMs),
         request,
-        enqueuedAt: this.#o.clock.now(),
+        enqueuedAt,
         resolve,
         reject,
         state: 'new',
@@ -273,11 +296,13 @@ export class MemoryTokenScheduler implements TokenScheduler {
 
   #bestCandidate(): Waiter | undefined {
     let best: Waiter | undefined;
+    // A FIFO is in serving order (its keys grow with arrival), so only heads compete: without aging the first
+    // non-empty tier wins; with aging, the head with the smallest key among the tiers.
     for (const fifo of this.#fifos) {
-      if (fifo.head) {
-        best = fifo.head;
-        break;
-      }
+      const head = fifo.head;
+      if (!head) continue;
+      if (!best || servedBefore(head, best)) best = head;
+      if (this.#agingMs === Number.POSITIVE_INFINITY) break;
     }
     for (const id of this.#awake) {
       const top = this.#lists.get(id)?.top();

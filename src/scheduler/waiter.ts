@@ -6,6 +6,12 @@ export interface Waiter {
   readonly seq: number;
   /** Tier rank: 0 is served first; probes are -1. */
   readonly rank: number;
+  /**
+   * The serving key: `rank` under strict tier priority; with tier aging, the time the request would be served
+   * at if every tier above it waited `agingMs` less (`enqueuedAt + rank × agingMs`). Fixed at enqueue, so a heap
+   * or a FIFO stays ordered while requests age.
+   */
+  readonly order: number;
   readonly request: TokenRequest;
   readonly enqueuedAt: number;
   readonly resolve: (d: TokenDecision) => void;
@@ -19,9 +25,25 @@ export interface Waiter {
   next: Waiter | undefined;
 }
 
-/** Serving order: tier rank, then arrival. */
+/** Serving order: the serving key (tier rank, or aged deadline), then arrival. */
 export function servedBefore(a: Waiter, b: Waiter): boolean {
-  return a.rank < b.rank || (a.rank === b.rank && a.seq < b.seq);
+  return a.order < b.order || (a.order === b.order && a.seq < b.seq);
+}
+
+/**
+ * The serving key of a request of tier `rank` enqueued at `enqueuedAt` (see {@link Waiter.order}). Without aging
+ * (`agingMs` infinite) it is the rank: strict tier priority, FIFO inside a tier. With aging, a request of a lower
+ * tier is served before a higher tier's request that arrived more than `agingMs` per tier between them later: a
+ * lower tier waits at most `agingMs` per tier above it beyond what a higher tier would.
+ *
+ * @example
+ * ```ts
+ * servingKey(2, 10_000, 1_500); // 13 000: an ops request queued at 10 s goes before an incident one queued after 13 s
+ * servingKey(2, 10_000, Infinity); // 2: strict priority
+ * ```
+ */
+export function servingKey(rank: number, enqueuedAt: number, agingMs: number): number {
+  return Number.isFinite(agingMs) ? enqueuedAt + rank * agingMs : rank;
 }
 
 /**

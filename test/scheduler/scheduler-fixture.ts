@@ -57,6 +57,7 @@ export interface FixtureOptions {
   readonly reclaimGraceMs?: number;
   readonly budget?: RetryBudget;
   readonly tiers?: readonly string[];
+  readonly tierAgingMs?: number;
 }
 
 export function fixture(o: FixtureOptions): Fixture {
@@ -89,6 +90,7 @@ export function fixture(o: FixtureOptions): Fixture {
     endpoints,
     limit: o.limit ?? 1,
     tiers: o.tiers ?? ['analysis', 'ops'],
+    ...(o.tierAgingMs !== undefined ? { tierAgingMs: o.tierAgingMs } : {}),
     leaseMs: o.leaseMs ?? 120_000,
     reclaimGraceMs: o.reclaimGraceMs ?? 5_000,
     budget,

@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, mkdtempSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -22,8 +22,13 @@ import { describeBrowser, launchChromium, textOf, waitForText, watchPage } from 
  */
 
 const SCENARIO = fileURLToPath(new URL('../../scenarios/agent8-storm/scenario.yaml', import.meta.url));
-/** The README links these: written by this test, committed. */
-const DOCS = fileURLToPath(new URL('../../docs/images/', import.meta.url));
+/**
+ * The README links the screenshots in docs/images/, taken by this test: with `BREAKWATER_WRITE_DOCS=1` it writes
+ * them there (to commit); otherwise to a temporary folder, so `npm test` leaves the checkout as it found it.
+ */
+const DOCS = process.env.BREAKWATER_WRITE_DOCS
+  ? fileURLToPath(new URL('../../docs/images/', import.meta.url))
+  : `${mkdtempSync(join(tmpdir(), 'bw-viz-docs-'))}/`;
 
 let dir: string;
 let browser: Browser | undefined;
