@@ -1,7 +1,7 @@
 import http from 'node:http';
 import https from 'node:https';
 import type { Socket } from 'node:net';
-import { Readable } from 'node:stream';
+import type { Readable } from 'node:stream';
 import zlib from 'node:zlib';
 import { credentialFor, MARKER_PATTERN, MARKER_PREFIX } from './call-credential.ts';
 
@@ -89,6 +89,18 @@ class GuardedHttpsAgent extends https.Agent {
   }
 }
 
+/**
+ * An `init` property {@link credentialFetch} reads besides the standard ones: called as each body chunk arrives,
+ * before any reader sees it. `timedFetch` stamps a streamed call's last sign of life with it, instead of hooking
+ * every read the SDK makes (a promise more per chunk).
+ */
+export const ON_BODY_CHUNK: unique symbol = Symbol('breakwater.onBodyChunk');
+
+/** `RequestInit` with {@link ON_BODY_CHUNK}. */
+export interface CredentialFetchInit extends RequestInit {
+  readonly [ON_BODY_CHUNK]?: () => void;
+}
+
 const agents = {
   'http:': new GuardedHttpAgent({ keepAlive: true }),
   'https:': new GuardedHttpsAgent({ keepAlive: true }),
@@ -128,6 +140,54 @@ function decoded(res: http.IncomingMessage): Readable {
   if (!decoder) return res;
   res.on('error', (e) => decoder.destroy(e));
   return res.pipe(decoder);
+}
+
+/**
+ * The response body as the web stream `fetch` gives, fed straight from Node's stream: one hop per chunk (a relay
+ * `Readable` and `Readable.toWeb` cost two more, and `toWeb` copies every chunk). Backpressure pauses the Node
+ * stream; cancelling the body destroys it (the connection closes, as the platform fetch does). `finished` runs
+ * once when the body ends, errors or is cancelled; on an error it returns the reason to report (the caller's abort
+ * reason), or undefined for a body cut mid-way, which errors as the platform fetch does: `TypeError('terminated')`.
+ */
+function webBody(
+  stream: Readable,
+  finished: () => unknown,
+  onChunk: (() => void) | undefined,
+): ReadableStream<Uint8Array> {
+  let open = true;
+  return new ReadableStream<Uint8Array>(
+    {
+      start(c) {
+        stream.on('data', (chunk: Buffer) => {
+          if (!open) return;
+          onChunk?.();
+          c.enqueue(chunk);
+          if ((c.desiredSize ?? 1) <= 0) stream.pause();
+        });
+        stream.on('end', () => {
+          if (!open) return;
+          open = false;
+          finished();
+          c.close();
+        });
+        stream.on('error', (err) => {
+          if (!open) return;
+          open = false;
+          c.error(finished() ?? new TypeError('terminated', { cause: err }));
+        });
+      },
+      pull() {
+        stream.resume();
+      },
+      cancel() {
+        if (!open) return;
+        open = false;
+        finished();
+        stream.destroy();
+      },
+    },
+    { highWaterMark: 64 * 1024, size: (chunk) => chunk.byteLength },
+  );
 }
 
 function toHeaders(res: http.IncomingMessage): Headers {
@@ -212,24 +272,15 @@ export const credentialFetch: typeof fetch = async (input, init) => {
         res.resume();
         res.on('end', done);
       } else {
-        const stream = decoded(res);
-        // A body cut mid-way reads as the platform fetch reports it: TypeError('terminated', { cause }).
-        const relay = new Readable({ read() {} });
-        stream.on('data', (chunk: Buffer) => {
-          if (!relay.push(chunk)) stream.pause();
-        });
-        relay._read = () => stream.resume();
-        stream.on('end', () => {
-          done();
-          relay.push(null);
-        });
-        stream.on('error', (err) => {
-          done();
-          relay.destroy(
-            signal?.aborted ? (abortReason(signal) as Error) : new TypeError('terminated', { cause: err }),
-          );
-        });
-        web = Readable.toWeb(relay) as unknown as ReadableStream<Uint8Array>;
+        web = webBody(
+          decoded(res),
+          () => {
+            done();
+            // A body cut mid-way reads as the platform fetch reports it: TypeError('terminated', { cause }).
+            return signal?.aborted ? abortReason(signal) : undefined;
+          },
+          (init as CredentialFetchInit | undefined)?.[ON_BODY_CHUNK],
+        );
       }
       if (status < 200 || status > 599) {
         reject(new TypeError('fetch failed', { cause: new Error(`unexpected HTTP status ${status}`) }));

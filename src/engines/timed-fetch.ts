@@ -2,7 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
 import { type CallCredential, redactKeyIn } from './call-credential.ts';
-import { credentialFetch } from './credential-fetch.ts';
+import { type CredentialFetchInit, credentialFetch, ON_BODY_CHUNK } from './credential-fetch.ts';
 
 /**
  * Per-call deadlines and response capture for every SDK, in one place.
@@ -44,8 +44,8 @@ export interface TimedCall {
   /** Cleanups still owed (timers, listeners); run by {@link endTimedCall}. */
   cleanup: (() => void) | undefined;
   /**
-   * A streamed call: its success body is handed to the SDK as it is (no wrapping stream, one hop less per chunk),
-   * its readers patched so that every chunk read stamps {@link TimedCall.lastActivity}.
+   * A streamed call: its success body is handed to the SDK as it is (no wrapping stream, one hop less per chunk);
+   * every chunk stamps {@link TimedCall.lastActivity} (as it arrives with a key, else as the SDK reads it).
    */
   streamed: boolean;
   /** The run clock's now at the last sign of life of the body (the idle deadline counts from it). */
@@ -167,10 +167,17 @@ export const timedFetch: typeof fetch = async (input, init) => {
     controller.abort(new DeadlineError('headers', call.headersTimeoutMs));
   }, call.headersTimeoutMs);
 
+  const stamp = () => {
+    call.lastActivity = clock.now();
+  };
+  // A streamed call with a key: `credentialFetch` stamps each body chunk as it arrives (no hook on the SDK's reads).
+  const stampedBelow = call.streamed && call.credential !== undefined;
   let response: Response;
   try {
-    const send = call.credential ? credentialFetch : fetch;
-    response = await send(input, { ...init, signal: controller.signal });
+    const sent: CredentialFetchInit = { ...init, signal: controller.signal };
+    response = call.credential
+      ? await credentialFetch(input, stampedBelow ? { ...sent, [ON_BODY_CHUNK]: stamp } : sent)
+      : await fetch(input, sent);
   } catch (err) {
     release();
     if (call.timedOut) throw new DeadlineError(call.timedOut, call.headersTimeoutMs);
@@ -211,11 +218,10 @@ export const timedFetch: typeof fetch = async (input, init) => {
   // Any bytes are a sign of life, including what an SDK's parser drops (Anthropic `ping` events, SSE comments):
   // stamping only the events an SDK yields cut live streams whose content was slow while the provider kept
   // pinging. A streamed success body stays the SDK's own stream (a wrapping stream costs a pull cycle per chunk):
-  // its readers stamp each read; the idle deadline aborts the request, which errors the body like any cut.
+  // each chunk is stamped as it arrives (`credentialFetch`) or, over the platform fetch, as the SDK reads it; the
+  // idle deadline aborts the request, which errors the body like any cut.
   if (call.streamed && response.ok) {
-    stampReads(response.body, () => {
-      call.lastActivity = clock.now();
-    });
+    if (!stampedBelow) stampReads(response.body, stamp);
     return response;
   }
 

@@ -17,7 +17,7 @@ import type {
 } from './agent-handle-types.ts';
 import type { AgentMemory, Turn } from './turn.ts';
 import type { TurnTracer } from '../observability/turn-tracer.ts';
-import { streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
+import { type StreamCancel, streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
 
 export type {
   AgentHandle,
@@ -189,21 +189,42 @@ export class LlmAgentHandle implements ManagedHandle {
   }
 
   ask(prompt: string, options: AskOptions = {}): Promise<Turn> {
+    return this.#enqueue(prompt, options, options.turnId ?? randomUUID(), options.signal, undefined);
+  }
+
+  stream(prompt: string, options: AskOptions = {}): TurnStream {
+    const turnId = options.turnId ?? randomUUID();
+    // The caller's signal cancels through the stream (one listener there); the ask carries the stream's cancel.
+    return streamAsk(options.signal, (sink, cancel) =>
+      this.#enqueue(prompt, options, turnId, undefined, { sink, cancel }),
+    );
+  }
+
+  /**
+   * Queues one ask. `signal` cancels a plain ask; a streamed one (`streamed`) is cancelled by its stream and its
+   * calls stream into the stream's sink (both travel with this ask, never looked up by turn id).
+   */
+  #enqueue(
+    prompt: string,
+    options: AskOptions,
+    turnId: string,
+    signal: AbortSignal | undefined,
+    streamed: { readonly sink: TurnStreamSink; readonly cancel: StreamCancel } | undefined,
+  ): Promise<Turn> {
     if (this.#stoppedBy || this.#refusing)
       return Promise.reject(new AgentStoppedError(this.name, this.#stoppedBy ?? 'supervisor'));
-    const turnId = options.turnId ?? randomUUID();
-    if (options.signal?.aborted)
+    if (signal?.aborted || streamed?.cancel.cancelled)
       return Promise.resolve(
         unstartedCancelledTurn(this.name, this.tier, { turnId, prompt }, this.#o.clock.now()),
       );
+    const { messages } = options as ConversationAskOptions;
     return new Promise<Turn>((resolve) => {
-      const { messages, stream } = options as ConversationAskOptions;
       const ask: PendingAsk = {
         turnId,
         key: options.key ?? `${this.name}:${turnId}`,
         prompt,
         ...(messages ? { messages } : {}),
-        ...(stream ? { stream } : {}),
+        ...(streamed ? { stream: streamed.sink } : {}),
         meta: options.meta,
         resolve,
         trace: this.#o.tracer?.capture(),
@@ -212,18 +233,14 @@ export class LlmAgentHandle implements ManagedHandle {
         offAbort: undefined,
       };
       this.#o.keepAlive.hold();
-      if (options.signal) ask.offAbort = onAbort(options.signal, () => this.#cancel(ask));
+      if (signal) ask.offAbort = onAbort(signal, () => this.#cancel(ask));
+      // A streamed turn: its stream cancels it directly (no listener to take off: a settled ask ignores a late
+      // cancel).
+      else streamed?.cancel.onCancel(() => this.#cancel(ask));
       this.#queue ??= [];
       this.#queue.push(ask);
       this.#startNext();
     });
-  }
-
-  stream(prompt: string, options: AskOptions = {}): TurnStream {
-    const turnId = options.turnId ?? randomUUID();
-    return streamAsk(options.signal, (signal, sink) =>
-      this.ask(prompt, { ...options, turnId, signal, stream: sink } as ConversationAskOptions),
-    );
   }
 
   /**

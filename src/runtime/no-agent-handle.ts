@@ -98,7 +98,9 @@ export class NoAgentHandle implements ManagedHandle {
   stream(prompt: string, options: AskOptions = {}): TurnStream {
     // Plain code has no deltas: the stream is its `done` event.
     const turnId = options.turnId ?? randomUUID();
-    return streamAsk(options.signal, (signal) => this.ask(prompt, { ...options, turnId, signal }));
+    return streamAsk(options.signal, (_sink, cancel) =>
+      this.ask(prompt, { ...options, turnId, signal: cancel.signal }),
+    );
   }
 
   state(): AgentStateName {

@@ -6,7 +6,7 @@ import type { AgentHandle, AskOptions } from './agent-handle-types.ts';
 import type { DegradedAnswer } from '../degraded/decision-tree.ts';
 import type { SpawnOptions } from './supervisor-types.ts';
 import type { Turn } from './turn.ts';
-import type { TurnStream, TurnStreamSink } from './turn-stream.ts';
+import type { TurnStream } from './turn-stream.ts';
 
 /**
  * Options of {@link Supervisor.call}: one request, no agent memory.
@@ -56,8 +56,6 @@ export interface CallOptions {
 /** What the handle takes beyond the public {@link AskOptions}: the conversation of a one-off call. @internal */
 export interface ConversationAskOptions extends AskOptions {
   readonly messages?: readonly ChatMessage[];
-  /** The turn is streamed (`agent.stream`): its calls stream into this channel (it travels with the ask). */
-  readonly stream?: TurnStreamSink;
 }
 
 /**

@@ -211,16 +211,57 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
 }
 
 /**
+ * How a streamed ask is cancelled (the stream's `cancel()`, a `break`, or the caller's signal), without an
+ * `AbortController` per turn: an LLM agent's ask registers its cancel with {@link StreamCancel.onCancel}; a handle
+ * that takes a signal reads {@link StreamCancel.signal}, made only then. @internal
+ */
+export class StreamCancel {
+  #fn: (() => void) | undefined;
+  #controller: AbortController | undefined;
+  #reason: unknown;
+  #cancelled = false;
+
+  get cancelled(): boolean {
+    return this.#cancelled;
+  }
+
+  /** A signal that aborts when the stream is cancelled (made on first use). */
+  get signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#cancelled) this.#controller.abort(this.#reason);
+    }
+    return this.#controller.signal;
+  }
+
+  /** `fn` runs once when the stream is cancelled (at once if it already was). One per stream: the ask's. */
+  onCancel(fn: () => void): void {
+    if (this.#cancelled) fn();
+    else this.#fn = fn;
+  }
+
+  cancel(reason: unknown): void {
+    if (this.#cancelled) return;
+    this.#cancelled = true;
+    this.#reason = reason;
+    const fn = this.#fn;
+    this.#fn = undefined;
+    fn?.();
+    this.#controller?.abort(reason);
+  }
+}
+
+/**
  * Runs `ask` as a streamed turn: its events go to the returned stream (the sink `ask` is given travels with that
  * one ask, never looked up by turn id: two turns sharing a caller-chosen id cannot see each other's text); the
- * stream's cancel (or a `break`) aborts the ask. @internal
+ * stream's cancel (or a `break`), or the caller's `signal`, cancels the ask through `cancel`. @internal
  */
 export function streamAsk(
   signal: AbortSignal | undefined,
-  ask: (signal: AbortSignal, sink: TurnStreamSink) => Promise<Turn>,
+  ask: (sink: TurnStreamSink, cancel: StreamCancel) => Promise<Turn>,
 ): TurnStream {
-  const controller = new AbortController();
-  const abort = () => controller.abort(signal?.reason);
+  const cancel = new StreamCancel();
+  const abort = () => cancel.cancel(signal?.reason);
   if (signal?.aborted) abort();
   else signal?.addEventListener('abort', abort, { once: true });
   let settle!: (t: Turn) => void;
@@ -229,15 +270,15 @@ export function streamAsk(
     settle = resolve;
     fail = reject;
   });
-  const channel = new TurnEventChannel(turn, () => controller.abort(new Error('the stream was cancelled')));
-  const done = () => signal?.removeEventListener('abort', abort);
-  ask(controller.signal, channel).then(
+  const channel = new TurnEventChannel(turn, () => cancel.cancel(new Error('the stream was cancelled')));
+  const done = signal ? () => signal.removeEventListener('abort', abort) : undefined;
+  ask(channel, cancel).then(
     (t) => {
-      done();
+      done?.();
       settle(t);
     },
     (e: unknown) => {
-      done();
+      done?.();
       fail(e);
     },
   );

@@ -1,6 +1,7 @@
 import type http from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
+import { createCallCredential } from '../../src/engines/call-credential.ts';
 import {
   beginTimedCall,
   DeadlineError,
@@ -13,11 +14,15 @@ import { type RawFixtureServer, startRawFixture } from './raw-fixture-server.ts'
 // The deadlines run on the injected clock: these tests move a manual clock instead of waiting.
 describe('timedFetch', () => {
   let fx: RawFixtureServer;
+  const credential = createCallCredential('sk-timed-fetch-test-0001');
   beforeAll(async () => {
     fx = await startRawFixture();
     fx.reply(() => ({ manual: true }));
   });
-  afterAll(() => fx.close());
+  afterAll(async () => {
+    credential.dispose();
+    await fx.close();
+  });
 
   const post = () => timedFetch(`${fx.url}/x`, { method: 'POST', body: '{}' });
 
@@ -63,12 +68,18 @@ describe('timedFetch', () => {
     expect(clock.pending()).toBe(0);
   });
 
-  // genai reads a body with getReader(); openai and @anthropic-ai/sdk iterate it.
-  it.each(['getReader', 'async iteration'] as const)(
-    'a streamed body read by %s: any bytes (pings, SSE comments) re-arm the idle deadline, not only events an SDK yields',
-    async (how) => {
+  // genai reads a body with getReader(); openai and @anthropic-ai/sdk iterate it. With a key the body comes from
+  // credentialFetch, which stamps each chunk as it arrives; without one from the platform fetch, stamped per read.
+  it.each([
+    { how: 'getReader', keyed: false },
+    { how: 'async iteration', keyed: false },
+    { how: 'getReader', keyed: true },
+    { how: 'async iteration', keyed: true },
+  ] as const)(
+    'a streamed body read by $how (key: $keyed): any bytes (pings, SSE comments) re-arm the idle deadline, not only events an SDK yields',
+    async ({ how, keyed }) => {
       const clock = createManualClock(0);
-      const call = beginTimedCall(clock, 5_000, 1_000, undefined);
+      const call = beginTimedCall(clock, 5_000, 1_000, undefined, Date.now, keyed ? credential : undefined);
       call.streamed = true;
       const pending = runTimedCall(call, post);
       const res = await fx.nextManual();
@@ -106,6 +117,30 @@ describe('timedFetch', () => {
       expect(clock.pending()).toBe(0);
     },
   );
+
+  it('a streamed body with a key that stalls between chunks fails the read with an idle DeadlineError', async () => {
+    const clock = createManualClock(0);
+    const call = beginTimedCall(clock, 5_000, 1_000, undefined, Date.now, credential);
+    call.streamed = true;
+    const pending = runTimedCall(call, post);
+    const res = await fx.nextManual();
+    res.writeHead(200, { 'content-type': 'text/event-stream' });
+    res.write('data: 1\n\n');
+    const reader = (await pending).body!.getReader();
+    await reader.read();
+    clock.advance(600);
+    res.write('data: 2\n\n');
+    await reader.read();
+    // 999 ms after the second chunk (1,599 after the first): still alive; the deadline counts from the last chunk.
+    clock.advance(999);
+    expect(call.timedOut).toBeUndefined();
+    const next = reader.read();
+    clock.advance(1);
+    await expect(next).rejects.toMatchObject({ phase: 'idle' });
+    expect(call.timedOut).toBe('idle');
+    endTimedCall(call);
+    res.destroy();
+  });
 
   it('fails the body read with an idle DeadlineError when the body stalls after headers', async () => {
     const clock = createManualClock(0);

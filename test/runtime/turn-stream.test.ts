@@ -4,6 +4,7 @@ import { createSupervisor, type Supervisor } from '../../src/runtime/create-supe
 import type { StreamEvent } from '../../src/runtime/turn-stream.ts';
 import { isAgentStoppedError } from '../../src/errors/lifecycle-errors.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /*
  * The stream itself (the channel between the runtime and the consumer), over real HTTP against the emulator:
@@ -145,5 +146,58 @@ describe('streaming once stopped', () => {
       thrown = e;
     }
     expect(isAgentStoppedError(thrown)).toBe(true);
+  });
+});
+
+describe('cancelling a streamed turn', () => {
+  it("the caller's signal aborted mid-stream: the turn ends cancelled, the upstream request is closed, the token freed", async () => {
+    emulator.addFault({ kind: 'stream_stall', count: 1, afterChunks: 1 });
+    supervisor = oneEndpoint();
+    const a = supervisor.spawnAgent({ name: 'A', chain: 'main' });
+    const controller = new AbortController();
+    const stream = a.stream('Stall on me.', { signal: controller.signal });
+    const events: StreamEvent[] = [];
+    for await (const e of stream) {
+      events.push(e);
+      if (e.type === 'text') controller.abort();
+    }
+    expect(events.some((e) => e.type === 'text')).toBe(true);
+    const turn = await stream.turn;
+    expect(turn.outcome).toBe('cancelled');
+    expect(events.at(-1)).toEqual({ type: 'done', turn });
+    await waitFor(
+      () => emulator.stats().calls.some((c) => c.status === 'stall'),
+      'the emulator to see the close',
+    );
+    await waitFor(() => supervisor!.tokens().held === 0, 'the token to be released');
+  });
+
+  it('a turn cancelled while it waits behind another turn of its agent ends cancelled and never goes upstream', async () => {
+    supervisor = oneEndpoint();
+    const a = supervisor.spawnAgent({ name: 'A', chain: 'main' });
+    const first = a.stream('First question', { turnId: 'first' });
+    const second = a.stream('Second question', { turnId: 'second' });
+    second.cancel();
+    const [firstEvents, secondEvents] = await Promise.all([collect(first), collect(second)]);
+    expect((await first.turn).outcome).toBe('answered');
+    expect(announced(firstEvents)).toBe((await first.turn).answer.text);
+    const cancelled = await second.turn;
+    expect(cancelled.outcome).toBe('cancelled');
+    expect(cancelled.attempts).toBe(0);
+    expect(secondEvents).toEqual([{ type: 'done', turn: cancelled }]);
+    expect(emulator.stats().calls).toHaveLength(1);
+  });
+
+  it('a signal aborted before the stream starts: cancelled at once, nothing sent', async () => {
+    supervisor = oneEndpoint();
+    const a = supervisor.spawnAgent({ name: 'A', chain: 'main' });
+    const stream = a.stream('Never mind', { signal: AbortSignal.abort() });
+    const events = await collect(stream);
+    const turn = await stream.turn;
+    expect(turn.outcome).toBe('cancelled');
+    expect(events).toEqual([{ type: 'done', turn }]);
+    expect(emulator.stats().calls).toHaveLength(0);
+    // The agent is free for the next turn.
+    expect((await a.stream('Now then').turn).outcome).toBe('answered');
   });
 });
