@@ -13,16 +13,23 @@ import type { EventRecord } from '../store/store-types.ts';
  * ```
  */
 export function eventsFromRecords(records: readonly EventRecord[]): RuntimeEvent[] {
-  return [...records]
-    .sort((a, b) => a.seq - b.seq || a.id - b.id)
-    .map(
-      (r) =>
-        ({
-          type: r.type,
-          at: r.at,
-          data: r.data && typeof r.data === 'object' ? r.data : {},
-          ...(r.agent !== null ? { agent: r.agent } : {}),
-          ...(r.endpoint !== null ? { endpoint: r.endpoint } : {}),
-        }) as RuntimeEvent,
-    );
+  return [...records].sort((a, b) => a.seq - b.seq || a.id - b.id).map(eventFromRecord);
+}
+
+/**
+ * One row of the `events` table as the runtime event it recorded (a `data` that is not an object reads as `{}`).
+ *
+ * @example
+ * ```ts
+ * for (const r of await store.readEvents(runId, { afterSeq, limit: 500 })) listener(eventFromRecord(r));
+ * ```
+ */
+export function eventFromRecord(r: EventRecord): RuntimeEvent {
+  return {
+    type: r.type,
+    at: r.at,
+    data: r.data && typeof r.data === 'object' ? r.data : {},
+    ...(r.agent !== null ? { agent: r.agent } : {}),
+    ...(r.endpoint !== null ? { endpoint: r.endpoint } : {}),
+  } as RuntimeEvent;
 }

@@ -1,4 +1,5 @@
-import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import type { RuntimeEventListener } from '../events/runtime-event.ts';
+import { eventFromRecord } from '../report/stored-events.ts';
 import type { RunStore } from '../store/run-store.ts';
 
 /** Options of {@link createRunEventTail}. */
@@ -57,13 +58,7 @@ export function createRunEventTail(
       for (const r of page) {
         if (r.seq <= lastSeq) continue;
         lastSeq = r.seq;
-        const event = {
-          type: r.type,
-          at: r.at,
-          ...(r.agent !== null ? { agent: r.agent } : {}),
-          ...(r.endpoint !== null ? { endpoint: r.endpoint } : {}),
-          data: r.data,
-        } as RuntimeEvent;
+        const event = eventFromRecord(r);
         for (const l of listeners) l(event);
       }
       if (page.length < pageSize) return;
