@@ -12,7 +12,13 @@ import {
   type TokenTicket,
   type TokenView,
 } from '../scheduler/token-scheduler.ts';
-import type { CoordinationBackend, GlobalLease } from './coordination-backend.ts';
+import type {
+  CoordinationBackend,
+  GlobalLease,
+  RateAsk,
+  RatePermit,
+  RateTakeResult,
+} from './coordination-backend.ts';
 import { leaseKey } from './coordination-backend.ts';
 import {
   CoordinationUnavailableError,
@@ -37,7 +43,16 @@ export interface CoordinatedTokenSchedulerOptions {
   ) => void;
   /** Real time, ms (performance.now by default): lease deadlines are real time whatever the runtime's clock. */
   readonly now?: () => number;
+  /**
+   * Runtime-clock ms per real ms (a scaled scenario clock's `scale`). Default 1. Shared RPM/TPM windows are real
+   * time: a scenario at scale 150 shares a window of 400 real ms for its simulated minute, and every process of
+   * the pool must run at the same scale (the window length is part of the quota's name).
+   */
+  readonly timeScale?: number;
 }
+
+/** The minute of an endpoint's RPM/TPM limits, on the runtime's clock. */
+const LIMIT_WINDOW_MS = 60_000;
 
 /** A request granted by the local scheduler, waiting for a global token. */
 interface Pending {
@@ -61,6 +76,8 @@ interface Held {
   claimed: boolean;
   onReclaim: ((reason: unknown) => void) | undefined;
   timer: ReturnType<typeof setTimeout> | undefined;
+  /** The units taken from the endpoint's shared RPM/TPM window (given back if the call never went). */
+  readonly permit: RatePermit | undefined;
 }
 
 /**
@@ -73,6 +90,9 @@ interface Held {
  *   hand the token to someone else;
  * - waiters are woken by the backend's notifications (a token given back) or when the earliest lease expires,
  *   never by polling;
+ * - a call on an endpoint with `limits` (RPM/TPM) also takes its units from the endpoint's shared sliding window,
+ *   so the pool's processes together never exceed the limit in any window; a full window paces the endpoint
+ *   here until it has room (the local scheduler then waits or takes the next endpoint of the chain);
  * - the backend unreachable or lost: no token is granted (requests are denied: the agents answer degraded).
  *
  * @example
@@ -85,7 +105,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   readonly #o: CoordinatedTokenSchedulerOptions;
   readonly #local: MemoryTokenScheduler;
   readonly #now: () => number;
+  readonly #scale: number;
   readonly #queue: Pending[] = [];
+  /** Probes waiting for their endpoint's shared window to have room (each on its own timer). */
+  readonly #parked = new Set<Pending>();
   readonly #held = new Map<string, Held>();
   /** Releases sent to the backend and not answered yet: dispose() waits for them (bounded) before closing it. */
   readonly #releasing = new Set<Promise<void>>();
@@ -104,6 +127,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     this.#local = options.local;
     this.#limit = Math.max(1, Math.floor(options.limit));
     this.#now = options.now ?? (() => performance.now());
+    this.#scale = options.timeScale ?? 1;
     options.backend.onWake(() => {
       this.#wakeEpoch++;
       this.#pump();
@@ -212,6 +236,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     this.#held.delete(leaseId);
     if (h.timer) clearTimeout(h.timer);
     this.#releaseGlobal(h.lease);
+    if (h.permit && outcome.kind === 'unused') this.#refund(h.permit);
     this.#wakeEpoch++;
     this.#pump();
     if (this.#held.size === 0) this.#stopHeartbeat();
@@ -261,6 +286,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     if (this.#closed) return;
     this.#closed = true;
     for (const p of this.#queue.splice(0)) this.#withdraw(p, reason);
+    for (const p of [...this.#parked]) this.#withdraw(p, reason);
+    this.#parked.clear();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     this.#local.close(reason);
   }
@@ -295,7 +322,17 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
 
   /** Gives a global token back; a failed release is a token that comes back at its expiry (never over the limit). */
   #releaseGlobal(lease: GlobalLease): void {
-    const p: Promise<void> = this.#o.backend.release(lease).then(
+    this.#track(this.#o.backend.release(lease));
+  }
+
+  /** Gives a call's shared window units back (it never went); a failed refund only leaves the window fuller. */
+  #refund(permit: RatePermit): void {
+    this.#track(this.#o.backend.refundRate(permit));
+  }
+
+  /** A give-back in flight: dispose() waits for it (bounded) before closing the backend. */
+  #track(sending: Promise<void>): void {
+    const p: Promise<void> = sending.then(
       () => {
         this.#releasing.delete(p);
       },
@@ -409,7 +446,44 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
           this.#queue.unshift(p);
           continue;
         }
-        this.#granted(p, result.lease, deadline);
+        if (this.#cooledElsewhere(p)) {
+          this.#releaseGlobal(result.lease);
+          this.#resubmit(p);
+          continue;
+        }
+        const ask = this.#rateAsk(p.grant!);
+        let permit: RatePermit | undefined;
+        if (ask) {
+          let rate: RateTakeResult;
+          try {
+            rate = await this.#o.backend.takeRate(ask);
+          } catch (e) {
+            this.#releaseGlobal(result.lease);
+            this.#fail(e);
+            // Fail closed, as for a token: no call goes without its window's permit.
+            this.#deny(p, e);
+            for (const q of this.#queue.splice(0)) this.#deny(q, e);
+            return;
+          }
+          if (p.done || this.#closed) {
+            this.#releaseGlobal(result.lease);
+            if (rate.ok) this.#refund(rate.permit);
+            continue;
+          }
+          if (!rate.ok) {
+            this.#releaseGlobal(result.lease);
+            this.#paced(p, rate.retryInMs);
+            continue;
+          }
+          permit = rate.permit;
+          if (this.#now() >= deadline) {
+            this.#releaseGlobal(result.lease);
+            this.#refund(permit);
+            this.#queue.unshift(p);
+            continue;
+          }
+        }
+        this.#granted(p, result.lease, deadline, permit);
         continue;
       }
       // A token came back while we asked: ask again at once, else sleep until a wake-up or the earliest expiry.
@@ -421,7 +495,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
 
   #armRetry(retryInMs: number | undefined, head: Pending): void {
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    const untilDeadline = head.request ? head.enqueuedAt + head.request.maxWaitMs - this.#now() : Infinity;
+    // Max waits are runtime-clock ms, the timer real ms.
+    const untilDeadline = head.request
+      ? head.enqueuedAt + head.request.maxWaitMs / this.#scale - this.#now()
+      : Infinity;
     const wait = Math.max(1, Math.min(retryInMs ?? this.#o.leaseTtlMs, untilDeadline));
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
@@ -431,21 +508,66 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   }
 
   #overdue(p: Pending): boolean {
-    return p.request !== undefined && this.#now() - p.enqueuedAt > p.request.maxWaitMs;
+    return p.request !== undefined && (this.#now() - p.enqueuedAt) * this.#scale > p.request.maxWaitMs;
   }
 
-  #granted(p: Pending, lease: GlobalLease, deadline: number): void {
+  /** The endpoint was cooled by another process while this grant waited for its token: do not send to it. */
+  #cooledElsewhere(p: Pending): boolean {
+    if (!p.request) return false;
+    const r = this.#o.endpoints.get(p.grant!.endpointId)?.health.readiness(this.#localNow(), 0);
+    return r !== undefined && (r.cause === 'cooldown' || r.cause === 'open' || r.cause === 'disabled');
+  }
+
+  /** Gives the local grant back and asks the local scheduler again (it may pick another endpoint, or wait). */
+  #resubmit(p: Pending): void {
+    this.#local.release(p.grant!.leaseId, { kind: 'unused' });
+    p.grant = undefined;
+    this.#submit(p);
+  }
+
+  /** What the grant's call takes from its endpoint's shared RPM/TPM window; undefined if it has no limits. */
+  #rateAsk(grant: Grant): RateAsk | undefined {
+    const health = this.#o.endpoints.get(grant.endpointId)?.health;
+    if (!health) return undefined;
+    const { rpm, tpm } = health.sharedLimits(this.#localNow());
+    if (rpm === undefined && tpm === undefined) return undefined;
+    return {
+      key: grant.endpointId,
+      windowMs: LIMIT_WINDOW_MS / this.#scale,
+      rpm,
+      tpm,
+      tokens: grant.estimatedTokens,
+    };
+  }
+
+  /**
+   * The endpoint's shared window is full for `retryInMs` real ms: the endpoint paces here until then and the request
+   * goes back to the local scheduler (which waits or falls back, as for its own bucket). A probe keeps its grant and
+   * asks again then (it is one call, due once the window has room).
+   */
+  #paced(p: Pending, retryInMs: number): void {
     const grant = p.grant!;
-    // The endpoint may have been cooled by another process while this grant waited: do not send to it.
-    const h = this.#o.endpoints.get(grant.endpointId)?.health;
-    const r = p.request ? h?.readiness(this.#localNow(), 0) : undefined;
-    if (p.request && r && (r.cause === 'cooldown' || r.cause === 'open' || r.cause === 'disabled')) {
-      this.#releaseGlobal(lease);
-      this.#local.release(grant.leaseId, { kind: 'unused' });
-      p.grant = undefined;
-      this.#submit(p);
+    const now = this.#localNow();
+    this.#o.endpoints.get(grant.endpointId)?.health.paceUntil(now + retryInMs * this.#scale);
+    if (p.request) {
+      this.#resubmit(p);
       return;
     }
+    this.#parked.add(p);
+    const timer = setTimeout(
+      () => {
+        this.#parked.delete(p);
+        if (p.done || this.#closed) return;
+        this.#queue.unshift(p);
+        this.#pump();
+      },
+      Math.max(1, retryInMs),
+    );
+    timer.unref?.();
+  }
+
+  #granted(p: Pending, lease: GlobalLease, deadline: number, permit: RatePermit | undefined): void {
+    const grant = p.grant!;
     const fence = new AbortController();
     const wrapped: Grant = { ...grant, signal: AbortSignal.any([grant.signal, fence.signal]) };
     const held: Held = {
@@ -456,6 +578,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       claimed: false,
       onReclaim: undefined,
       timer: undefined,
+      permit,
     };
     this.#held.set(grant.leaseId, held);
     this.#armFence(held, deadline);

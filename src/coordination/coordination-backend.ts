@@ -50,6 +50,42 @@ export interface SharedHealthMessage {
 }
 
 /**
+ * What one call takes from an endpoint's shared RPM/TPM windows ({@link CoordinationBackend.takeRate}): the
+ * pool's processes together never put more than `rpm` requests (or `tpm` tokens) in any window of `windowMs`.
+ */
+export interface RateAsk {
+  /** The quota's name within the pool (the endpoint id). */
+  readonly key: string;
+  /** Length of the window, real ms (a scenario on a scaled clock shrinks its minute; every process must agree). */
+  readonly windowMs: number;
+  /** Requests per window; `undefined`: not limited. */
+  readonly rpm: number | undefined;
+  /** Tokens per window; `undefined`: not limited. */
+  readonly tpm: number | undefined;
+  /** This call's estimated tokens (clamped to `tpm`, so a large call waits for an empty window, never forever). */
+  readonly tokens: number;
+}
+
+/** Units taken by one {@link RateAsk}: {@link CoordinationBackend.refundRate} gives them back if the call never went. */
+export interface RatePermit {
+  readonly key: string;
+  readonly windowMs: number;
+  /** The window slot the units were counted in (slots are 1/60 of the window). */
+  readonly slot: number;
+  readonly requests: number;
+  readonly tokens: number;
+}
+
+/** The answer to {@link CoordinationBackend.takeRate}. */
+export type RateTakeResult =
+  | { readonly ok: true; readonly permit: RatePermit }
+  /** The window is full: enough units leave it in `retryInMs` real ms. */
+  | { readonly ok: false; readonly retryInMs: number };
+
+/** Slots per shared window: a unit counts from its slot's start until one whole window after its slot's end. */
+export const RATE_SLOTS = 60;
+
+/**
  * A shared coordination backend: a counting semaphore of leased tokens with fencing, wake-ups when a token is
  * given back, and a channel of endpoint health. Every method may reject with a CoordinationUnavailableError.
  *
@@ -71,6 +107,13 @@ export interface CoordinationBackend {
   release(lease: GlobalLease): Promise<void>;
   /** Pushes the expiry of these leases one TTL forward; returns the keys ({@link leaseKey}) it renewed. */
   renew(leases: readonly GlobalLease[]): Promise<Set<string>>;
+  /**
+   * Takes a call's units from an endpoint's shared sliding windows if every limited one has room (atomic across
+   * processes; O(slots) = O(1) per call), else says how long until it would.
+   */
+  takeRate(ask: RateAsk): Promise<RateTakeResult>;
+  /** Gives a permit's units back (the call never went); nothing if its slot has already left the window. */
+  refundRate(permit: RatePermit): Promise<void>;
   /** Publishes an endpoint's health to every process of the pool (and keeps it for processes that join later). */
   publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void>;
   /** The health facts published so far (read once on joining). */

@@ -3,6 +3,9 @@ import type {
   CoordinationBackend,
   GlobalAcquireResult,
   GlobalLease,
+  RateAsk,
+  RatePermit,
+  RateTakeResult,
   SharedHealthFacts,
   SharedHealthMessage,
 } from './coordination-backend.ts';
@@ -53,6 +56,14 @@ class LazyBackend implements CoordinationBackend {
 
   async renew(leases: readonly GlobalLease[]): Promise<Set<string>> {
     return (await this.#load()).renew(leases);
+  }
+
+  async takeRate(ask: RateAsk): Promise<RateTakeResult> {
+    return (await this.#load()).takeRate(ask);
+  }
+
+  async refundRate(permit: RatePermit): Promise<void> {
+    return (await this.#load()).refundRate(permit);
   }
 
   async publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void> {

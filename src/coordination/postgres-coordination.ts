@@ -7,6 +7,9 @@ import type {
   CoordinationBackend,
   GlobalAcquireResult,
   GlobalLease,
+  RateAsk,
+  RatePermit,
+  RateTakeResult,
   SharedHealthFacts,
   SharedHealthMessage,
 } from './coordination-backend.ts';
@@ -98,7 +101,17 @@ with u as (
 )
 select pg_notify('${HEALTH_CHANNEL}', $4) from u`;
 
+/** See migration 0005: one round trip, one taker per quota at a time. */
+const TAKE_RATE_SQL =
+  'select ok, slot, requests, tokens, retry_ms from coordination_take_rate($1, $2, $3, $4, $5, $6)';
+
+/* A refund only lowers a slot's count: it may run beside a take (which then counted high: never over the limit). */
+const REFUND_RATE_SQL = `
+update coordination_rates set requests = greatest(0, requests - $4), tokens = greatest(0, tokens - $5)
+where pool = $1 and rate_key = $2 and slot = $3`;
+
 const PREPARED = new Map<string, string>([
+  [TAKE_RATE_SQL, 'bw_coord_take_rate'],
   [ACQUIRE_SQL, 'bw_coord_acquire'],
   [WAIT_SQL, 'bw_coord_wait'],
   [RELEASE_SQL, 'bw_coord_release'],
@@ -219,6 +232,46 @@ export class PostgresCoordination implements CoordinationBackend {
     return new Set(
       r.rows.map((row) => leaseKey({ slot: String(row.slot), generation: Number(row.generation) })),
     );
+  }
+
+  async takeRate(ask: RateAsk): Promise<RateTakeResult> {
+    const r = await this.#query<{
+      ok: boolean;
+      slot: string | null;
+      requests: number;
+      tokens: number;
+      retry_ms: number;
+    }>(TAKE_RATE_SQL, [
+      this.#o.pool,
+      rateKey(ask.key, ask.windowMs),
+      ask.windowMs,
+      ask.rpm ?? null,
+      ask.tpm ?? null,
+      ask.tokens,
+    ]);
+    const row = r.rows[0];
+    if (!row) throw new CoordinationUnavailableError('coordination_take_rate returned no row');
+    if (!row.ok) return { ok: false, retryInMs: Number(row.retry_ms) };
+    return {
+      ok: true,
+      permit: {
+        key: ask.key,
+        windowMs: ask.windowMs,
+        slot: Number(row.slot),
+        requests: Number(row.requests),
+        tokens: Number(row.tokens),
+      },
+    };
+  }
+
+  async refundRate(permit: RatePermit): Promise<void> {
+    await this.#query(REFUND_RATE_SQL, [
+      this.#o.pool,
+      rateKey(permit.key, permit.windowMs),
+      permit.slot,
+      permit.requests,
+      permit.tokens,
+    ]);
   }
 
   async publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void> {
@@ -358,6 +411,11 @@ export class PostgresCoordination implements CoordinationBackend {
       { cause: e },
     );
   }
+}
+
+/** The window length is part of the name: processes on another clock scale never read each other's slots. */
+function rateKey(key: string, windowMs: number): string {
+  return `${key}@${windowMs}`;
 }
 
 async function boundedClose(closing: Promise<unknown>, ms: number): Promise<void> {

@@ -5,6 +5,9 @@ import type {
   CoordinationBackend,
   GlobalAcquireResult,
   GlobalLease,
+  RateAsk,
+  RatePermit,
+  RateTakeResult,
   SharedHealthFacts,
   SharedHealthMessage,
 } from './coordination-backend.ts';
@@ -70,6 +73,63 @@ end
 if #out > 0 then ${EXPIRE_AT_LAST} end
 return out`;
 
+/*
+ * An endpoint's shared windows: one hash per quota, fields `r:<slot>` (requests) and `t:<slot>` (tokens), slots of
+ * 1/60 of the window. A unit counts until its slot's end plus one window and one more slot (the call reaches the
+ * provider a little after its permit), so at most 62 slots live and a take is O(1). The hash expires with its
+ * last slot. KEYS: quota hash. ARGV: window ms, rpm | -1, tpm | -1, tokens.
+ * → {1, slot, requests, tokens} (counts as strings: Lua numbers come back as integers) or {0, retry ms}.
+ */
+const TAKE_RATE_LUA = `${NOW}
+local w = tonumber(ARGV[1])
+local rpm = tonumber(ARGV[2])
+local tpm = tonumber(ARGV[3])
+local cur = math.floor(now * 60 / w)
+local all = redis.call('HGETALL', KEYS[1])
+local slots, order, old = {}, {}, {}
+local usedR, usedT = 0, 0
+for i = 1, #all, 2 do
+  local f = all[i]
+  local s = tonumber(string.sub(f, 3))
+  local v = tonumber(all[i + 1])
+  if s < cur - 61 then
+    old[#old + 1] = f
+  else
+    local e = slots[s]
+    if not e then e = {0, 0} slots[s] = e order[#order + 1] = s end
+    if string.sub(f, 1, 1) == 'r' then e[1] = e[1] + v usedR = usedR + v else e[2] = e[2] + v usedT = usedT + v end
+  end
+end
+if #old > 0 then redis.call('HDEL', KEYS[1], unpack(old)) end
+local costR, costT, needR, needT = 0, 0, 0, 0
+if rpm >= 0 then costR = math.min(1, rpm) needR = usedR + costR - rpm end
+if tpm >= 0 then costT = math.min(math.max(tonumber(ARGV[4]), 0), tpm) needT = usedT + costT - tpm end
+if needR <= 1e-9 and needT <= 1e-9 then
+  if costR > 0 then redis.call('HINCRBYFLOAT', KEYS[1], 'r:' .. cur, costR) end
+  if costT > 0 then redis.call('HINCRBYFLOAT', KEYS[1], 't:' .. cur, costT) end
+  redis.call('PEXPIRE', KEYS[1], math.ceil((cur + 62) * w / 60 - now) + 1)
+  return {1, cur, tostring(costR), tostring(costT)}
+end
+table.sort(order)
+local fr, ft = 0, 0
+for _, s in ipairs(order) do
+  fr = fr + slots[s][1]
+  ft = ft + slots[s][2]
+  if fr >= needR - 1e-9 and ft >= needT - 1e-9 then return {0, math.max(1, math.ceil((s + 62) * w / 60 - now))} end
+end
+return {0, math.ceil(w)}`;
+
+/** KEYS: quota hash. ARGV: slot, requests, tokens. A slot already gone (left the window) is not brought back. */
+const REFUND_RATE_LUA = `
+for i, f in ipairs({'r:' .. ARGV[1], 't:' .. ARGV[1]}) do
+  local v = redis.call('HGET', KEYS[1], f)
+  if v then
+    local left = tonumber(v) - tonumber(ARGV[i + 1])
+    if left <= 1e-9 then redis.call('HDEL', KEYS[1], f) else redis.call('HSET', KEYS[1], f, tostring(left)) end
+  end
+end
+return 0`;
+
 /** KEYS: health hash, health channel. ARGV: endpoint, facts JSON, message JSON, keep ms. */
 const PUBLISH_LUA = `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
@@ -104,7 +164,14 @@ export class RedisCoordination implements CoordinationBackend {
   readonly #o: RedisCoordinationOptions;
   readonly #cmd: Redis;
   readonly #sub: Redis;
-  readonly #keys: { tokens: string; gen: string; wake: string; health: string; healthChannel: string };
+  readonly #keys: {
+    tokens: string;
+    gen: string;
+    wake: string;
+    health: string;
+    healthChannel: string;
+    rates: string;
+  };
   readonly #wake = new Set<() => void>();
   readonly #health = new Set<(m: SharedHealthMessage) => void>();
   readonly #lost = new Set<(e: unknown) => void>();
@@ -138,6 +205,7 @@ export class RedisCoordination implements CoordinationBackend {
       wake: `${base}wake`,
       health: `${base}health`,
       healthChannel: `${base}health-changed`,
+      rates: `${base}rate:`,
     };
     this.#sub.on('message', (channel: string, payload: string) => {
       if (channel === this.#keys.wake) for (const l of this.#wake) l();
@@ -197,6 +265,38 @@ export class RedisCoordination implements CoordinationBackend {
     const renewed = new Set(r);
     // The member already names its generation: the key is the member and its generation, as leaseKey makes it.
     return new Set(leases.filter((l) => renewed.has(l.slot)).map((l) => `${l.slot}#${l.generation}`));
+  }
+
+  async takeRate(ask: RateAsk): Promise<RateTakeResult> {
+    const r = (await this.#run(
+      TAKE_RATE_LUA,
+      [this.#rateKey(ask.key, ask.windowMs)],
+      [ask.windowMs, ask.rpm ?? -1, ask.tpm ?? -1, ask.tokens],
+    )) as [number, number, string?, string?];
+    if (r[0] !== 1) return { ok: false, retryInMs: r[1] };
+    return {
+      ok: true,
+      permit: {
+        key: ask.key,
+        windowMs: ask.windowMs,
+        slot: r[1],
+        requests: Number(r[2]),
+        tokens: Number(r[3]),
+      },
+    };
+  }
+
+  async refundRate(permit: RatePermit): Promise<void> {
+    await this.#run(
+      REFUND_RATE_LUA,
+      [this.#rateKey(permit.key, permit.windowMs)],
+      [permit.slot, permit.requests, permit.tokens],
+    );
+  }
+
+  /** The window length is part of the name: processes on another clock scale never read each other's slots. */
+  #rateKey(key: string, windowMs: number): string {
+    return `${this.#keys.rates}${key}@${windowMs}`;
   }
 
   async publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void> {

@@ -101,7 +101,11 @@ export class EndpointHealthTracker {
   readonly #tpm: TokenBucket;
   readonly #limiter: AimdLimiter | undefined;
   readonly #maxConcurrency: number | undefined;
+  readonly #rpmLimit: number | undefined;
+  readonly #tpmLimit: number | undefined;
   #cooldownUntil = 0;
+  /** The pool's shared RPM/TPM window (every process's calls) has no room before this (shared coordination). */
+  #sharedPaceUntil = 0;
   #disabledUntil = 0;
   #disabledReason: string | undefined;
   #consecutiveFaults = 0;
@@ -129,6 +133,8 @@ export class EndpointHealthTracker {
     this.#rpm = new TokenBucket(limits.rpm ? { capacity: limits.rpm } : {});
     this.#tpm = new TokenBucket(limits.tpm ? { capacity: limits.tpm } : {});
     this.#maxConcurrency = limits.maxConcurrency;
+    this.#rpmLimit = limits.rpm || undefined;
+    this.#tpmLimit = limits.tpm || undefined;
     this.#limiter = settings.adaptive
       ? new AimdLimiter({ max: limits.maxConcurrency ?? settings.defaultConcurrency })
       : undefined;
@@ -159,8 +165,32 @@ export class EndpointHealthTracker {
     if (this.#maxConcurrency !== undefined && this.#inFlight >= this.#maxConcurrency)
       return { until: now, cause: 'concurrency' };
     if (this.#limiter && this.#inFlight >= this.#limiter.limit) return { until: now, cause: 'concurrency' };
-    const wait = Math.max(this.#rpm.waitTime(1, now), this.#tpm.waitTime(tokens, now));
+    const wait = Math.max(
+      this.#rpm.waitTime(1, now),
+      this.#tpm.waitTime(tokens, now),
+      this.#sharedPaceUntil - now,
+    );
     return wait > 0 ? { until: now + wait, cause: 'pacing' } : undefined;
+  }
+
+  /**
+   * The pool's shared RPM/TPM window (the calls of every process on this quota) has no room before `until`: the
+   * endpoint paces until then, as if its own bucket were empty (the scheduler waits or takes the next in the chain).
+   */
+  paceUntil(until: number): void {
+    if (until <= this.#sharedPaceUntil) return;
+    this.#sharedPaceUntil = until;
+    this.#hooks.onReadinessChange?.(this.id);
+  }
+
+  /** The limits a shared window enforces for this endpoint: its configured RPM/TPM, lowered by what headers said. */
+  sharedLimits(now: number): { rpm: number | undefined; tpm: number | undefined } {
+    const lower = (configured: number | undefined, bucket: TokenBucket) => {
+      if (configured === undefined) return undefined;
+      const learned = bucket.state(now).capacity;
+      return learned !== undefined && learned < configured ? learned : configured;
+    };
+    return { rpm: lower(this.#rpmLimit, this.#rpm), tpm: lower(this.#tpmLimit, this.#tpm) };
   }
 
   /** True when a call could go now or after pacing / a free slot only (the chain is not broken). */

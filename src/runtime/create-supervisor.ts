@@ -3,6 +3,7 @@ import { type Actor, createActor, fromPromise, type Snapshot } from 'xstate';
 import { type AgentInput, agentMachine } from '../../machines/agent.machine.ts';
 import { supervisorMachine } from '../../machines/supervisor.machine.ts';
 import { systemClock } from '../clock/clock.ts';
+import { isScaledClock } from '../clock/scaled-clock.ts';
 import { AnswerCache } from '../degraded/answer-cache.ts';
 import { createDegradedResponder } from '../degraded/degraded-responder.ts';
 import { createEngine as createAdapterEngine } from '../engines/create-engine.ts';
@@ -219,6 +220,7 @@ export function createSupervisor(
       clock,
       limit: config.concurrency.limit,
       leaseTtlMs: coordination.leaseTtlMs,
+      timeScale: isScaledClock(clock) ? clock.scale : 1,
       // One line when the backend goes (fail closed), one when it is back.
       onBackendState: (s) =>
         s.ok

@@ -3,6 +3,7 @@ import * as m0001 from '../../migrations/0001-initial.ts';
 import * as m0002 from '../../migrations/0002-durable-state-v2.ts';
 import * as m0003 from '../../migrations/0003-coordination.ts';
 import * as m0004 from '../../migrations/0004-round-parts.ts';
+import * as m0005 from '../../migrations/0005-rate-windows.ts';
 
 /**
  * Every migration in `migrations/`, by name. A static import map instead of reading the folder at
@@ -14,6 +15,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = Object.freeze({
   '0002-durable-state-v2': m0002,
   '0003-coordination': m0003,
   '0004-round-parts': m0004,
+  '0005-rate-windows': m0005,
 });
 
 /**

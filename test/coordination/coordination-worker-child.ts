@@ -4,6 +4,7 @@
  * on stdin. Writes one JSON line per token event on stdout; the coordination error line goes to stderr.
  */
 import pino from 'pino';
+import { createScaledClock } from '../../src/clock/scaled-clock.ts';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 
@@ -13,6 +14,12 @@ interface WorkerSpec {
   readonly agents: number;
   readonly limit: number;
   readonly maxWaitMs: number;
+  /** Sonnet's RPM/TPM limits (shared by the pool). Default: none. */
+  readonly limits?: { rpm?: number; tpm?: number };
+  /** Runs the supervisor on a scaled clock (simulated ms per real ms). Default: the system clock. */
+  readonly timeScale?: number;
+  /** On "stop", asks still waiting after this many real ms are cancelled. Default 5 000. */
+  readonly drainMs?: number;
 }
 
 const spec = JSON.parse(process.argv[2]!) as WorkerSpec;
@@ -26,8 +33,9 @@ const supervisor = createSupervisor(
         model: 'claude-sonnet-4-6',
         apiKey: 'sk-test-sonnet-000000000000',
         baseURL: spec.baseURL,
-        headersTimeoutMs: 20_000,
-        idleTimeoutMs: 20_000,
+        headersTimeoutMs: 20_000 * (spec.timeScale ?? 1),
+        idleTimeoutMs: 20_000 * (spec.timeScale ?? 1),
+        ...(spec.limits ? { limits: spec.limits } : {}),
       },
     ],
     chains: { premium: ['sonnet'] },
@@ -36,6 +44,7 @@ const supervisor = createSupervisor(
   },
   {
     coordination: spec.coordination,
+    ...(spec.timeScale ? { clock: createScaledClock({ scale: spec.timeScale }) } : {}),
     logger: pino({ level: 'error' }, pino.destination(2)),
     onReport: (r) => {
       if (r.type === 'token.granted' || r.type === 'token.released') say({ type: r.type });
@@ -80,7 +89,7 @@ process.stdin.setEncoding('utf8').on('data', (s: string) => {
   if (s.includes('held')) say({ type: 'held', n: supervisor.tokens().held });
   if (!s.includes('stop') || stopping) return;
   stopping = true;
-  void supervisor.stop({ signal: AbortSignal.timeout(5_000) }).then(async () => {
+  void supervisor.stop({ signal: AbortSignal.timeout(spec.drainMs ?? 5_000) }).then(async () => {
     await Promise.allSettled(loops);
     say({ type: 'stopped' });
     process.exit(0);

@@ -44,6 +44,8 @@ function delegate(inner: CoordinationBackend, afterAcquire: (n: number) => void)
       await inner.release(l);
     },
     renew: (l) => inner.renew(l),
+    takeRate: (a) => inner.takeRate(a),
+    refundRate: (p) => inner.refundRate(p),
     publishHealth: (id, f) => inner.publishHealth(id, f),
     loadHealth: () => inner.loadHealth(),
     onWake: (l) => inner.onWake(l),

@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
+import { createScaledClock } from '../../src/clock/scaled-clock.ts';
 import { type CallRecord, type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -31,8 +32,28 @@ const workers: Worker[] = [];
 const pools: CoordinationOptions[] = [];
 let emulator: Emulator;
 
-function startWorker(coordination: CoordinationOptions, agents = 4, maxWaitMs = 10_000): Worker {
-  const spec = { baseURL: emulator.baseURL('anthropic'), coordination, agents, limit: LIMIT, maxWaitMs };
+/** What the worker child takes beyond the defaults (another emulator, sonnet's limits, a scaled clock). */
+interface WorkerExtra {
+  readonly baseURL?: string;
+  readonly limits?: { rpm?: number; tpm?: number };
+  readonly timeScale?: number;
+  readonly drainMs?: number;
+}
+
+function startWorker(
+  coordination: CoordinationOptions,
+  agents = 4,
+  maxWaitMs = 10_000,
+  extra: WorkerExtra = {},
+): Worker {
+  const spec = {
+    baseURL: emulator.baseURL('anthropic'),
+    coordination,
+    agents,
+    limit: LIMIT,
+    maxWaitMs,
+    ...extra,
+  };
   const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(spec)], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
@@ -132,6 +153,49 @@ describe.each(coordinationCases())('three worker processes on $name', ({ options
     expect(emulator.stats().maxInFlight).toBeGreaterThanOrEqual(2);
     expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(LIMIT);
     for (const w of workers) expect(w.stderr).toBe('');
+  }, 120_000);
+
+  it("sonnet's RPM is the pool's: three workers together never put more than it in any minute, by the emulator's record", async () => {
+    // A scaled clock (one simulated minute = 6 real seconds) for the emulator and the workers alike; the emulator
+    // enforces the key's quota (a call over it would be a 429) and records each call's arrival on that clock.
+    const scale = 10;
+    const rpm = 3;
+    const limited = await startEmulator({
+      clock: createScaledClock({ scale }),
+      profile: {
+        seed: 16,
+        latency: { minMs: 200, maxMs: 600 },
+        keys: [
+          {
+            alias: 'desk',
+            key: 'sk-test-sonnet-000000000000',
+            quotas: { models: { 'claude-sonnet-4-6': { rpm } } },
+          },
+        ],
+      },
+    });
+    try {
+      const o = fresh();
+      // Agents paced for the next minute need not be waited for when the test is done.
+      const extra = {
+        baseURL: limited.baseURL('anthropic'),
+        limits: { rpm },
+        timeScale: scale,
+        drainMs: 200,
+      };
+      for (let i = 0; i < 3; i++) startWorker(o, 2, 600_000, extra);
+      // Into the second minute: each worker alone would have sent its own 3 in the first.
+      await waitFor(() => limited.stats().totalCalls >= rpm + 2, `${rpm + 2} calls`, 60_000);
+      const record = [...limited.stats().calls].sort((a, b) => a.startedAt - b.startedAt);
+      expect(record.filter((c) => c.status === 429)).toEqual([]);
+      // Any RPM + 1 calls in arrival order span at least a minute on the emulator's clock.
+      for (let i = 0; i + rpm < record.length; i++)
+        expect(record[i + rpm]!.startedAt - record[i]!.startedAt).toBeGreaterThanOrEqual(60_000);
+      for (const w of workers) expect(w.stderr).toBe('');
+    } finally {
+      await stopAll();
+      await limited.close();
+    }
   }, 120_000);
 
   it('kill -9 of a worker holding tokens: they come back to the survivors once their leases ran out, and the limit still holds', async () => {

@@ -165,3 +165,28 @@ describe('endpoint health — buckets and concurrency', () => {
     expect(t.seen.readiness).toBe(3);
   });
 });
+
+describe('endpoint health — the pool’s shared RPM/TPM window', () => {
+  it('paceUntil paces the endpoint until then (never shortens it) and tells the scheduler', () => {
+    const t = tracker({ rpm: 10 });
+    const before = t.seen.readiness;
+    t.health.paceUntil(T0 + 4_000);
+    expect(t.seen.readiness).toBe(before + 1);
+    t.health.paceUntil(T0 + 1_000);
+    expect(t.health.readiness(t.clock.now(), 100)).toEqual({ until: T0 + 4_000, cause: 'pacing' });
+    // Pacing, not a break in the chain.
+    expect(t.health.usable(t.clock.now())).toBe(true);
+    t.clock.advance(4_000);
+    expect(t.health.readiness(t.clock.now(), 100)).toBeUndefined();
+  });
+
+  it('the shared limits are the configured ones, lowered (never raised) by what the headers said', () => {
+    expect(tracker().health.sharedLimits(T0)).toEqual({ rpm: undefined, tpm: undefined });
+    const t = tracker({ rpm: 10, tpm: 5_000 });
+    expect(t.health.sharedLimits(T0)).toEqual({ rpm: 10, tpm: 5_000 });
+    t.call(
+      success('mini', { requests: { limit: 6, remaining: 5 }, tokens: { limit: 9_000, remaining: 8_000 } }),
+    );
+    expect(t.health.sharedLimits(t.clock.now())).toEqual({ rpm: 6, tpm: 5_000 });
+  });
+});

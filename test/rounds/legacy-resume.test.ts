@@ -197,6 +197,7 @@ async function legacyResumes(database: BreakwaterDatabase): Promise<void> {
     '0002-durable-state-v2',
     '0003-coordination',
     '0004-round-parts',
+    '0005-rate-windows',
   ]);
 
   const store = createRunStore(database);
