@@ -57,7 +57,6 @@ const LIMIT_WINDOW_MS = 60_000;
 /** A request granted by the local scheduler, waiting for a global token. */
 interface Pending {
   readonly request: TokenRequest | undefined;
-  readonly enqueuedAt: number;
   /** Withdrawn or settled. */
   done: boolean;
   localTicket: TokenTicket | undefined;
@@ -89,7 +88,8 @@ interface Held {
  *   call is cancelled (its signal aborts with a LeaseFencedError) a fifth of the TTL before the backend could
  *   hand the token to someone else;
  * - waiters are woken by the backend's notifications (a token given back) or when the earliest lease expires,
- *   never by polling;
+ *   never by polling; like the local wait for a free token, the wait for a global one is not cut by the agent's
+ *   max wait (that bounds waiting for a cooling endpoint): a caller ends it with its signal;
  * - a call on an endpoint with `limits` (RPM/TPM) also takes its units from the endpoint's shared sliding window,
  *   so the pool's processes together never exceed the limit in any window; a full window paces the endpoint
  *   here until it has room (the local scheduler then waits or takes the next endpoint of the chain);
@@ -160,7 +160,6 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     const decision = new Promise<TokenDecision>((resolve, reject) => {
       p = {
         request,
-        enqueuedAt: this.#now(),
         done: false,
         localTicket: undefined,
         grant: undefined,
@@ -184,7 +183,6 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     return new Promise<Grant>((resolve, reject) => {
       const p: Pending = {
         request: undefined,
-        enqueuedAt: this.#now(),
         done: false,
         localTicket: undefined,
         grant: undefined,
@@ -413,11 +411,6 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         this.#queue.shift();
         continue;
       }
-      if (this.#overdue(p)) {
-        this.#queue.shift();
-        this.#deny(p, new Error(`no global token within max wait ${p.request!.maxWaitMs} ms`));
-        continue;
-      }
       const epoch = this.#wakeEpoch;
       // The lease runs from when the backend granted it, at the latest when the request reached it: its deadline
       // counts from the sending, never from the (possibly late) reply.
@@ -488,27 +481,19 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       }
       // A token came back while we asked: ask again at once, else sleep until a wake-up or the earliest expiry.
       if (epoch !== this.#wakeEpoch) continue;
-      this.#armRetry(result.retryInMs, p);
+      this.#armRetry(result.retryInMs);
       return;
     }
   }
 
-  #armRetry(retryInMs: number | undefined, head: Pending): void {
+  #armRetry(retryInMs: number | undefined): void {
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    // Max waits are runtime-clock ms, the timer real ms.
-    const untilDeadline = head.request
-      ? head.enqueuedAt + head.request.maxWaitMs / this.#scale - this.#now()
-      : Infinity;
-    const wait = Math.max(1, Math.min(retryInMs ?? this.#o.leaseTtlMs, untilDeadline));
+    const wait = Math.max(1, retryInMs ?? this.#o.leaseTtlMs);
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
       this.#pump();
     }, wait);
     this.#retryTimer.unref?.();
-  }
-
-  #overdue(p: Pending): boolean {
-    return p.request !== undefined && (this.#now() - p.enqueuedAt) * this.#scale > p.request.maxWaitMs;
   }
 
   /** The endpoint was cooled by another process while this grant waited for its token: do not send to it. */
