@@ -43,6 +43,12 @@ export interface BreakerConfig {
   readonly openMs: number;
   /** Consecutive good probes in HALF-OPEN that close the circuit. Default 2. */
   readonly probesToClose: number;
+  /**
+   * Longest minimum cooldown after failed probes, in ms. Each failed probe after the first doubles the minimum
+   * (`openMs`, 2×, 4×… up to this; a longer Retry-After still wins), so an endpoint down for long is not probed
+   * every `openMs`; closing resets it. Set it to `openMs` for a fixed cooldown. Default 300 000.
+   */
+  readonly maxOpenMs: number;
 }
 
 /** Input of {@link breakerMachine}: any subset of {@link BreakerConfig} (`{}` for all defaults). */
@@ -57,6 +63,7 @@ export const DEFAULT_BREAKER_CONFIG: BreakerConfig = Object.freeze({
   consecutiveKinds: Object.freeze(['rate_limited', 'network', 'timeout'] as FaultKind[]),
   openMs: 30_000,
   probesToClose: 2,
+  maxOpenMs: 300_000,
 });
 
 /** Why the circuit is (or last was) open. */
@@ -81,6 +88,8 @@ export interface BreakerContext {
   readonly probeInFlight: boolean;
   /** How many times the circuit has opened since the actor was created. */
   readonly openCount: number;
+  /** Failed probes since the circuit last closed (absent in snapshots of older releases: 0). */
+  readonly failedProbes?: number;
 }
 
 /**
@@ -131,6 +140,7 @@ export function resolveBreakerConfig(input: BreakerInput = {}): BreakerConfig {
     fail('consecutiveToOpen', config.consecutiveToOpen, 'an integer ≥ 1');
   }
   if (!(config.openMs >= 0)) fail('openMs', config.openMs, 'a number of ms ≥ 0');
+  if (!(config.maxOpenMs >= 0)) fail('maxOpenMs', config.maxOpenMs, 'a number of ms ≥ 0');
   if (!(Number.isInteger(config.probesToClose) && config.probesToClose >= 1)) {
     fail('probesToClose', config.probesToClose, 'an integer ≥ 1');
   }
@@ -159,6 +169,7 @@ function initialContext(config: BreakerConfig, openCount = 0): BreakerContext {
     goodProbes: 0,
     probeInFlight: false,
     openCount,
+    failedProbes: 0,
   };
 }
 
@@ -198,8 +209,16 @@ function tripReason(context: BreakerContext, event: CallEvent): BreakerOpenReaso
   return null;
 }
 
-function cooldownEnd(context: BreakerContext, at: number, retryAfterMs: number | undefined): number {
-  return at + Math.max(context.config.openMs, retryAfterMs ?? 0);
+function cooldownEnd(
+  context: BreakerContext,
+  at: number,
+  retryAfterMs: number | undefined,
+  failedProbes = 0,
+): number {
+  const { openMs } = context.config;
+  const maxOpenMs = Math.max(openMs, context.config.maxOpenMs ?? openMs);
+  const minimum = Math.min(openMs * 2 ** Math.max(0, failedProbes - 1), maxOpenMs);
+  return at + Math.max(minimum, retryAfterMs ?? 0);
 }
 
 /**
@@ -264,9 +283,11 @@ export const breakerMachine = setup({
     closeCircuit: assign(({ context }) => initialContext(context.config, context.openCount)),
     reopen: assign(({ context, event }) => {
       if (event.type !== 'PROBE_FAILED') return {};
+      const failedProbes = (context.failedProbes ?? 0) + 1;
       return {
+        failedProbes,
         openedAt: event.at,
-        openUntil: cooldownEnd(context, event.at, event.retryAfterMs),
+        openUntil: cooldownEnd(context, event.at, event.retryAfterMs, failedProbes),
         openReason: 'probe_failed' as const,
         goodProbes: 0,
         probeInFlight: false,

@@ -27,6 +27,8 @@ const breakerSchema = z
     openMs: durationMs().default(30_000),
     /** Consecutive good probes that close it again. Default 2. */
     probesToClose: count(100, 'probes').default(2),
+    /** Each failed probe after the first doubles OPEN's minimum length, up to this, ms. Default 300 000. */
+    maxOpenMs: durationMs().default(300_000),
   })
   .default({
     failureRateThreshold: 0.3,
@@ -35,6 +37,7 @@ const breakerSchema = z
     consecutiveToOpen: 3,
     openMs: 30_000,
     probesToClose: 2,
+    maxOpenMs: 300_000,
   });
 
 const retrySchema = z

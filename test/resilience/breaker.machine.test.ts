@@ -287,6 +287,48 @@ describe('breakerMachine — halfOpen', () => {
     expect(b.value()).toBe('halfOpen');
   });
 
+  it('each failed probe after the first doubles the minimum cooldown up to maxOpenMs; a longer Retry-After still wins; closing resets it', () => {
+    const b = startHalfOpen({ openMs: 10_000, maxOpenMs: 35_000 });
+    const lengths: number[] = [];
+    const failProbe = (retryAfterMs?: number) => {
+      const at = b.clock.now();
+      b.actor.send({ type: 'PROBE_STARTED', at });
+      b.actor.send({ type: 'PROBE_FAILED', at, ...(retryAfterMs ? { retryAfterMs } : {}) });
+      expect(b.value()).toBe('open');
+      lengths.push(b.ctx().openUntil! - at);
+      b.clock.advance(b.ctx().openUntil! - at);
+      expect(b.value()).toBe('halfOpen');
+    };
+    for (let i = 0; i < 5; i++) failProbe();
+    expect(lengths).toEqual([10_000, 20_000, 35_000, 35_000, 35_000]);
+    failProbe(50_000);
+    expect(lengths[5]).toBe(50_000);
+    expect(b.ctx().failedProbes).toBe(6);
+    // Two good probes close it; the next opening starts over at openMs.
+    for (let i = 0; i < 2; i++) {
+      const at = b.clock.now();
+      b.actor.send({ type: 'PROBE_STARTED', at });
+      b.actor.send({ type: 'PROBE_SUCCEEDED', at });
+    }
+    expect(b.value()).toBe('closed');
+    for (let i = 0; i < 3; i++) b.fail('rate_limited');
+    b.clock.advance(10_000);
+    lengths.length = 0;
+    failProbe();
+    expect(lengths).toEqual([10_000]);
+  });
+
+  it('maxOpenMs equal to openMs keeps every cooldown at openMs', () => {
+    const b = startHalfOpen({ openMs: 10_000, maxOpenMs: 10_000 });
+    for (let i = 0; i < 4; i++) {
+      const at = b.clock.now();
+      b.actor.send({ type: 'PROBE_STARTED', at });
+      b.actor.send({ type: 'PROBE_FAILED', at });
+      expect(b.ctx().openUntil! - at).toBe(10_000);
+      b.clock.advance(10_000);
+    }
+  });
+
   it('ignores ordinary calls while half-open', () => {
     const b = startHalfOpen();
     b.fail();
