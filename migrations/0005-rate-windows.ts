@@ -10,6 +10,8 @@ import { type Kysely, sql } from 'kysely';
  *   transaction advisory lock on the quota), so the count and the add cannot interleave with another process's.
  *   A unit counts from its slot's start until its slot's end plus one window and one more slot (the call reaches
  *   the provider a little after the permit: the extra slot keeps that delay from letting one call too many in).
+ * - `coordination_probes`: which process holds the pool's one HALF-OPEN probe of an endpoint, until when (a
+ *   recovering endpoint is probed once by the pool, not once per process).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await db.schema
@@ -20,6 +22,14 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('requests', 'float8', (col) => col.notNull().defaultTo(0))
     .addColumn('tokens', 'float8', (col) => col.notNull().defaultTo(0))
     .addPrimaryKeyConstraint('coordination_rates_pk', ['pool', 'rate_key', 'slot'])
+    .execute();
+  await db.schema
+    .createTable('coordination_probes')
+    .addColumn('pool', 'text', (col) => col.notNull())
+    .addColumn('endpoint_id', 'text', (col) => col.notNull())
+    .addColumn('holder', 'text', (col) => col.notNull())
+    .addColumn('expires_at', 'timestamptz', (col) => col.notNull())
+    .addPrimaryKeyConstraint('coordination_probes_pk', ['pool', 'endpoint_id'])
     .execute();
   await sql`
 create function coordination_take_rate(p_pool text, p_key text, p_window float8, p_rpm float8, p_tpm float8,
@@ -73,4 +83,5 @@ $fn$`.execute(db);
 export async function down(db: Kysely<unknown>): Promise<void> {
   await sql`drop function coordination_take_rate(text, text, float8, float8, float8, float8)`.execute(db);
   await db.schema.dropTable('coordination_rates').execute();
+  await db.schema.dropTable('coordination_probes').execute();
 }

@@ -59,6 +59,8 @@ interface Pending {
   readonly request: TokenRequest | undefined;
   /** Withdrawn or settled. */
   done: boolean;
+  /** A probe holding the pool's probe claim of its endpoint. */
+  probeClaimed: boolean;
   localTicket: TokenTicket | undefined;
   grant: Grant | undefined;
   resolve(d: TokenDecision | Grant): void;
@@ -90,6 +92,8 @@ interface Held {
  * - waiters are woken by the backend's notifications (a token given back) or when the earliest lease expires,
  *   never by polling; like the local wait for a free token, the wait for a global one is not cut by the agent's
  *   max wait (that bounds waiting for a cooling endpoint): a caller ends it with its signal;
+ * - a HALF-OPEN probe is sent by one process of the pool at a time (a claim on the backend); the others wait for
+ *   its outcome through the shared health (a failed probe reopens their breakers too);
  * - a call on an endpoint with `limits` (RPM/TPM) also takes its units from the endpoint's shared sliding window,
  *   so the pool's processes together never exceed the limit in any window; a full window paces the endpoint
  *   here until it has room (the local scheduler then waits or takes the next endpoint of the chain);
@@ -109,6 +113,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   readonly #queue: Pending[] = [];
   /** Probes waiting for their endpoint's shared window to have room (each on its own timer). */
   readonly #parked = new Set<Pending>();
+  readonly #parkTimers = new Map<Pending, ReturnType<typeof setTimeout>>();
   readonly #held = new Map<string, Held>();
   /** Releases sent to the backend and not answered yet: dispose() waits for them (bounded) before closing it. */
   readonly #releasing = new Set<Promise<void>>();
@@ -131,7 +136,12 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     options.backend.onWake(() => {
       this.#wakeEpoch++;
       this.#pump();
+      // A probe claim given back: parked probes look again (after any health message that came with it).
+      if (this.#parked.size > 0) queueMicrotask(() => this.#unparkProbes(undefined));
     });
+    // Another process's probe settled (or its endpoint changed): parked probes look again, after the shared health
+    // link (another listener of the same message) applied it.
+    options.backend.onHealth((m) => queueMicrotask(() => this.#unparkProbes(m.endpointId)));
   }
 
   /** Connects once (every grant waits for it); a failure is kept so each request is denied at once. */
@@ -161,6 +171,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       p = {
         request,
         done: false,
+        probeClaimed: false,
         localTicket: undefined,
         grant: undefined,
         resolve: resolve as (d: TokenDecision | Grant) => void,
@@ -184,6 +195,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       const p: Pending = {
         request: undefined,
         done: false,
+        probeClaimed: false,
         localTicket: undefined,
         grant: undefined,
         resolve: resolve as (d: TokenDecision | Grant) => void,
@@ -235,6 +247,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     if (h.timer) clearTimeout(h.timer);
     this.#releaseGlobal(h.lease);
     if (h.permit && outcome.kind === 'unused') this.#refund(h.permit);
+    if (h.grant.probe) this.#endProbe(h.grant.endpointId);
     this.#wakeEpoch++;
     this.#pump();
     if (this.#held.size === 0) this.#stopHeartbeat();
@@ -285,7 +298,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     this.#closed = true;
     for (const p of this.#queue.splice(0)) this.#withdraw(p, reason);
     for (const p of [...this.#parked]) this.#withdraw(p, reason);
+    for (const t of this.#parkTimers.values()) clearTimeout(t);
     this.#parked.clear();
+    this.#parkTimers.clear();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     this.#local.close(reason);
   }
@@ -326,6 +341,11 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   /** Gives a call's shared window units back (it never went); a failed refund only leaves the window fuller. */
   #refund(permit: RatePermit): void {
     this.#track(this.#o.backend.refundRate(permit));
+  }
+
+  /** Gives the pool's probe claim of an endpoint back; a failed one only expires with its TTL. */
+  #endProbe(endpointId: string): void {
+    this.#track(this.#o.backend.endProbe(endpointId));
   }
 
   /** A give-back in flight: dispose() waits for it (bounded) before closing the backend. */
@@ -383,7 +403,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     if (p.localTicket) p.localTicket.withdraw(reason);
     const i = this.#queue.indexOf(p);
     if (i >= 0) this.#queue.splice(i, 1);
-    if (p.grant && !this.#held.has(p.grant.leaseId)) this.#local.release(p.grant.leaseId, { kind: 'unused' });
+    if (p.grant && !this.#held.has(p.grant.leaseId)) {
+      this.#local.release(p.grant.leaseId, { kind: 'unused' });
+      if (p.probeClaimed) this.#endProbe(p.grant.endpointId);
+    }
     p.reject(reason);
   }
 
@@ -410,6 +433,28 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       if (p.done) {
         this.#queue.shift();
         continue;
+      }
+      if (!p.request && !p.probeClaimed) {
+        const endpointId = p.grant!.endpointId;
+        let mine: boolean;
+        try {
+          mine = await this.#o.backend.claimProbe(endpointId, this.#o.leaseTtlMs);
+        } catch (e) {
+          this.#fail(e);
+          for (const q of this.#queue.splice(0)) this.#deny(q, e);
+          return;
+        }
+        this.#up();
+        if (p.done || this.#closed) {
+          if (mine) this.#endProbe(endpointId);
+          continue;
+        }
+        if (!mine) {
+          this.#queue.splice(this.#queue.indexOf(p), 1);
+          this.#park(p, this.#o.leaseTtlMs);
+          continue;
+        }
+        p.probeClaimed = true;
       }
       const epoch = this.#wakeEpoch;
       // The lease runs from when the backend granted it, at the latest when the request reached it: its deadline
@@ -538,17 +583,39 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       this.#resubmit(p);
       return;
     }
+    this.#park(p, retryInMs);
+  }
+
+  /**
+   * A probe waits (its local grant kept) until `ms` real ms passed or, if another process holds the pool's probe
+   * of its endpoint, until that endpoint's shared health changes: it is dropped then if the breaker here no longer
+   * wants a probe (the other's probe decided), else it asks again.
+   */
+  #park(p: Pending, ms: number): void {
     this.#parked.add(p);
-    const timer = setTimeout(
-      () => {
-        this.#parked.delete(p);
-        if (p.done || this.#closed) return;
-        this.#queue.unshift(p);
-        this.#pump();
-      },
-      Math.max(1, retryInMs),
-    );
+    const timer = setTimeout(() => this.#unpark(p), Math.max(1, ms));
     timer.unref?.();
+    this.#parkTimers.set(p, timer);
+  }
+
+  #unpark(p: Pending): void {
+    if (!this.#parked.delete(p)) return;
+    clearTimeout(this.#parkTimers.get(p));
+    this.#parkTimers.delete(p);
+    if (p.done || this.#closed) return;
+    const health = this.#o.endpoints.get(p.grant!.endpointId)?.health;
+    if (!health?.wantsProbe()) {
+      this.#withdraw(p, new Error('the probe is no longer wanted (another process probed the endpoint)'));
+      return;
+    }
+    this.#queue.unshift(p);
+    this.#pump();
+  }
+
+  /** Unparks the probes of one endpoint, or of every endpoint (`undefined`). */
+  #unparkProbes(endpointId: string | undefined): void {
+    for (const p of [...this.#parked])
+      if (endpointId === undefined || p.grant?.endpointId === endpointId) this.#unpark(p);
   }
 
   #granted(p: Pending, lease: GlobalLease, deadline: number, permit: RatePermit | undefined): void {
@@ -579,7 +646,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   #deny(p: Pending, e: unknown): void {
     if (p.done) return;
     p.done = true;
-    if (p.grant) this.#local.release(p.grant.leaseId, { kind: 'unused' });
+    if (p.grant) {
+      this.#local.release(p.grant.leaseId, { kind: 'unused' });
+      if (p.probeClaimed) this.#endProbe(p.grant.endpointId);
+    }
     const reason = e instanceof Error ? e.message : String(e);
     if (p.request) p.resolve({ kind: 'denied', reason, at: this.#localNow() });
     else p.reject(e);

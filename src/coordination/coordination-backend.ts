@@ -114,6 +114,13 @@ export interface CoordinationBackend {
   takeRate(ask: RateAsk): Promise<RateTakeResult>;
   /** Gives a permit's units back (the call never went); nothing if its slot has already left the window. */
   refundRate(permit: RatePermit): Promise<void>;
+  /**
+   * Claims the pool's one HALF-OPEN probe of an endpoint for `ttlMs` (real ms): true if this process may send it (a
+   * claim it already holds is renewed). The pool probes a recovering endpoint once, not once per process.
+   */
+  claimProbe(endpointId: string, ttlMs: number): Promise<boolean>;
+  /** Gives this process's probe claim back (its probe settled). */
+  endProbe(endpointId: string): Promise<void>;
   /** Publishes an endpoint's health to every process of the pool (and keeps it for processes that join later). */
   publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void>;
   /** The health facts published so far (read once on joining). */

@@ -66,6 +66,14 @@ class LazyBackend implements CoordinationBackend {
     return (await this.#load()).refundRate(permit);
   }
 
+  async claimProbe(endpointId: string, ttlMs: number): Promise<boolean> {
+    return (await this.#load()).claimProbe(endpointId, ttlMs);
+  }
+
+  async endProbe(endpointId: string): Promise<void> {
+    return (await this.#load()).endProbe(endpointId);
+  }
+
   async publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void> {
     return (await this.#load()).publishHealth(endpointId, facts);
   }

@@ -110,7 +110,22 @@ const REFUND_RATE_SQL = `
 update coordination_rates set requests = greatest(0, requests - $4), tokens = greatest(0, tokens - $5)
 where pool = $1 and rate_key = $2 and slot = $3`;
 
+/** A free or expired claim, or this process's own, is (re)taken; another live holder's is left alone. */
+const CLAIM_PROBE_SQL = `
+insert into coordination_probes as p (pool, endpoint_id, holder, expires_at)
+values ($1, $2, $3, now() + make_interval(secs => $4::float8 / 1000))
+on conflict (pool, endpoint_id) do update set holder = excluded.holder, expires_at = excluded.expires_at
+where p.holder = excluded.holder or p.expires_at < now()
+returning 1`;
+
+/** The claim given back wakes the pool's waiters (a probe parked behind it looks again). */
+const END_PROBE_SQL = `
+with d as (delete from coordination_probes where pool = $1 and endpoint_id = $2 and holder = $3 returning 1)
+select pg_notify('${TOKENS_CHANNEL}', $1) from d`;
+
 const PREPARED = new Map<string, string>([
+  [CLAIM_PROBE_SQL, 'bw_coord_claim_probe'],
+  [END_PROBE_SQL, 'bw_coord_end_probe'],
   [TAKE_RATE_SQL, 'bw_coord_take_rate'],
   [ACQUIRE_SQL, 'bw_coord_acquire'],
   [WAIT_SQL, 'bw_coord_wait'],
@@ -272,6 +287,15 @@ export class PostgresCoordination implements CoordinationBackend {
       permit.requests,
       permit.tokens,
     ]);
+  }
+
+  async claimProbe(endpointId: string, ttlMs: number): Promise<boolean> {
+    const r = await this.#query(CLAIM_PROBE_SQL, [this.#o.pool, endpointId, this.#o.processId, ttlMs]);
+    return r.rows.length > 0;
+  }
+
+  async endProbe(endpointId: string): Promise<void> {
+    await this.#query(END_PROBE_SQL, [this.#o.pool, endpointId, this.#o.processId]);
   }
 
   async publishHealth(endpointId: string, facts: SharedHealthFacts): Promise<void> {

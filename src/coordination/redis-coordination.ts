@@ -130,6 +130,21 @@ for i, f in ipairs({'r:' .. ARGV[1], 't:' .. ARGV[1]}) do
 end
 return 0`;
 
+/** KEYS: probe claim. ARGV: process, ttl. A free or expired claim, or this process's own, is (re)taken. */
+const CLAIM_PROBE_LUA = `
+local holder = redis.call('GET', KEYS[1])
+if holder and holder ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1`;
+
+/** KEYS: probe claim, wake channel. ARGV: process. Only the holder's own claim is given back; waiters are woken. */
+const END_PROBE_LUA = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('DEL', KEYS[1])
+  redis.call('PUBLISH', KEYS[2], '1')
+end
+return 0`;
+
 /** KEYS: health hash, health channel. ARGV: endpoint, facts JSON, message JSON, keep ms. */
 const PUBLISH_LUA = `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
@@ -171,6 +186,7 @@ export class RedisCoordination implements CoordinationBackend {
     health: string;
     healthChannel: string;
     rates: string;
+    probes: string;
   };
   readonly #wake = new Set<() => void>();
   readonly #health = new Set<(m: SharedHealthMessage) => void>();
@@ -206,6 +222,7 @@ export class RedisCoordination implements CoordinationBackend {
       health: `${base}health`,
       healthChannel: `${base}health-changed`,
       rates: `${base}rate:`,
+      probes: `${base}probe:`,
     };
     this.#sub.on('message', (channel: string, payload: string) => {
       if (channel === this.#keys.wake) for (const l of this.#wake) l();
@@ -291,6 +308,23 @@ export class RedisCoordination implements CoordinationBackend {
       REFUND_RATE_LUA,
       [this.#rateKey(permit.key, permit.windowMs)],
       [permit.slot, permit.requests, permit.tokens],
+    );
+  }
+
+  async claimProbe(endpointId: string, ttlMs: number): Promise<boolean> {
+    const r = await this.#run(
+      CLAIM_PROBE_LUA,
+      [`${this.#keys.probes}${endpointId}`],
+      [this.#o.processId, Math.max(1, Math.round(ttlMs))],
+    );
+    return r === 1;
+  }
+
+  async endProbe(endpointId: string): Promise<void> {
+    await this.#run(
+      END_PROBE_LUA,
+      [`${this.#keys.probes}${endpointId}`, this.#keys.wake],
+      [this.#o.processId],
     );
   }
 

@@ -52,6 +52,30 @@ describe.each(coordinationCases())('$name coordination backend', ({ options: mak
     expect((await a!.tryAcquire(3)).ok).toBe(false);
   });
 
+  it("one process at a time holds an endpoint's probe claim; giving it back wakes the others; a dead holder's expires", async () => {
+    const o = fresh();
+    const [a, b] = await Promise.all([open(o, 'a'), open(o, 'b')]);
+    let woken = 0;
+    b!.onWake(() => woken++);
+    expect(await a!.claimProbe('sonnet', 10_000)).toBe(true);
+    expect(await b!.claimProbe('sonnet', 10_000)).toBe(false);
+    // Its own claim is renewed; another endpoint's is apart; only the holder can give it back.
+    expect(await a!.claimProbe('sonnet', 10_000)).toBe(true);
+    expect(await b!.claimProbe('haiku', 10_000)).toBe(true);
+    await b!.endProbe('sonnet');
+    expect(await b!.claimProbe('sonnet', 10_000)).toBe(false);
+    await a!.endProbe('sonnet');
+    await waitFor(() => woken > 0, 'the wake-up of process b');
+    expect(await b!.claimProbe('sonnet', 300)).toBe(true);
+    // b dies holding it: a gets it once the claim's TTL ran out (the server's clock; bounded).
+    let got = false;
+    for (let i = 0; i < 50 && !got; i++) {
+      got = await a!.claimProbe('sonnet', 10_000);
+      if (!got) await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(got).toBe(true);
+  });
+
   it('wakes the other processes when a token is given back (no polling)', async () => {
     const o = fresh();
     const [a, b] = await Promise.all([open(o, 'a'), open(o, 'b')]);

@@ -18,6 +18,8 @@ interface WorkerSpec {
   readonly limits?: { rpm?: number; tpm?: number };
   /** Runs the supervisor on a scaled clock (simulated ms per real ms). Default: the system clock. */
   readonly timeScale?: number;
+  /** The breaker's settings. Default: the runtime's. */
+  readonly breaker?: { openMs?: number; maxOpenMs?: number };
   /** On "stop", asks still waiting after this many real ms are cancelled. Default 5 000. */
   readonly drainMs?: number;
 }
@@ -40,6 +42,7 @@ const supervisor = createSupervisor(
     ],
     chains: { premium: ['sonnet'] },
     concurrency: { limit: spec.limit },
+    ...(spec.breaker ? { breaker: spec.breaker } : {}),
     agentDefaults: { maxWaitMs: spec.maxWaitMs, maxTokens: 64 },
   },
   {
@@ -53,7 +56,13 @@ const supervisor = createSupervisor(
     // learned of a cooldown.
     onEvent: (e) => {
       if (e.type === 'call.attempt')
-        say({ type: 'call', startedAt: e.data.startedAt, status: e.data.status });
+        say({
+          type: 'call',
+          startedAt: e.data.startedAt,
+          latencyMs: e.data.latencyMs,
+          status: e.data.status,
+          probe: e.data.probe === true,
+        });
     },
   },
 );

@@ -38,6 +38,7 @@ interface WorkerExtra {
   readonly limits?: { rpm?: number; tpm?: number };
   readonly timeScale?: number;
   readonly drainMs?: number;
+  readonly breaker?: { openMs?: number; maxOpenMs?: number };
 }
 
 function startWorker(
@@ -196,6 +197,36 @@ describe.each(coordinationCases())('three worker processes on $name', ({ options
       await stopAll();
       await limited.close();
     }
+  }, 120_000);
+
+  it('a recovering endpoint is probed by one worker at a time, not by each', async () => {
+    const o = fresh();
+    const extra = { breaker: { openMs: 300, maxOpenMs: 600 }, drainMs: 500 };
+    for (let i = 0; i < 3; i++) startWorker(o, 2, 1_000, extra);
+    await waitFor(() => emulator.stats().totalCalls >= 12, '12 calls from the three workers', 60_000);
+    // Every call 429s from now on: the breakers open (shared), and HALF-OPEN probes fail again and again.
+    emulator.addFault({
+      kind: 'rate_limit',
+      match: { flavor: 'anthropic' },
+      retryAfterMs: 100,
+      count: 100_000,
+    });
+    const probes = () =>
+      workers.flatMap((w, i) =>
+        w.lines
+          .filter((l) => l.type === 'call' && l.probe === true)
+          .map((l) => ({
+            worker: i,
+            start: l.startedAt as number,
+            end: (l.startedAt as number) + (l.latencyMs as number),
+          })),
+      );
+    await waitFor(() => probes().length >= 6, 'six probes', 60_000);
+    const sorted = probes().sort((a, b) => a.start - b.start);
+    // One at a time across the pool: each probe starts once the one before it (whichever worker sent it) ended.
+    for (let i = 1; i < sorted.length; i++)
+      expect(sorted[i]!.start).toBeGreaterThanOrEqual(sorted[i - 1]!.end);
+    for (const w of workers) expect(w.stderr).toBe('');
   }, 120_000);
 
   it('kill -9 of a worker holding tokens: they come back to the survivors once their leases ran out, and the limit still holds', async () => {

@@ -37,6 +37,7 @@ export async function cleanPool(options: CoordinationOptions): Promise<void> {
       await client.query('delete from coordination_tokens where pool = $1', [options.pool]);
       await client.query('delete from coordination_health where pool = $1', [options.pool]);
       await client.query('delete from coordination_rates where pool = $1', [options.pool]);
+      await client.query('delete from coordination_probes where pool = $1', [options.pool]);
     } finally {
       await client.end();
     }
