@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import { createScaledClock, type ScaledClock } from '../clock/scaled-clock.ts';
+import { createScaledClock, preciseWallNow, type ScaledClock } from '../clock/scaled-clock.ts';
 import type { RuntimeEventListener } from '../events/runtime-event.ts';
 import { durableAgentState } from '../runtime/agent-snapshot.ts';
 import type { AgentDefinition } from '../runtime/agent-definition.ts';
@@ -195,7 +195,9 @@ async function joinRun(options: RunWorkerOptions, run: RunRecord): Promise<RunCo
   const scale = scenario.timeScale ?? 1;
   // Every worker's clock reads the run's origin at the same wall instant, so scheduled firings agree.
   const clock = createScaledClock({
-    origin: config.origin + (Date.now() - workers.wallStart) * scale,
+    origin: config.origin,
+    realStart: workers.wallStart,
+    realNow: preciseWallNow,
     scale,
   });
   const baseURLs = await emulatorBaseURLs(

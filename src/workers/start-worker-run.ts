@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import { createScaledClock } from '../clock/scaled-clock.ts';
+import { createScaledClock, preciseWallNow } from '../clock/scaled-clock.ts';
 import { type Emulator, startEmulator } from '../emulator/index.ts';
 import {
   defaultRunId,
@@ -107,7 +107,7 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
   const needsEmulator = spec.runtime.endpoints.some((e) => e.emulator) || templates.some((t) => t.emulator);
   if (needsEmulator && !emulatorUrl) {
     // On the run's clock, as the workers' clocks: the emulator's windows and the scenario's firings agree.
-    const clock = createScaledClock({ origin: origin + (Date.now() - wallStart) * scale, scale });
+    const clock = createScaledClock({ origin, realStart: wallStart, realNow: preciseWallNow, scale });
     emulator = await startEmulator({ profile: { ...(spec.emulator ?? {}), timeScale: 1 }, clock });
     emulatorUrl = emulator.controlURL;
   }
