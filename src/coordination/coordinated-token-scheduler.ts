@@ -57,6 +57,8 @@ const LIMIT_WINDOW_MS = 60_000;
 /** A request granted by the local scheduler, waiting for a global token. */
 interface Pending {
   readonly request: TokenRequest | undefined;
+  /** Real time (`now()`) the request joined the queue for a global token with its latest local grant. */
+  queuedAt: number;
   /** Withdrawn or settled. */
   done: boolean;
   /** A probe holding the pool's probe claim of its endpoint. */
@@ -90,8 +92,8 @@ interface Held {
  *   call is cancelled (its signal aborts with a LeaseFencedError) a fifth of the TTL before the backend could
  *   hand the token to someone else;
  * - waiters are woken by the backend's notifications (a token given back) or when the earliest lease expires,
- *   never by polling; like the local wait for a free token, the wait for a global one is not cut by the agent's
- *   max wait (that bounds waiting for a cooling endpoint): a caller ends it with its signal;
+ *   never by polling; a request that waited its max wait for a usable global token since its latest local grant
+ *   is denied (the agent answers degraded);
  * - a HALF-OPEN probe is sent by one process of the pool at a time (a claim on the backend); the others wait for
  *   its outcome through the shared health (a failed probe reopens their breakers too);
  * - a call on an endpoint with `limits` (RPM/TPM) also takes its units from the endpoint's shared sliding window,
@@ -141,7 +143,12 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     });
     // Another process's probe settled (or its endpoint changed): parked probes look again, after the shared health
     // link (another listener of the same message) applied it.
-    options.backend.onHealth((m) => queueMicrotask(() => this.#unparkProbes(m.endpointId)));
+    // Anyone may publish on the channel: only a message naming an endpoint is looked at.
+    options.backend.onHealth((m: unknown) => {
+      const endpointId = (m as { endpointId?: unknown } | null)?.endpointId;
+      if (typeof endpointId === 'string' && this.#parked.size > 0)
+        queueMicrotask(() => this.#unparkProbes(endpointId));
+    });
   }
 
   /** Connects once (every grant waits for it); a failure is kept so each request is denied at once. */
@@ -170,6 +177,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     const decision = new Promise<TokenDecision>((resolve, reject) => {
       p = {
         request,
+        queuedAt: 0,
         done: false,
         probeClaimed: false,
         localTicket: undefined,
@@ -194,6 +202,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     return new Promise<Grant>((resolve, reject) => {
       const p: Pending = {
         request: undefined,
+        queuedAt: 0,
         done: false,
         probeClaimed: false,
         localTicket: undefined,
@@ -386,6 +395,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         }
         p.grant = d.grant;
         p.localTicket = undefined;
+        p.queuedAt = this.#now();
         this.#queue.push(p);
         this.#pump();
       },
@@ -455,6 +465,11 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
           continue;
         }
         p.probeClaimed = true;
+      }
+      if (this.#overdue(p)) {
+        this.#queue.shift();
+        this.#deny(p, new Error(`no usable global token within max wait ${p.request!.maxWaitMs} ms`));
+        continue;
       }
       const epoch = this.#wakeEpoch;
       // The lease runs from when the backend granted it, at the latest when the request reached it: its deadline
@@ -526,19 +541,31 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       }
       // A token came back while we asked: ask again at once, else sleep until a wake-up or the earliest expiry.
       if (epoch !== this.#wakeEpoch) continue;
-      this.#armRetry(result.retryInMs);
+      this.#armRetry(result.retryInMs, p);
       return;
     }
   }
 
-  #armRetry(retryInMs: number | undefined): void {
+  #armRetry(retryInMs: number | undefined, head: Pending): void {
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    const wait = Math.max(1, retryInMs ?? this.#o.leaseTtlMs);
+    // Max waits are runtime-clock ms, timers real ms.
+    const untilDeadline = head.request
+      ? head.queuedAt + head.request.maxWaitMs / this.#scale - this.#now()
+      : Infinity;
+    const wait = Math.max(1, Math.min(retryInMs ?? this.#o.leaseTtlMs, untilDeadline));
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
       this.#pump();
     }, wait);
     this.#retryTimer.unref?.();
+  }
+
+  /**
+   * Waited longer than its max wait for a usable global token since its latest local grant (a pool whose tokens
+   * never come free, or a backend whose grants always arrive too late to use): it answers degraded.
+   */
+  #overdue(p: Pending): boolean {
+    return p.request !== undefined && (this.#now() - p.queuedAt) * this.#scale > p.request.maxWaitMs;
   }
 
   /** The endpoint was cooled by another process while this grant waited for its token: do not send to it. */

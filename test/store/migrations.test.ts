@@ -23,6 +23,8 @@ const STORE_TABLES = [
   'agent_states',
   'call_results',
   'coordination_health',
+  'coordination_probes',
+  'coordination_rates',
   'coordination_tokens',
   'events',
   'round_parts',
