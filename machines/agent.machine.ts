@@ -71,8 +71,26 @@ function promptOf(ctx: AgentContext): PromptParts {
   };
 }
 
+/** `t` with one more attempt recorded: its count, fault or usage, and the step's kept partial answer. */
+function withAttempt(t: ActiveTurn, out: CallOutcome): ActiveTurn {
+  const upstream = out.ok && out.memoized ? 0 : 1;
+  return {
+    ...t,
+    attempts: t.attempts + upstream,
+    stepAttempts: t.stepAttempts + 1,
+    faults: out.ok ? t.faults : [...t.faults, out.fault],
+    inputTokens: t.inputTokens + (out.ok ? out.result.usage.inputTokens : 0),
+    outputTokens: t.outputTokens + (out.ok ? out.result.usage.outputTokens : 0),
+    leaseId: undefined,
+    waitingSince: out.at,
+    // A streamed step keeps the text its caller holds after a fault; an answer ends the step.
+    partial: out.ok ? undefined : (out.partial ?? t.partial),
+  };
+}
+
 function finishTurn(
   ctx: AgentContext,
+  t: ActiveTurn,
   at: number,
   outcome: TurnOutcome,
   answer: { text: string; degraded?: DegradedAnswer },
@@ -85,7 +103,6 @@ function finishTurn(
     toolCalls?: readonly ToolCall[];
   } = {},
 ): { turn: Turn; memory: AgentMemory } {
-  const t = ctx.turn!;
   const turn: Turn = {
     turnId: t.turnId,
     agent: ctx.settings.name,
@@ -248,25 +265,9 @@ const agentSetup = setup({
       return { turn: { ...t, coolingUntil: a.until, waitingSince: t.waitingSince ?? a.at } };
     }),
     forgetLease: assign(({ context }) => ({ turn: { ...context.turn!, leaseId: undefined } })),
-    recordAttempt: assign(({ context, event }) => {
-      const out = outputOf<CallOutcome>(event);
-      const t = context.turn!;
-      const upstream = out.ok && out.memoized ? 0 : 1;
-      return {
-        turn: {
-          ...t,
-          attempts: t.attempts + upstream,
-          stepAttempts: t.stepAttempts + 1,
-          faults: out.ok ? t.faults : [...t.faults, out.fault],
-          inputTokens: t.inputTokens + (out.ok ? out.result.usage.inputTokens : 0),
-          outputTokens: t.outputTokens + (out.ok ? out.result.usage.outputTokens : 0),
-          leaseId: undefined,
-          waitingSince: out.at,
-          // A streamed step keeps the text its caller holds after a fault; an answer ends the step.
-          partial: out.ok ? undefined : (out.partial ?? t.partial),
-        },
-      };
-    }),
+    recordAttempt: assign(({ context, event }) => ({
+      turn: withAttempt(context.turn!, outputOf<CallOutcome>(event)),
+    })),
     appendToolCalls: assign(({ context, event }) => {
       const out = outputOf<CallOutcome>(event);
       if (!out.ok) return {};
@@ -295,13 +296,15 @@ const agentSetup = setup({
         memory: { ...context.memory, toolResults },
       };
     }),
+    /** The call answered and the turn ends: its attempt recorded and the turn finished, in one context update. */
     completeAnswered: assign(({ context, event }) => {
       const out = outputOf<CallOutcome>(event);
       if (!out.ok) return {};
-      const t = context.turn!;
+      const t = withAttempt(context.turn!, out);
       const outcome: TurnOutcome = (t.endpointIndex ?? 0) === 0 ? 'answered' : 'fallback';
       const { turn, memory } = finishTurn(
         context,
+        t,
         out.at,
         outcome,
         { text: out.result.text },
@@ -318,6 +321,7 @@ const agentSetup = setup({
       const { answer, at } = outputOf<AnswerDegradedOutput>(event);
       const { turn, memory } = finishTurn(
         context,
+        context.turn!,
         at,
         'degraded',
         { text: answer.summary, degraded: answer },
@@ -338,6 +342,7 @@ const agentSetup = setup({
       const at = (event as { at?: number }).at ?? context.turn!.startedAt;
       const { turn, memory } = finishTurn(
         context,
+        context.turn!,
         at,
         'cancelled',
         { text: '' },
@@ -352,6 +357,7 @@ const agentSetup = setup({
       const at = typeof err?.at === 'number' ? err.at : (t.waitingSince ?? t.startedAt);
       const { turn, memory } = finishTurn(
         context,
+        t,
         at,
         'failed',
         { text: '' },
@@ -359,6 +365,7 @@ const agentSetup = setup({
       );
       return { turn: null, memory, lastTurn: turn };
     }),
+    /** The call failed for good and the turn ends: its attempt recorded and the turn finished, in one update. */
     completeFailed: assign(({ context, event }) => {
       const out = outputOf<CallOutcome>(event);
       if (out.ok) return {};
@@ -369,6 +376,7 @@ const agentSetup = setup({
           : `${kind}: ${out.fault.message} — no engine swap fixes this; correct the request or the agent definition`;
       const { turn, memory } = finishTurn(
         context,
+        withAttempt(context.turn!, out),
         out.at,
         kind === 'cancelled' ? 'cancelled' : 'failed',
         { text: '' },
@@ -421,12 +429,12 @@ const engineCall = agentSetup.createStateConfig({
       {
         guard: 'callSucceeded',
         target: 'idle',
-        actions: ['recordAttempt', 'completeAnswered', 'emitLastTurn'],
+        actions: ['completeAnswered', 'emitLastTurn'],
       },
       {
         guard: 'faultIsFinal',
         target: 'idle',
-        actions: ['recordAttempt', 'completeFailed', 'emitLastTurn'],
+        actions: ['completeFailed', 'emitLastTurn'],
       },
       { guard: 'attemptsExhausted', target: 'degraded', actions: 'recordAttempt' },
       { target: 'queued', actions: 'recordAttempt' },

@@ -104,7 +104,12 @@ export interface BreakerContext {
  * - `RESET`: back to CLOSED with a clean window.
  */
 export type BreakerEvent =
-  | { readonly type: 'CALL_SUCCEEDED'; readonly at: number }
+  | {
+      readonly type: 'CALL_SUCCEEDED';
+      readonly at: number;
+      /** Successes in the bucket of `at` reported at once (its owner batches them); default 1. */
+      readonly count?: number;
+    }
   | {
       readonly type: 'CALL_FAILED';
       readonly at: number;
@@ -187,7 +192,13 @@ function afterCall(
 ): Pick<BreakerContext, 'outcomes' | 'consecutive'> {
   const { windowMs, consecutiveKinds } = context.config;
   const failed = event.type === 'CALL_FAILED';
-  const outcomes = recordOutcome(context.outcomes, event.at, failed, windowMs);
+  const outcomes = recordOutcome(
+    context.outcomes,
+    event.at,
+    failed,
+    windowMs,
+    event.type === 'CALL_SUCCEEDED' ? (event.count ?? 1) : 1,
+  );
   // A transient fault outside `consecutiveKinds` (a 500 between two 429s) neither counts nor breaks
   // the streak: the endpoint is still failing, so it must not delay opening.
   let consecutive = context.consecutive;

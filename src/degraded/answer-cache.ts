@@ -74,6 +74,11 @@ export function tokenSetCosine(a: ReadonlySet<string>, b: ReadonlySet<string>): 
   return shared / Math.sqrt(a.size * b.size);
 }
 
+/** Whether an answer is worth keeping: an empty prompt or answer is never filed. */
+function storable(prompt: string, answer: string): boolean {
+  return answer.trim() !== '' && prompt.trim() !== '';
+}
+
 /** The exact-hit key: case, width and whitespace differences do not make a prompt different. */
 function exactKey(prompt: string): string {
   return nfkc(prompt).toLowerCase().replace(/\s+/g, ' ').trim();
@@ -141,12 +146,23 @@ export class AnswerCache {
       const pending = this.#pending.get(a);
       if (!pending) continue;
       this.#pending.delete(a);
-      for (const p of pending) this.#store(a, p.prompt, p.answer, p.at);
+      // An answer to a prompt that is remembered again later in the batch would be replaced by that one (same
+      // prompt, same key): only the last one that stores is filed, so a repeated prompt is scrubbed once per
+      // batch, not once per turn. The cache ends the same (an LRU holds the most recent distinct keys).
+      const last = new Map<string, number>();
+      for (let i = 0; i < pending.length; i++) {
+        const p = pending[i]!;
+        if (storable(p.prompt, p.answer)) last.set(p.prompt, i);
+      }
+      for (let i = 0; i < pending.length; i++) {
+        const p = pending[i]!;
+        if (last.get(p.prompt) === i) this.#store(a, p.prompt, p.answer, p.at);
+      }
     }
   }
 
   #store(agent: string, prompt: string, answer: string, at?: number): void {
-    if (answer.trim() === '' || prompt.trim() === '') return;
+    if (!storable(prompt, answer)) return;
     const cleanPrompt = scrubSecrets(prompt);
     const key = exactKey(cleanPrompt);
     let entries = this.#agents.get(agent);

@@ -159,7 +159,7 @@ export async function readAnthropicStream(
   sink: StreamSink,
   fallbackModel: string,
   touch: () => void = () => {},
-  signal?: AbortSignal,
+  signal?: { readonly aborted: boolean },
 ): Promise<ProviderOutcome> {
   let text = '';
   let model = fallbackModel;
@@ -264,6 +264,8 @@ export function createAnthropicEngine(
   const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
   return Object.freeze({
     endpoint,
+    // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.
+    takesCallAbort: true,
     call: (request: EngineRequest) =>
       runEngineCall(ctx, request, async () => {
         const message = await client.messages.create(toAnthropicBody(config.model, request), {
@@ -284,7 +286,7 @@ export function createAnthropicEngine(
               ...(request.signal ? { signal: request.signal } : {}),
             },
           );
-          return readAnthropicStream(events, sink, config.model, touch, request.signal);
+          return readAnthropicStream(events, sink, config.model, touch, request.abort ?? request.signal);
         },
         true,
       ),

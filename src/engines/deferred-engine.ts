@@ -79,6 +79,8 @@ function deferredEngine(endpoint: EndpointDescriptor, load: () => Promise<Engine
     e.stream ? e.stream(request, sink) : e.call(request);
   return {
     endpoint,
+    // Every engine it loads takes `request.abort` (the SDK engines above).
+    takesCallAbort: true,
     call(request: EngineRequest): Promise<EngineResult> {
       if (engine) return engine.call(request);
       return loaded().then((e) => e.call(request));

@@ -3,6 +3,7 @@ import { classifyError } from '../faults/classify-error.ts';
 import { EngineFaultError } from '../faults/fault.ts';
 import { readRateLimitState } from '../ratelimit/rate-limit-headers.ts';
 import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
+import { callAbortOf } from './call-abort.ts';
 import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
 import type {
@@ -58,11 +59,12 @@ export async function runEngineCall(
   const { clock, config, endpoint } = ctx;
   const wallNow = ctx.wallNow ?? Date.now;
   const startedAt = clock.now();
+  const caller = callAbortOf(request);
   const call = beginTimedCall(
     clock,
     config.headersTimeoutMs,
     config.idleTimeoutMs,
-    request.signal,
+    caller,
     wallNow,
     ctx.credential,
   );
@@ -107,7 +109,7 @@ export async function runEngineCall(
         now: call.wallAtHeaders ?? wallNow(),
         maxRetryAfterMs,
         ...(call.timedOut ? { timedOut: call.timedOut } : {}),
-        callerAborted: request.signal?.aborted === true,
+        callerAborted: caller?.aborted === true,
         ...(call.headers ? { headers: call.headers } : {}),
         ...(call.bodyText !== undefined ? { bodyText: call.bodyText } : {}),
       }),

@@ -2,6 +2,7 @@
  * The unified engine adapter's value types: one normalized request and one normalized result
  * that every provider (Anthropic, OpenAI, Gemini, OpenAI-compatible servers) maps to and from.
  */
+import type { CallAbort } from './call-abort.ts';
 
 /** Which wire protocol an endpoint speaks. */
 export type ProviderKind = 'anthropic' | 'openai' | 'gemini' | 'openai-compatible';
@@ -78,6 +79,11 @@ export interface EngineRequest {
   readonly temperature?: number;
   /** Cancels the call; a cancelled call fails with fault kind `cancelled`. */
   readonly signal?: AbortSignal;
+  /**
+   * The runtime's cancellation of its own calls, instead of `signal` (no `AbortController` per call), given only to
+   * an engine that says it takes one ({@link Engine.takesCallAbort}). @internal
+   */
+  readonly abort?: CallAbort;
   /**
    * Identifies this logical call across retries and crashes. Sent upstream as the
    * `Idempotency-Key` header; the durable store memoizes results under it.
@@ -187,6 +193,11 @@ export interface EngineResult {
  */
 export interface Engine {
   readonly endpoint: EndpointDescriptor;
+  /**
+   * The engine reads a call's cancellation from `request.abort` (the adapter's engines do): the runtime then makes no
+   * `AbortSignal` for the call. Any other engine gets `request.signal`. @internal
+   */
+  readonly takesCallAbort?: boolean;
   call(request: EngineRequest): Promise<EngineResult>;
   /**
    * The same call, streamed through the SDK's own streaming: text deltas reach `sink` as they come, and it

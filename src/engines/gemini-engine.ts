@@ -233,6 +233,8 @@ export function createGeminiEngine(
   const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
   return Object.freeze({
     endpoint,
+    // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.
+    takesCallAbort: true,
     call: (request: EngineRequest) =>
       runEngineCall(ctx, request, async () => {
         const response = await client.models.generateContent(toGeminiParams(config.model, request));

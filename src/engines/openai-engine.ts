@@ -241,6 +241,8 @@ export function createOpenAIEngine(
   const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
   return Object.freeze({
     endpoint,
+    // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.
+    takesCallAbort: true,
     call: (request: EngineRequest) =>
       runEngineCall(ctx, request, async () => {
         const completion = await client.chat.completions.create(

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
+import { type CallAbort, signalAbort } from './call-abort.ts';
 import { type CallCredential, redactKeyIn } from './call-credential.ts';
 import { type CredentialFetchInit, credentialFetch, ON_BODY_CHUNK } from './credential-fetch.ts';
 
@@ -21,8 +22,8 @@ export interface TimedCall {
   readonly clock: Clock;
   readonly headersTimeoutMs: number;
   readonly idleTimeoutMs: number;
-  /** The caller's signal; aborting it aborts the request and the body read. */
-  readonly signal: AbortSignal | undefined;
+  /** The caller's cancellation (its signal, or the runtime's); aborting it aborts the request and the body read. */
+  readonly caller: CallAbort | undefined;
   /**
    * The call's sealed key, when the endpoint has one: requests then go through `credentialFetch` (the key
    * is put on the wire from a wiped buffer) and an error body has the key's bytes removed before it is
@@ -60,7 +61,7 @@ export function beginTimedCall(
   clock: Clock,
   headersTimeoutMs: number,
   idleTimeoutMs: number,
-  signal: AbortSignal | undefined,
+  caller: CallAbort | AbortSignal | undefined,
   wallNow: () => number = Date.now,
   credential?: CallCredential,
 ): TimedCall {
@@ -68,7 +69,7 @@ export function beginTimedCall(
     clock,
     headersTimeoutMs,
     idleTimeoutMs,
-    signal,
+    caller: caller instanceof AbortSignal ? signalAbort(caller) : caller,
     wallNow,
     credential,
     timedOut: undefined,
@@ -135,12 +136,15 @@ export const timedFetch: typeof fetch = async (input, init) => {
   const { clock } = call;
   const controller = new AbortController();
   const sdkSignal = init?.signal ?? undefined;
-  const callerSignal = call.signal;
+  const caller = call.caller;
   const abort = () => controller.abort();
   sdkSignal?.addEventListener('abort', abort, { once: true });
-  if (callerSignal && callerSignal !== sdkSignal)
-    callerSignal.addEventListener('abort', abort, { once: true });
-  if (sdkSignal?.aborted || callerSignal?.aborted) controller.abort();
+  // The caller's cancellation, unless it is the very signal the SDK passed on (listened to above).
+  const offCaller =
+    caller && (caller.signal === undefined || caller.signal !== sdkSignal)
+      ? caller.onAbort(abort)
+      : undefined;
+  if (sdkSignal?.aborted || caller?.aborted) controller.abort();
 
   let timer: unknown;
   let idleTimer: unknown;
@@ -152,7 +156,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
     clock.clearTimeout(timer);
     if (idleTimer !== undefined) clock.clearTimeout(idleTimer);
     sdkSignal?.removeEventListener('abort', abort);
-    callerSignal?.removeEventListener('abort', abort);
+    offCaller?.();
   };
   const previous = call.cleanup;
   call.cleanup = previous

@@ -7,7 +7,7 @@ import { TokenBucket } from '../resilience/token-bucket.ts';
 import type { TimerEntry, TimerHeap } from '../scheduler/timer-heap.ts';
 import type { Snapshot } from 'xstate';
 import { BREAKER_MACHINE_VERSION } from '../../machines/breaker.machine.ts';
-import { BreakerCell } from './breaker-cell.ts';
+import { BreakerCell, type BreakerStep } from './breaker-cell.ts';
 import type {
   BreakerState,
   CallSettlement,
@@ -410,7 +410,9 @@ export class EndpointHealthTracker {
 
   #succeeded(r: EngineResult, reservedTokens: number, now: number): void {
     this.#consecutiveFaults = 0;
-    this.#send({ type: 'CALL_SUCCEEDED', at: now });
+    // Counted without a machine step while it cannot change the breaker (see BreakerCell.succeeded).
+    const step = this.#breaker.succeeded(now);
+    if (step) this.#afterStep(step);
     this.#limiter?.release('success');
     const used = r.usage.inputTokens + r.usage.outputTokens;
     if (reservedTokens > used) this.#tpm.refund(reservedTokens - used, now);
@@ -473,7 +475,11 @@ export class EndpointHealthTracker {
 
   /** Every breaker event goes through here: change hooks, the TICK at `openUntil`, the probe request. */
   #send(event: Parameters<BreakerCell['send']>[0]): void {
-    const step = this.#breaker.send(event);
+    this.#afterStep(this.#breaker.send(event));
+  }
+
+  /** What follows a breaker step: the TICK at `openUntil`, change hooks, the probe request. */
+  #afterStep(step: BreakerStep): void {
     const { openUntil } = this.#breaker.context;
     if (step.state === 'open' && openUntil !== null && this.#tick?.at !== openUntil) {
       this.#tick?.cancel();

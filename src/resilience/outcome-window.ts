@@ -63,6 +63,8 @@ export function recordOutcome(
   at: number,
   failed: boolean,
   windowMs: number,
+  /** How many such outcomes (in the bucket of `at`); default 1. */
+  count = 1,
 ): OutcomeBucket[] {
   const width = bucketWidth(windowMs);
   const start = Math.floor(at / width) * width;
@@ -71,13 +73,13 @@ export function recordOutcome(
   const pruned = pruneOutcomes(buckets, reference, windowMs);
   if (start + width <= reference - windowMs) return pruned;
   const index = pruned.findIndex((b) => b.start === start);
-  const add = failed ? 1 : 0;
+  const add = failed ? count : 0;
   if (index >= 0) {
     const b = pruned[index]!;
-    pruned[index] = { start, calls: b.calls + 1, failures: b.failures + add };
+    pruned[index] = { start, calls: b.calls + count, failures: b.failures + add };
     return pruned;
   }
-  pruned.push({ start, calls: 1, failures: add });
+  pruned.push({ start, calls: count, failures: add });
   pruned.sort((a, b) => a.start - b.start);
   return pruned;
 }

@@ -16,6 +16,7 @@ import type {
 } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
+import { CallCancel } from '../engines/call-abort.ts';
 import type { Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
 import { InternalActorError } from '../errors/internal-error.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
@@ -217,16 +218,17 @@ export function createAgentActors(deps: AgentActorDeps) {
   });
 
   /**
-   * The engine call, spending its grant. Its abort controller is the only one of the call: the agent leaving
-   * `calling` (cancel, stop) and the lease running out both abort it; the grant is released exactly once, with
-   * how the call ended.
+   * The engine call, spending its grant. Its cancellation is the only one of the call: the agent leaving `calling`
+   * (cancel, stop) and the lease running out both abort it; the grant is released exactly once, with how the call
+   * ended. It is a {@link CallCancel}, not an AbortController: an engine of the adapter listens to it directly, so no
+   * AbortSignal is made for a call that is never cancelled (any other engine still gets `request.signal`).
    */
   const callEngine = fromCallback<AgentEvent, CallEngineInput>(({ input, sendBack }) => {
-    const controller = new AbortController();
+    const cancel = new CallCancel();
     let left = false;
     let ended = false;
     let answered: [string, EngineResult] | undefined;
-    callEngineBody(input, controller, (key, result) => {
+    callEngineBody(input, cancel, (key, result) => {
       answered = [key, result];
     }).then(
       async (outcome) => {
@@ -243,15 +245,14 @@ export function createAgentActors(deps: AgentActorDeps) {
     return () => {
       left = true;
       // Aborting costs an event dispatch: only a call still running needs it.
-      if (!ended) controller.abort(new Error('the agent left the call (cancelled or stopped)'));
+      if (!ended) cancel.abort(new Error('the agent left the call (cancelled or stopped)'));
     };
   });
   const callEngineBody = async (
     input: CallEngineInput,
-    controller: AbortController,
+    cancel: CallCancel,
     onAnswer: (key: string, result: EngineResult) => void,
   ): Promise<CallOutcome> => {
-    const { signal } = controller;
     if (input.leaseId.startsWith(MEMO_LEASE)) {
       // A memo grant: no token was taken and nothing goes upstream.
       const key = input.leaseId.slice(MEMO_LEASE.length);
@@ -271,7 +272,7 @@ export function createAgentActors(deps: AgentActorDeps) {
       };
       return { ok: false, fault, at: clock.now(), leaseLost: true };
     }
-    const grant = scheduler.claim(input.leaseId, (reason) => controller.abort(reason));
+    const grant = scheduler.claim(input.leaseId, (reason) => cancel.abort(reason));
     if (!grant) {
       const fault: Fault = {
         kind: 'cancelled',
@@ -330,8 +331,8 @@ export function createAgentActors(deps: AgentActorDeps) {
       const attempt = out ? beginStreamAttempt(out, input, engine.endpoint) : undefined;
       try {
         const result = attempt
-          ? attempt.succeeded(await streamCall(engine, request, signal, attempt))
-          : await engine.call({ ...request, signal });
+          ? attempt.succeeded(await streamCall(engine, request, cancel, attempt))
+          : await engine.call(withCancel(engine, request, cancel));
         const at = clock.now();
         settlement = { kind: 'success', result };
         if (logger.isLevelEnabled('info'))
@@ -354,7 +355,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         return { ok: true, result, at, memoized: false };
       } catch (e) {
         const at = clock.now();
-        const fault = faultOf(e, input.endpointId, signal, engine.endpoint.provider);
+        const fault = faultOf(e, input.endpointId, cancel, engine.endpoint.provider);
         settlement = { kind: 'fault', fault };
         logger.info(
           {
@@ -379,7 +380,7 @@ export function createAgentActors(deps: AgentActorDeps) {
       // close not yet read there: the token is handed on only once that connection had time to go, so the
       // provider never sees more calls at once than the limit.
       const cut =
-        signal.aborted ||
+        cancel.aborted ||
         (settlement.kind === 'fault' &&
           (settlement.fault.kind === 'timeout' || settlement.fault.kind === 'cancelled'));
       if (cut) setTimeout(() => scheduler.release(grant.leaseId, settlement), ABORT_SETTLE_MS);
@@ -462,26 +463,41 @@ export function createAgentActors(deps: AgentActorDeps) {
 async function streamCall(
   engine: Engine,
   request: Omit<EngineRequest, 'signal'>,
-  signal: AbortSignal,
+  cancel: CallCancel,
   attempt: StreamAttempt,
 ): Promise<EngineResult> {
   // A continuation's budget is what is left of the step's: the kept prefix already spent part of it.
   const req: EngineRequest = attempt.prefill
-    ? {
-        ...request,
-        prefill: attempt.prefill,
-        maxTokens: Math.max(1, request.maxTokens - attempt.prefixTokens),
-        signal,
-      }
-    : { ...request, signal };
+    ? withCancel(
+        engine,
+        {
+          ...request,
+          prefill: attempt.prefill,
+          maxTokens: Math.max(1, request.maxTokens - attempt.prefixTokens),
+        },
+        cancel,
+      )
+    : withCancel(engine, request, cancel);
   if (engine.stream) return engine.stream(req, attempt.sink);
   const result = await engine.call(req);
   if (result.text) attempt.sink.text(result.text);
   return result;
 }
 
+/**
+ * `request` with the call's cancellation: `abort` for an engine that takes it (no AbortSignal made), else a
+ * `signal` (made now, aborting with the call).
+ */
+function withCancel(
+  engine: Engine,
+  request: Omit<EngineRequest, 'signal'>,
+  cancel: CallCancel,
+): EngineRequest {
+  return engine.takesCallAbort ? { ...request, abort: cancel } : { ...request, signal: cancel.signal };
+}
+
 /** The call's fault; a call cancelled because its lease ran out is a `timeout` of that endpoint. */
-function faultOf(e: unknown, endpointId: string, lease: AbortSignal, provider: Fault['provider']): Fault {
+function faultOf(e: unknown, endpointId: string, lease: CallCancel, provider: Fault['provider']): Fault {
   if (lease.aborted && isLeaseExpiredError(lease.reason)) {
     return { kind: 'timeout', provider, code: 'lease_expired', message: lease.reason.message, endpointId };
   }

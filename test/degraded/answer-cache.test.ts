@@ -66,6 +66,28 @@ describe('AnswerCache', () => {
     expect(cache.lookup('Kai', 'rates outlook')?.answer).toBe('new');
   });
 
+  it('a batch with repeated prompts files as if each answer were filed in turn', () => {
+    // Nothing is read between the remembers, so all of them are filed together at the export.
+    const cache = new AnswerCache({ maxPerAgent: 3 });
+    cache.remember('Kai', 'alpha', 'a1', 1);
+    cache.remember('Kai', 'bravo', 'b1', 2);
+    cache.remember('Kai', 'alpha', 'a2', 3);
+    cache.remember('Kai', 'charlie', 'c1', 4);
+    cache.remember('Kai', 'delta', 'd1', 5);
+    cache.remember('Kai', 'bravo', '  ', 6); // empty: keeps nothing, replaces nothing
+    expect(cache.export().agents.Kai).toEqual([
+      { prompt: 'alpha', answer: 'a2', at: 3 },
+      { prompt: 'charlie', answer: 'c1', at: 4 },
+      { prompt: 'delta', answer: 'd1', at: 5 },
+    ]);
+    const other = new AnswerCache({ maxPerAgent: 3 });
+    other.remember('Kai', 'bravo', 'b1', 1);
+    other.remember('Kai', 'bravo', ' ', 2);
+    other.remember('Kai', 'Bravo', 'b2', 3);
+    other.remember('Kai', 'bravo', 'b3', 4);
+    expect(other.export().agents.Kai).toEqual([{ prompt: 'bravo', answer: 'b3', at: 4 }]);
+  });
+
   it('does not remember empty answers', () => {
     const cache = new AnswerCache();
     cache.remember('Kai', 'rates outlook', '   ');

@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CallCancel } from '../../src/engines/call-abort.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { EndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { EngineRequest } from '../../src/engines/engine-types.ts';
@@ -23,12 +24,33 @@ async function failure(promise: Promise<unknown>): Promise<EngineFaultError> {
   throw new Error('the call was expected to fail');
 }
 
-const request = (idempotencyKey: string, signal?: AbortSignal): EngineRequest => ({
+const request = (
+  idempotencyKey: string,
+  cancel?: Pick<EngineRequest, 'signal' | 'abort'>,
+): EngineRequest => ({
   messages: [{ role: 'user', content: 'Status report, please.' }],
   maxTokens: 200,
   idempotencyKey,
-  ...(signal ? { signal } : {}),
+  ...cancel,
 });
+
+/** The two ways a call is cancelled: a caller's AbortSignal, and the runtime's CallCancel (no signal at all). */
+const CANCELLERS = [
+  {
+    way: 'a caller signal',
+    make: () => {
+      const c = new AbortController();
+      return { fields: { signal: c.signal }, abort: () => c.abort() };
+    },
+  },
+  {
+    way: "the runtime's CallCancel",
+    make: () => {
+      const c = new CallCancel();
+      return { fields: { abort: c }, abort: () => c.abort(new Error('the agent left the call')) };
+    },
+  },
+];
 
 describe.each(TARGETS)('faults on $name', (target) => {
   let emulator: Emulator;
@@ -92,11 +114,11 @@ describe.each(TARGETS)('faults on $name', (target) => {
     expect(err.fault.kind).toBe('timeout');
   });
 
-  it('a caller abort before headers → cancelled', async () => {
+  it.each(CANCELLERS)('an abort before headers through $way → cancelled', async ({ way, make }) => {
     emulator.addFault({ kind: 'hang_before_headers', match: { flavor: target.flavor }, count: 1 });
     const engine = createEngine(config());
-    const caller = new AbortController();
-    const pending = engine.call(request(`${target.name}/abort`, caller.signal));
+    const caller = make();
+    const pending = engine.call(request(`${target.name}/abort/${way}`, caller.fields));
     // Abort once the emulator holds the request: before any header, whatever the machine's speed.
     await waitFor(() => emulator.stats().held === 1, 'the emulator to hold the request');
     caller.abort();
@@ -104,25 +126,37 @@ describe.each(TARGETS)('faults on $name', (target) => {
     expect(err.fault.kind).toBe('cancelled');
   });
 
-  it('a caller abort while the body stalls → cancelled, not timeout', async () => {
-    emulator.addFault({ kind: 'stall_after_headers', match: { flavor: target.flavor }, count: 1 });
-    const engine = createEngine(config());
-    const caller = new AbortController();
-    const pending = engine.call(request(`${target.name}/abort-body`, caller.signal));
-    // The stall is in place once the emulator holds it (headers and first bytes written); the default
-    // 30 s idle timer is far away, so only our abort can end the call.
-    await waitFor(() => emulator.stats().held === 1, 'the emulator to stall the body');
-    caller.abort();
-    const err = await failure(pending);
-    expect(err.fault.kind).toBe('cancelled');
-  });
+  it.each(CANCELLERS)(
+    'an abort while the body stalls through $way → cancelled, not timeout',
+    async ({ way, make }) => {
+      emulator.addFault({ kind: 'stall_after_headers', match: { flavor: target.flavor }, count: 1 });
+      const engine = createEngine(config());
+      const caller = make();
+      const pending = engine.call(request(`${target.name}/abort-body/${way}`, caller.fields));
+      // The stall is in place once the emulator holds it (headers and first bytes written); the default
+      // 30 s idle timer is far away, so only our abort can end the call.
+      await waitFor(() => emulator.stats().held === 1, 'the emulator to stall the body');
+      caller.abort();
+      const err = await failure(pending);
+      expect(err.fault.kind).toBe('cancelled');
+    },
+  );
 
-  it('an already aborted signal → cancelled, and nothing is sent', async () => {
-    const engine = createEngine(config());
-    const key = `${target.name}/pre-aborted`;
-    const err = await failure(engine.call(request(key, AbortSignal.abort())));
-    expect(err.fault.kind).toBe('cancelled');
-    expect(callsWith(key)).toHaveLength(0);
+  it.each(CANCELLERS)(
+    'already aborted through $way → cancelled, and nothing is sent',
+    async ({ way, make }) => {
+      const engine = createEngine(config());
+      const key = `${target.name}/pre-aborted/${way}`;
+      const caller = make();
+      caller.abort();
+      const err = await failure(engine.call(request(key, caller.fields)));
+      expect(err.fault.kind).toBe('cancelled');
+      expect(callsWith(key)).toHaveLength(0);
+    },
+  );
+
+  it("an adapter engine takes the runtime's CallCancel (the runtime then makes no AbortSignal)", () => {
+    expect(createEngine(config()).takesCallAbort).toBe(true);
   });
 
   it("a proxy's HTML 502 page → server_error whose message says '502 Bad Gateway' once", async () => {

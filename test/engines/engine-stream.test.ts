@@ -1,4 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { CallCancel } from '../../src/engines/call-abort.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { EndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { EngineRequest } from '../../src/engines/engine-types.ts';
@@ -140,6 +141,21 @@ describe.each(TARGETS)('engine.stream on $name', (target) => {
     const key = `${target.name}/abort`;
     const pending = failure(
       engine.stream!(request(key, { signal: controller.signal }), { text: () => controller.abort() }),
+    );
+    const err = await pending;
+    expect(err.fault.kind).toBe('cancelled');
+    await waitFor(() => callsWith(key)[0]?.status === 'stall', 'the emulator to see the connection closed');
+  });
+
+  it("the runtime's CallCancel mid-stream (no AbortSignal) closes the upstream connection: cancelled", async () => {
+    emulator.addFault({ kind: 'stream_stall', match: { flavor: target.flavor }, count: 1, afterChunks: 1 });
+    const engine = createEngine(config());
+    const cancel = new CallCancel();
+    const key = `${target.name}/call-cancel`;
+    const pending = failure(
+      engine.stream!(request(key, { abort: cancel }), {
+        text: () => cancel.abort(new Error('left the call')),
+      }),
     );
     const err = await pending;
     expect(err.fault.kind).toBe('cancelled');

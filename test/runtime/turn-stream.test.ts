@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
-import type { StreamEvent } from '../../src/runtime/turn-stream.ts';
+import { type StreamEvent, TurnEventChannel } from '../../src/runtime/turn-stream.ts';
 import { isAgentStoppedError } from '../../src/errors/lifecycle-errors.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 import { waitFor } from '../support/wait-for.ts';
@@ -100,6 +100,23 @@ describe('reading a stream', () => {
     // Reads made at once after the end all settle done.
     const after = await Promise.all([it.next(), it.next(), it.next()]);
     expect(after.every((r) => r.done)).toBe(true);
+  });
+
+  it('reads waiting when the turn fails reject in order, with its error', async () => {
+    let fail!: (e: unknown) => void;
+    const failing = new TurnEventChannel(
+      new Promise((_, reject) => {
+        fail = reject;
+      }),
+      () => {},
+    );
+    failing.push({ type: 'step', step: 1 });
+    const reads = [failing.next(), failing.next(), failing.next()];
+    const boom = new Error('the turn failed');
+    fail(boom);
+    const settled = await Promise.allSettled(reads);
+    expect(settled.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'rejected']);
+    expect(settled.slice(1).map((r) => (r as PromiseRejectedResult).reason)).toEqual([boom, boom]);
   });
 
   it('an unread stream merges adjacent deltas of one endpoint: the same text in a few events', async () => {
