@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -167,6 +167,8 @@ describe('the real CLI refuses them in one line, at once', () => {
       expect(lines[0]).toMatch(new RegExp(`^breakwater run: .*${file.replace('.', '\\.')}:\\d+ `));
       expect(lines[0]).toMatch(expected);
       expect(run.stderr).not.toMatch(/TimeoutOverflowWarning|heap|NaN/);
+      // Refused before the store opened: no data folder was made for a run that never started.
+      expect(existsSync(join(dir, `data-${file}`))).toBe(false);
     },
     60_000,
   );
@@ -184,5 +186,6 @@ describe('the real CLI refuses them in one line, at once', () => {
     expect(run.stderr.trim()).toBe(
       'breakwater run: /dev/null: is not a regular file or a folder (a device, a pipe or a socket); give a YAML or JSON scenario file',
     );
+    expect(existsSync(join(dir, 'data-null'))).toBe(false);
   }, 60_000);
 });

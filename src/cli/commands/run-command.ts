@@ -110,6 +110,11 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
     if (options.json) process.stderr.write(`${scrubSecrets(line)}\n`);
     else print(line);
   };
+  // A new run's scenario is read and checked before the store opens: a scenario refused for its form or its bounds
+  // costs no PGlite start (seconds of CPU) and leaves no data folder behind. A resumed run's is in the store.
+  const freshSource =
+    options.resumeRunId === undefined ? resolveScenario(options.scenario ?? DEFAULT_SCENARIO) : undefined;
+  const freshScenario = freshSource !== undefined ? loadScenario(freshSource) : undefined;
   const database: BreakwaterDatabase = await openCliDatabase({
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
@@ -126,22 +131,25 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   let committed = 0;
   try {
     let scenarioSource: string;
+    let scenario: ReturnType<typeof loadScenario>;
     let policy = options.policy;
-    if (options.resumeRunId !== undefined) {
-      const run = await store.getRun(options.resumeRunId);
+    if (freshSource !== undefined && freshScenario !== undefined) {
+      scenarioSource = freshSource;
+      scenario = freshScenario;
+    } else {
+      const resumeRunId = options.resumeRunId ?? '';
+      const run = await store.getRun(resumeRunId);
       if (!run)
         throw new CliError(
-          `no run "${options.resumeRunId}" in ${database.location}; list runs with \`breakwater runs\``,
+          `no run "${resumeRunId}" in ${database.location}; list runs with \`breakwater runs\``,
         );
       const config = run.config as { scenarioSource?: string; policy?: RunPolicy } | null;
       if (!config?.scenarioSource)
         throw new CliError(`run "${run.runId}" does not say which scenario it ran; it cannot be resumed`);
       scenarioSource = config.scenarioSource;
       policy = policy ?? config.policy;
-    } else {
-      scenarioSource = resolveScenario(options.scenario ?? DEFAULT_SCENARIO);
+      scenario = loadScenario(scenarioSource);
     }
-    const scenario = loadScenario(scenarioSource);
     // Bound before the run exists: a port in use stops the command before anything is stored.
     if (options.metricsPort !== undefined)
       metrics = await listenForMetrics(metricsRegistry, options.metricsPort);
