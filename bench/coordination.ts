@@ -37,6 +37,7 @@ const { values: args } = parseArgs({
     limit: { type: 'string', default: '12' },
     modes: { type: 'string', default: 'postgres,postgres-advisory,redis' },
     messages: { type: 'string', default: '200' },
+    takes: { type: 'string', default: '2000' },
   },
 });
 const PROCESSES = 3;
@@ -100,6 +101,7 @@ async function cleanup(mode: Mode, pool: string): Promise<void> {
     await c.connect();
     await c.query('delete from coordination_tokens where pool = $1', [pool]);
     await c.query('delete from coordination_health where pool = $1', [pool]);
+    await c.query('delete from coordination_rates where pool = $1', [pool]);
     await c.end();
   } else if (mode === 'redis') {
     const r = new Redis(REDIS_URL);
@@ -182,6 +184,50 @@ for (const mode of modes.filter((m): m is 'postgres' | 'redis' => m === 'postgre
 for (const r of propagationResults)
   console.log(`target on ${r.mode}: propagation p99 ≤ 100 ms ${r.p99Ms <= 100 ? 'met' : 'MISSED'}`);
 
+/** One process taking shared RPM/TPM permits one after another (limits never reached); ms per take. */
+async function ratePermits(mode: 'postgres' | 'redis', takes: number) {
+  const pool = `bench-${randomUUID().slice(0, 8)}`;
+  const backend = createCoordinationBackend(
+    resolveCoordination(
+      {
+        backend: mode,
+        url: mode === 'redis' ? REDIS_URL : DATABASE_URL,
+        pool,
+        processId: 'rate',
+        ...(mode === 'redis' ? { keyPrefix: KEY_PREFIX } : {}),
+      },
+      'rate',
+    )!,
+  );
+  await backend.connect();
+  const latencies: number[] = [];
+  try {
+    const ask = { key: 'sonnet', windowMs: 60_000, rpm: 1e9, tpm: 1e12, tokens: 500 };
+    for (let i = 0; i < takes; i++) {
+      const t0 = performance.now();
+      const r = await backend.takeRate(ask);
+      latencies.push(performance.now() - t0);
+      if (!r.ok) throw new Error('a permit below the limit was refused');
+    }
+  } finally {
+    await backend.close();
+    await cleanup(mode, pool);
+  }
+  latencies.sort((x, y) => x - y);
+  return { mode, takes, p50Ms: round(percentile(latencies, 50)), p99Ms: round(percentile(latencies, 99)) };
+}
+
+console.log(
+  `shared RPM/TPM permits — ${args.takes} takes one after another (load ${loadavg()[0]!.toFixed(2)})`,
+);
+console.log(row('backend', 'p50 ms', 'p99 ms'));
+const rateResults = [];
+for (const mode of modes.filter((m): m is 'postgres' | 'redis' => m === 'postgres' || m === 'redis')) {
+  const r = await ratePermits(mode, Number(args.takes));
+  rateResults.push(r);
+  console.log(row(mode, r.p50Ms, r.p99Ms));
+}
+
 const path = await writeResult('coordination', {
   processes: PROCESSES,
   concurrency: Number(args.concurrency),
@@ -189,8 +235,11 @@ const path = await writeResult('coordination', {
   seconds: Number(args.seconds),
   results,
   propagation: propagationResults,
+  ratePermits: rateResults,
   measuredAs:
     'each of 3 child processes runs `concurrency` loops of tryAcquire + release on one pool of `limit` tokens; latency per grant (acquire + release), refused attempts retried at once and not counted; grants/s = grants of all processes / wall time',
+  ratePermitsMeasuredAs:
+    'one process takes a shared RPM/TPM permit (takeRate: request + 500 estimated tokens) one after another, 60 s window, limits never reached; one round trip each',
   propagationMeasuredAs:
     'one process publishes an endpoint cooldown, another connection of the same pool receives it (onHealth); time from the publish call to the receipt, one change at a time',
   targets: { postgresP50Ms: 2, postgresP99Ms: 10, postgresGrantsPerSecond: 5_000, propagationP99Ms: 100 },

@@ -38,8 +38,8 @@ returns table (ok boolean, slot bigint, requests float8, tokens float8, retry_ms
 language plpgsql as $fn$
 #variable_conflict use_column
 declare
-  now_ms float8 := extract(epoch from clock_timestamp()) * 1000;
-  cur bigint := floor(now_ms * 60 / p_window);
+  now_ms float8;
+  cur bigint;
   cost_r float8 := case when p_rpm is null then 0 else least(1, p_rpm) end;
   cost_t float8 := case when p_tpm is null then 0 else least(greatest(p_tokens, 0), p_tpm) end;
   used_r float8;
@@ -51,6 +51,9 @@ declare
   rec record;
 begin
   perform pg_advisory_xact_lock(hashtextextended(p_pool || chr(31) || p_key, 0));
+  -- The clock is read once the lock is held: a taker that waited is counted when it was granted.
+  now_ms := extract(epoch from clock_timestamp()) * 1000;
+  cur := floor(now_ms * 60 / p_window);
   delete from coordination_rates r where r.pool = p_pool and r.rate_key = p_key and r.slot < cur - 61;
   select coalesce(sum(r.requests), 0), coalesce(sum(r.tokens), 0) into used_r, used_t
     from coordination_rates r where r.pool = p_pool and r.rate_key = p_key;

@@ -486,7 +486,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       }
       this.#up();
       if (result.ok) {
-        this.#queue.shift();
+        // By identity: while the backend answered, p may have been withdrawn or a probe put in front of it.
+        const at = this.#queue.indexOf(p);
+        if (at >= 0) this.#queue.splice(at, 1);
         if (p.done || this.#closed) {
           this.#releaseGlobal(result.lease);
           continue;
@@ -521,6 +523,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
           if (p.done || this.#closed) {
             this.#releaseGlobal(result.lease);
             if (rate.ok) this.#refund(rate.permit);
+            // Closed while asking: p is in no queue close() saw, so it is settled here.
+            if (!p.done) this.#withdraw(p, new SchedulerClosedError());
             continue;
           }
           if (!rate.ok) {
