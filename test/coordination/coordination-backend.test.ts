@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { CoordinationBackend, GlobalLease } from '../../src/coordination/coordination-backend.ts';
 import { leaseKey } from '../../src/coordination/coordination-backend.ts';
 import { isCoordinationUnavailableError } from '../../src/coordination/coordination-errors.ts';
@@ -9,30 +9,16 @@ import {
 } from '../../src/coordination/coordination-options.ts';
 import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
 import { isConfigError } from '../../src/errors/config-error.ts';
-import { cleanPool, coordinationCases, REDIS_URL } from '../support/coordination-env.ts';
+import { backendsPerTest, coordinationCases, REDIS_URL } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 
-const opened: CoordinationBackend[] = [];
-const pools: CoordinationOptions[] = [];
-
-async function open(options: CoordinationOptions, processId: string, leaseTtlMs = 10_000) {
-  const backend = createCoordinationBackend(
-    resolveCoordination({ ...options, processId, leaseTtlMs }, processId)!,
-  );
-  opened.push(backend);
-  await backend.connect();
-  return backend;
-}
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((b) => b.close()));
-  for (const p of pools.splice(0)) await cleanPool(p);
-});
+const backends = backendsPerTest();
+const open = backends.open;
 
 describe.each(coordinationCases())('$name coordination backend', ({ options: make }) => {
   const fresh = () => {
     const o = make();
-    pools.push(o);
+    backends.track(o);
     return o;
   };
 

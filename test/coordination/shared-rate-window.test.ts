@@ -1,11 +1,6 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { CoordinationBackend, RatePermit } from '../../src/coordination/coordination-backend.ts';
-import {
-  type CoordinationOptions,
-  resolveCoordination,
-} from '../../src/coordination/coordination-options.ts';
-import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
-import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
+import { describe, expect, it } from 'vitest';
+import type { RatePermit } from '../../src/coordination/coordination-backend.ts';
+import { backendsPerTest, coordinationCases } from '../support/coordination-env.ts';
 
 /*
  * An endpoint's shared RPM/TPM window on the real backends, three connections standing for three processes. Times
@@ -13,20 +8,8 @@ import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
  * window far longer than the test, and "a permit counted between sending and answer" bounds).
  */
 
-const opened: CoordinationBackend[] = [];
-const pools: CoordinationOptions[] = [];
-
-async function open(options: CoordinationOptions, processId: string) {
-  const backend = createCoordinationBackend(resolveCoordination({ ...options, processId }, processId)!);
-  opened.push(backend);
-  await backend.connect();
-  return backend;
-}
-
-afterEach(async () => {
-  await Promise.all(opened.splice(0).map((b) => b.close()));
-  for (const p of pools.splice(0)) await cleanPool(p);
-});
+const backends = backendsPerTest();
+const open = backends.open;
 
 const MINUTE = 60_000;
 /** A unit is held until its slot's end plus one window and one more slot: at most this long. */
@@ -35,7 +18,7 @@ const held = (windowMs: number) => (windowMs * 62) / 60 + 1;
 describe.each(coordinationCases())('$name shared rate window', ({ options: make }) => {
   const three = async () => {
     const o = make();
-    pools.push(o);
+    backends.track(o);
     return Promise.all([open(o, 'a'), open(o, 'b'), open(o, 'c')]);
   };
 

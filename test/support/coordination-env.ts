@@ -1,5 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
+import type { CoordinationBackend } from '../../src/coordination/coordination-backend.ts';
+import { resolveCoordination } from '../../src/coordination/coordination-options.ts';
+import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
 import pg from 'pg';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
 
@@ -50,4 +54,31 @@ export async function cleanPool(options: CoordinationOptions): Promise<void> {
       redis.disconnect();
     }
   }
+}
+
+/**
+ * Real backends for one test file: `open` connects one as a process of a pool, `track` marks a pool to clean; after
+ * each test every backend is closed and every tracked pool cleaned.
+ */
+export function backendsPerTest() {
+  const opened: CoordinationBackend[] = [];
+  const pools: CoordinationOptions[] = [];
+  afterEach(async () => {
+    await Promise.all(opened.splice(0).map((b) => b.close()));
+    for (const p of pools.splice(0)) await cleanPool(p);
+  });
+  return {
+    async open(options: CoordinationOptions, processId: string, leaseTtlMs = 10_000) {
+      const backend = createCoordinationBackend(
+        resolveCoordination({ ...options, processId, leaseTtlMs }, processId)!,
+      );
+      opened.push(backend);
+      await backend.connect();
+      return backend;
+    },
+    track(options: CoordinationOptions): CoordinationOptions {
+      pools.push(options);
+      return options;
+    },
+  };
 }
