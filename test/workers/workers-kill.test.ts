@@ -198,15 +198,30 @@ describe.each([
     const team = Array.from({ length: 3 }, () => startWorker(runId));
 
     // Mid-round 2: a worker holds a part it has not staged yet and, on the coordination backend, a global token
-    // (its call is at the emulator).
+    // (its call is at the emulator). The candidate is frozen (SIGSTOP) before the check is repeated, so what the test
+    // records as orphaned is exactly what the worker held when it died: it cannot stage a part between the check and
+    // the kill, and no survivor can take one over before its lease TTL has passed.
     let victimPid = 0;
+    let victimHolder = '';
+    let orphaned: string[] = [];
     await until(async () => {
       const parts = await loadParts(database, runId, 2);
       const { leases } = await liveLeases(shared);
       const open = parts.find((p) => !p.done && leases.some((l) => l.holder === p.holder));
       if (!open) return false;
-      victimPid = Number(open.holder.split(':')[1]);
-      return team.some((w) => w.child.pid === victimPid);
+      const pid = Number(open.holder.split(':')[1]);
+      const candidate = team.find((w) => w.child.pid === pid);
+      if (!candidate) return false;
+      candidate.child.kill('SIGSTOP');
+      const held = (await loadParts(database, runId, 2)).filter((p) => !p.done && p.holder === open.holder);
+      if (held.length === 0) {
+        candidate.child.kill('SIGCONT');
+        return false;
+      }
+      victimPid = pid;
+      victimHolder = open.holder;
+      orphaned = held.map((p) => p.agent);
+      return true;
     }, 'a worker to hold an unstaged part of round 2 and a global token');
     const victim = team.find((w) => w.child.pid === victimPid)!;
     victim.child.kill('SIGKILL');
@@ -230,12 +245,6 @@ describe.each([
     );
     expect(after.leases.filter((l) => l.holder.includes(`:${victimPid}:`))).toEqual([]);
     expect(after.leases.length).toBeLessThanOrEqual(LIMIT);
-    const victimHolder = (await loadParts(database, runId, 2)).find((p) =>
-      p.holder.includes(`:${victimPid}:`),
-    )?.holder;
-    const orphaned = (await loadParts(database, runId, 2))
-      .filter((p) => !p.done && p.holder === victimHolder)
-      .map((p) => p.agent);
     expect(orphaned.length).toBeGreaterThan(0);
 
     const survivors = team.filter((w) => w !== victim);
