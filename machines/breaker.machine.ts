@@ -120,7 +120,16 @@ export type BreakerEvent =
   | { readonly type: 'PROBE_SUCCEEDED'; readonly at: number }
   | { readonly type: 'PROBE_FAILED'; readonly at: number; readonly retryAfterMs?: number }
   | { readonly type: 'TICK'; readonly at: number }
-  | { readonly type: 'FORCE_OPEN'; readonly at: number; readonly untilMs: number }
+  | {
+      readonly type: 'FORCE_OPEN';
+      readonly at: number;
+      readonly untilMs: number;
+      /**
+       * Failed probes counted elsewhere (another process of a shared pool probed and failed): the larger count is
+       * kept, so the next failed probe here backs off as if this breaker had seen them.
+       */
+      readonly failedProbes?: number;
+    }
   | { readonly type: 'RESET' };
 
 const SOURCE = 'breakerMachine input';
@@ -312,6 +321,7 @@ export const breakerMachine = setup({
       return {
         openedAt: event.at,
         openUntil: Math.max(event.untilMs, event.at, previous),
+        failedProbes: Math.max(context.failedProbes ?? 0, event.failedProbes ?? 0),
         openReason: 'forced' as const,
         goodProbes: 0,
         probeInFlight: false,

@@ -19,7 +19,7 @@ import type {
   RatePermit,
   RateTakeResult,
 } from './coordination-backend.ts';
-import { leaseKey } from './coordination-backend.ts';
+import { leaseKey, RATE_SLOTS } from './coordination-backend.ts';
 import {
   CoordinationUnavailableError,
   isCoordinationUnavailableError,
@@ -63,6 +63,14 @@ interface Pending {
   done: boolean;
   /** A probe holding the pool's probe claim of its endpoint. */
   probeClaimed: boolean;
+  /** A probe's endpoint (set before its local grant exists). */
+  readonly probeOf: string | undefined;
+  /**
+   * Why a parked probe waits: `claim` — another process holds the pool's probe (it looks again when that endpoint's
+   * shared health changes, a claim is given back, or the claim's TTL ran out), holding no token meanwhile; `pace` —
+   * its endpoint's shared window is full (it looks again on its timer only).
+   */
+  parkedFor: 'claim' | 'pace' | undefined;
   localTicket: TokenTicket | undefined;
   grant: Grant | undefined;
   resolve(d: TokenDecision | Grant): void;
@@ -81,6 +89,15 @@ interface Held {
   timer: ReturnType<typeof setTimeout> | undefined;
   /** The units taken from the endpoint's shared RPM/TPM window (given back if the call never went). */
   readonly permit: RatePermit | undefined;
+  /**
+   * Real time after which the permit no longer covers the call: a unit is counted one slot past a whole window
+   * after its slot, so a call that reaches the provider more than one slot after its permit was asked for could
+   * be outside every window the pool checks (the provider would see more than its limit). `claim()` refuses it
+   * then; the agent asks again.
+   */
+  readonly permitDeadline: number;
+  /** It holds the pool's probe claim of its endpoint (renewed with the lease, given back with it). */
+  readonly probeClaimed: boolean;
 }
 
 /**
@@ -116,6 +133,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   /** Probes waiting for their endpoint's shared window to have room (each on its own timer). */
   readonly #parked = new Set<Pending>();
   readonly #parkTimers = new Map<Pending, ReturnType<typeof setTimeout>>();
+  /** The caller's signal of each parked probe (its claim is asked again with it). */
+  readonly #parkSignals = new Map<Pending, AbortSignal | undefined>();
   readonly #held = new Map<string, Held>();
   /** Releases sent to the backend and not answered yet: dispose() waits for them (bounded) before closing it. */
   readonly #releasing = new Set<Promise<void>>();
@@ -180,6 +199,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         queuedAt: 0,
         done: false,
         probeClaimed: false,
+        probeOf: undefined,
+        parkedFor: undefined,
         localTicket: undefined,
         grant: undefined,
         resolve: resolve as (d: TokenDecision | Grant) => void,
@@ -205,6 +226,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         queuedAt: 0,
         done: false,
         probeClaimed: false,
+        probeOf: endpointId,
+        parkedFor: undefined,
         localTicket: undefined,
         grant: undefined,
         resolve: resolve as (d: TokenDecision | Grant) => void,
@@ -223,17 +246,54 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         signal?.removeEventListener('abort', onAbort);
         fail(e);
       };
-      this.#local.acquireProbe(endpointId, signal).then(
-        (grant) => {
-          if (p.done) return this.#local.release(grant.leaseId, { kind: 'unused' });
-          p.grant = grant;
-          // Probes are served before every tier, here too.
-          this.#queue.unshift(p);
-          this.#pump();
-        },
-        (e: unknown) => this.#withdraw(p, e),
-      );
+      // A breaker's HALF-OPEN probe is the pool's (one process sends it); anything else served as a probe (a BYOK
+      // key's check call) is this process's own call.
+      if (this.#o.endpoints.get(endpointId)?.health.wantsProbe()) void this.#claimProbe(p, signal);
+      else this.#probeGrant(p, signal);
     });
+  }
+
+  /**
+   * Takes the pool's probe claim of p's endpoint before any token: a process whose peer probes parks without
+   * holding a local token, and looks again when the outcome arrives (or the claim is given back or expires).
+   */
+  async #claimProbe(p: Pending, signal: AbortSignal | undefined): Promise<void> {
+    const endpointId = p.probeOf!;
+    let mine: boolean;
+    try {
+      await this.connect();
+      mine = await this.#o.backend.claimProbe(endpointId, this.#o.leaseTtlMs);
+    } catch (e) {
+      this.#fail(e);
+      this.#withdraw(p, e);
+      return;
+    }
+    this.#up();
+    if (p.done || this.#closed) {
+      if (mine) this.#endProbe(endpointId);
+      this.#withdraw(p, new SchedulerClosedError());
+      return;
+    }
+    if (!mine) {
+      this.#park(p, 'claim', this.#o.leaseTtlMs, signal);
+      return;
+    }
+    p.probeClaimed = true;
+    this.#probeGrant(p, signal);
+  }
+
+  /** The local probe grant (served before every tier), then a global token. */
+  #probeGrant(p: Pending, signal: AbortSignal | undefined): void {
+    this.#local.acquireProbe(p.probeOf!, signal).then(
+      (grant) => {
+        if (p.done) return this.#local.release(grant.leaseId, { kind: 'unused' });
+        p.grant = grant;
+        // Probes are served before every tier, here too.
+        this.#queue.unshift(p);
+        this.#pump();
+      },
+      (e: unknown) => this.#withdraw(p, e),
+    );
   }
 
   claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined {
@@ -242,6 +302,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     // The fence timer may not have run yet (a frozen process's overdue timers run after its piled-up I/O): the
     // deadline itself decides, so no call starts on a lease the backend may already have given to someone else.
     if (!this.#live(h)) return undefined;
+    if (h.permit && this.#now() > h.permitDeadline) {
+      this.release(leaseId, { kind: 'unused' });
+      return undefined;
+    }
     if (!this.#local.claim(leaseId, onReclaim)) return undefined;
     h.claimed = true;
     h.onReclaim = onReclaim;
@@ -256,7 +320,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     if (h.timer) clearTimeout(h.timer);
     this.#releaseGlobal(h.lease);
     if (h.permit && outcome.kind === 'unused') this.#refund(h.permit);
-    if (h.grant.probe) this.#endProbe(h.grant.endpointId);
+    if (h.probeClaimed) this.#endProbe(h.grant.endpointId);
     this.#wakeEpoch++;
     this.#pump();
     if (this.#held.size === 0) this.#stopHeartbeat();
@@ -310,6 +374,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     for (const t of this.#parkTimers.values()) clearTimeout(t);
     this.#parked.clear();
     this.#parkTimers.clear();
+    this.#parkSignals.clear();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     this.#local.close(reason);
   }
@@ -413,9 +478,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     if (p.localTicket) p.localTicket.withdraw(reason);
     const i = this.#queue.indexOf(p);
     if (i >= 0) this.#queue.splice(i, 1);
-    if (p.grant && !this.#held.has(p.grant.leaseId)) {
-      this.#local.release(p.grant.leaseId, { kind: 'unused' });
-      if (p.probeClaimed) this.#endProbe(p.grant.endpointId);
+    this.#unparkQuietly(p);
+    if (!p.grant || !this.#held.has(p.grant.leaseId)) {
+      if (p.grant) this.#local.release(p.grant.leaseId, { kind: 'unused' });
+      if (p.probeClaimed) this.#endProbe(p.probeOf!);
     }
     p.reject(reason);
   }
@@ -444,33 +510,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         this.#queue.shift();
         continue;
       }
-      if (!p.request && !p.probeClaimed) {
-        const endpointId = p.grant!.endpointId;
-        let mine: boolean;
-        try {
-          mine = await this.#o.backend.claimProbe(endpointId, this.#o.leaseTtlMs);
-        } catch (e) {
-          this.#fail(e);
-          for (const q of this.#queue.splice(0)) this.#deny(q, e);
-          return;
-        }
-        this.#up();
-        if (p.done || this.#closed) {
-          if (mine) this.#endProbe(endpointId);
-          continue;
-        }
-        if (!mine) {
-          this.#queue.splice(this.#queue.indexOf(p), 1);
-          this.#park(p, this.#o.leaseTtlMs);
-          continue;
-        }
-        p.probeClaimed = true;
-      }
-      if (this.#overdue(p)) {
-        this.#queue.shift();
-        this.#deny(p, new Error(`no usable global token within max wait ${p.request!.maxWaitMs} ms`));
-        continue;
-      }
+      // Every request past its max wait answers now, not only the head (the queue holds at most the local limit).
+      if (this.#denyOverdue()) continue;
       const epoch = this.#wakeEpoch;
       // The lease runs from when the backend granted it, at the latest when the request reached it: its deadline
       // counts from the sending, never from the (possibly late) reply.
@@ -508,7 +549,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         }
         const ask = this.#rateAsk(p.grant!);
         let permit: RatePermit | undefined;
+        let permitDeadline = Infinity;
         if (ask) {
+          // The permit's slot is read by the backend after this: one slot from here is a safe (early) bound.
+          permitDeadline = this.#now() + ask.windowMs / RATE_SLOTS;
           let rate: RateTakeResult;
           try {
             rate = await this.#o.backend.takeRate(ask);
@@ -533,29 +577,30 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
             continue;
           }
           permit = rate.permit;
-          if (this.#now() >= deadline) {
+          if (this.#now() >= Math.min(deadline, permitDeadline)) {
             this.#releaseGlobal(result.lease);
             this.#refund(permit);
             this.#queue.unshift(p);
             continue;
           }
         }
-        this.#granted(p, result.lease, deadline, permit);
+        this.#granted(p, result.lease, deadline, permit, permitDeadline);
         continue;
       }
       // A token came back while we asked: ask again at once, else sleep until a wake-up or the earliest expiry.
       if (epoch !== this.#wakeEpoch) continue;
-      this.#armRetry(result.retryInMs, p);
+      this.#armRetry(result.retryInMs);
       return;
     }
   }
 
-  #armRetry(retryInMs: number | undefined, head: Pending): void {
+  #armRetry(retryInMs: number | undefined): void {
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    // Max waits are runtime-clock ms, timers real ms.
-    const untilDeadline = head.request
-      ? head.queuedAt + head.request.maxWaitMs / this.#scale - this.#now()
-      : Infinity;
+    // Max waits are runtime-clock ms, timers real ms; the earliest of the queue's wakes the pump to deny it.
+    let untilDeadline = Infinity;
+    for (const q of this.#queue)
+      if (q.request && !q.done)
+        untilDeadline = Math.min(untilDeadline, q.queuedAt + q.request.maxWaitMs / this.#scale - this.#now());
     const wait = Math.max(1, Math.min(retryInMs ?? this.#o.leaseTtlMs, untilDeadline));
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
@@ -570,6 +615,18 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
    */
   #overdue(p: Pending): boolean {
     return p.request !== undefined && (this.#now() - p.queuedAt) * this.#scale > p.request.maxWaitMs;
+  }
+
+  /** Denies every queued request past its max wait; true if any was. */
+  #denyOverdue(): boolean {
+    let any = false;
+    for (const q of [...this.#queue]) {
+      if (q.done || !this.#overdue(q)) continue;
+      this.#queue.splice(this.#queue.indexOf(q), 1);
+      this.#deny(q, new Error(`no usable global token within max wait ${q.request!.maxWaitMs} ms`));
+      any = true;
+    }
+    return any;
   }
 
   /** The endpoint was cooled by another process while this grant waited for its token: do not send to it. */
@@ -614,42 +671,67 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       this.#resubmit(p);
       return;
     }
-    this.#park(p, retryInMs);
+    this.#park(p, 'pace', retryInMs, undefined);
   }
 
   /**
-   * A probe waits (its local grant kept) until `ms` real ms passed or, if another process holds the pool's probe
-   * of its endpoint, until that endpoint's shared health changes: it is dropped then if the breaker here no longer
-   * wants a probe (the other's probe decided), else it asks again.
+   * A probe waits until `ms` real ms passed or, if it is parked for the pool's claim, until its endpoint's shared
+   * health changes or a claim is given back: it is dropped then if the breaker here no longer wants a probe (the
+   * other's probe decided), else it asks again (a paced probe keeps its local grant and asks for its token again).
    */
-  #park(p: Pending, ms: number): void {
+  #park(p: Pending, why: 'claim' | 'pace', ms: number, signal: AbortSignal | undefined): void {
+    p.parkedFor = why;
     this.#parked.add(p);
-    const timer = setTimeout(() => this.#unpark(p), Math.max(1, ms));
+    const timer = setTimeout(() => this.#unpark(p, signal), Math.max(1, ms));
     timer.unref?.();
     this.#parkTimers.set(p, timer);
+    this.#parkSignals.set(p, signal);
   }
 
-  #unpark(p: Pending): void {
-    if (!this.#parked.delete(p)) return;
+  /** Takes p off the parked set without looking again (it settled). */
+  #unparkQuietly(p: Pending): boolean {
+    if (!this.#parked.delete(p)) return false;
     clearTimeout(this.#parkTimers.get(p));
     this.#parkTimers.delete(p);
+    this.#parkSignals.delete(p);
+    return true;
+  }
+
+  #unpark(p: Pending, signal: AbortSignal | undefined): void {
+    if (!this.#unparkQuietly(p)) return;
+    const why = p.parkedFor;
+    p.parkedFor = undefined;
     if (p.done || this.#closed) return;
-    const health = this.#o.endpoints.get(p.grant!.endpointId)?.health;
+    const health = this.#o.endpoints.get(p.probeOf!)?.health;
     if (!health?.wantsProbe()) {
       this.#withdraw(p, new Error('the probe is no longer wanted (another process probed the endpoint)'));
+      return;
+    }
+    if (why === 'claim') {
+      void this.#claimProbe(p, signal);
       return;
     }
     this.#queue.unshift(p);
     this.#pump();
   }
 
-  /** Unparks the probes of one endpoint, or of every endpoint (`undefined`). */
+  /**
+   * Unparks the claim-parked probes of one endpoint, or of every endpoint (`undefined`). Paced probes wait for their
+   * own timer: a wake-up cannot make room in a window.
+   */
   #unparkProbes(endpointId: string | undefined): void {
     for (const p of [...this.#parked])
-      if (endpointId === undefined || p.grant?.endpointId === endpointId) this.#unpark(p);
+      if (p.parkedFor === 'claim' && (endpointId === undefined || p.probeOf === endpointId))
+        this.#unpark(p, this.#parkSignals.get(p));
   }
 
-  #granted(p: Pending, lease: GlobalLease, deadline: number, permit: RatePermit | undefined): void {
+  #granted(
+    p: Pending,
+    lease: GlobalLease,
+    deadline: number,
+    permit: RatePermit | undefined,
+    permitDeadline: number,
+  ): void {
     const grant = p.grant!;
     const fence = new AbortController();
     const wrapped: Grant = { ...grant, signal: AbortSignal.any([grant.signal, fence.signal]) };
@@ -662,6 +744,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       onReclaim: undefined,
       timer: undefined,
       permit,
+      permitDeadline,
+      probeClaimed: p.probeClaimed,
     };
     this.#held.set(grant.leaseId, held);
     this.#armFence(held, deadline);
@@ -677,10 +761,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   #deny(p: Pending, e: unknown): void {
     if (p.done) return;
     p.done = true;
-    if (p.grant) {
-      this.#local.release(p.grant.leaseId, { kind: 'unused' });
-      if (p.probeClaimed) this.#endProbe(p.grant.endpointId);
-    }
+    this.#unparkQuietly(p);
+    if (p.grant) this.#local.release(p.grant.leaseId, { kind: 'unused' });
+    if (p.probeClaimed) this.#endProbe(p.probeOf!);
     const reason = e instanceof Error ? e.message : String(e);
     if (p.request) p.resolve({ kind: 'denied', reason, at: this.#localNow() });
     else p.reject(e);
@@ -732,6 +815,11 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
           if (!h.fence.signal.aborted) this.#armFence(h, sentAt + this.#o.leaseTtlMs - this.#margin());
         } else this.#fenced(h);
       }
+      // A probe longer than the TTL keeps the pool's claim with its token; a claim taken by another process meanwhile
+      // (ours ran out) means two probes at once: ours stops.
+      for (const h of held)
+        if (h.probeClaimed && !h.fence.signal.aborted)
+          if (!(await this.#o.backend.claimProbe(h.grant.endpointId, this.#o.leaseTtlMs))) this.#fenced(h);
     } catch (e) {
       // Each held call is cancelled at its own fence deadline if no later renewal succeeds.
       this.#fail(e);

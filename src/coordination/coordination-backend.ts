@@ -27,6 +27,8 @@ export interface SharedHealthFacts {
   readonly disabledReason?: string;
   /** When the sender's breaker is OPEN: until when; else null. */
   readonly openUntil: number | null;
+  /** With `openUntil`: the sender's failed probes since its breaker last closed (the pool backs off together). */
+  readonly failedProbes?: number;
   /** The provider's latest rate-limit counts for this key as the sender saw them (`resetAt` wall-clock ms). */
   readonly requests?: SharedWindow;
   readonly tokens?: SharedWindow;

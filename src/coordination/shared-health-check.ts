@@ -38,6 +38,12 @@ export function checkSharedHealthFacts(v: unknown): SharedHealthFacts | undefine
   if (v.openUntil !== null && !isInstant(v.openUntil)) return undefined;
   if (v.disabledReason !== undefined && typeof v.disabledReason !== 'string') return undefined;
   if (v.observedAt !== undefined && !isInstant(v.observedAt)) return undefined;
+  // A count, kept small: each failed probe doubles the backoff, which maxOpenMs caps long before 64.
+  if (
+    v.failedProbes !== undefined &&
+    !(Number.isSafeInteger(v.failedProbes) && (v.failedProbes as number) >= 0)
+  )
+    return undefined;
   const requests = checkWindow(v.requests);
   const tokens = checkWindow(v.tokens);
   if (requests === false || tokens === false) return undefined;
@@ -46,6 +52,7 @@ export function checkSharedHealthFacts(v: unknown): SharedHealthFacts | undefine
     disabledUntil: v.disabledUntil,
     ...(v.disabledReason !== undefined ? { disabledReason: v.disabledReason.slice(0, 500) } : {}),
     openUntil: v.openUntil,
+    ...(v.failedProbes !== undefined ? { failedProbes: Math.min(v.failedProbes as number, 64) } : {}),
     ...(requests ? { requests } : {}),
     ...(tokens ? { tokens } : {}),
     ...(v.observedAt !== undefined ? { observedAt: v.observedAt } : {}),

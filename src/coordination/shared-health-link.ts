@@ -155,6 +155,7 @@ export class SharedHealthLink {
       ...(v.disabledReason ? { disabledReason: v.disabledReason } : {}),
       openUntil:
         v.breaker === 'open' && v.openUntil !== null && v.openUntil > now ? toWall(v.openUntil) : null,
+      ...(v.breaker === 'open' && v.failedProbes ? { failedProbes: v.failedProbes } : {}),
       ...(fresh?.requests ? { requests: fresh.requests } : {}),
       ...(fresh?.tokens ? { tokens: fresh.tokens } : {}),
       ...(fresh ? { observedAt: fresh.observedAt } : {}),
@@ -188,6 +189,7 @@ export class SharedHealthLink {
         disabledUntil: toLocal(facts.disabledUntil),
         ...(facts.disabledReason ? { disabledReason: facts.disabledReason } : {}),
         openUntil: facts.openUntil === null ? null : toLocal(facts.openUntil) || null,
+        ...(facts.failedProbes ? { failedProbes: facts.failedProbes } : {}),
         ...(requests ? { requests } : {}),
         ...(tokens ? { tokens } : {}),
       },

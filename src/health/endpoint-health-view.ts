@@ -26,6 +26,8 @@ export interface EndpointHealth {
   readonly descriptor: EndpointDescriptor;
   readonly breaker: BreakerState;
   readonly openUntil: number | null;
+  /** Failed HALF-OPEN probes since the breaker last closed (each one after the first doubles OPEN's length). */
+  readonly failedProbes?: number;
   readonly cooldownUntil: number;
   readonly disabledUntil: number;
   readonly disabledReason?: string;

@@ -284,6 +284,7 @@ export class EndpointHealthTracker {
       descriptor: this.descriptor,
       breaker: this.#breaker.state,
       openUntil: this.#breaker.context.openUntil,
+      ...(this.#breaker.context.failedProbes ? { failedProbes: this.#breaker.context.failedProbes } : {}),
       cooldownUntil: this.#cooldownUntil,
       disabledUntil: this.#disabledUntil,
       ...(this.#disabledReason ? { disabledReason: this.#disabledReason } : {}),
@@ -356,6 +357,8 @@ export class EndpointHealthTracker {
       disabledUntil: number;
       disabledReason?: string;
       openUntil: number | null;
+      /** The sender's failed probes since its breaker last closed: the larger count backs this breaker off too. */
+      failedProbes?: number;
       /** The provider's latest count for this key (it counts every process's calls): the buckets follow it. */
       requests?: RateLimitWindow;
       tokens?: RateLimitWindow;
@@ -389,12 +392,20 @@ export class EndpointHealthTracker {
       changed = true;
     }
     const open = facts.openUntil;
+    const failedProbes = facts.failedProbes ?? 0;
     if (
       open !== null &&
       open > now &&
-      (this.#breaker.state !== 'open' || (this.#breaker.context.openUntil ?? 0) < open)
+      (this.#breaker.state !== 'open' ||
+        (this.#breaker.context.openUntil ?? 0) < open ||
+        (this.#breaker.context.failedProbes ?? 0) < failedProbes)
     ) {
-      this.#send({ type: 'FORCE_OPEN', at: now, untilMs: open });
+      this.#send({
+        type: 'FORCE_OPEN',
+        at: now,
+        untilMs: open,
+        ...(failedProbes > 0 ? { failedProbes } : {}),
+      });
       changed = true;
     }
     if (changed) this.#hooks.onReadinessChange?.(this.id);

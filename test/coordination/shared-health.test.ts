@@ -146,6 +146,27 @@ describe.each(coordinationCases())('shared endpoint health on $name', ({ options
     );
     expect(sonnet(b).rpm?.capacity).toBe(10);
   }, 30_000);
+  it("another process's failed probes travel with its OPEN breaker: this one backs off from the same count", async () => {
+    const pool = make();
+    pools.push(pool);
+    const b = runtime(pool, 'b');
+    // Connected and listening once it has answered.
+    expect((await b.spawnAgent({ name: 'y', chain: 'premium', tier: 'analysis' }).ask('hi')).outcome).toBe(
+      'answered',
+    );
+    const open = (facts: Record<string, unknown>) =>
+      JSON.stringify({ pool: pool.pool, endpointId: 'sonnet', from: 'z', facts });
+    await publishRaw(pool, [
+      // Not counts: dropped whole (nothing of them is applied).
+      open({ cooldownUntil: 0, disabledUntil: 0, openUntil: Date.now() + 90_000, failedProbes: -1 }),
+      open({ cooldownUntil: 0, disabledUntil: 0, openUntil: Date.now() + 90_000, failedProbes: 1.5 }),
+      open({ cooldownUntil: 0, disabledUntil: 0, openUntil: Date.now() + 60_000, failedProbes: 3 }),
+    ]);
+    await waitFor(() => sonnet(b).breaker === 'open', "the peer's OPEN breaker to reach b");
+    expect(sonnet(b).failedProbes).toBe(3);
+    expect(sonnet(b).openUntil! - b.clock.now()).toBeLessThanOrEqual(60_000);
+  }, 30_000);
+
   it('malformed health messages are dropped (one warning), the valid one after them is absorbed', async () => {
     const o = make();
     pools.push(o);

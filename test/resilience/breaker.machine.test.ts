@@ -318,6 +318,23 @@ describe('breakerMachine — halfOpen', () => {
     expect(lengths).toEqual([10_000]);
   });
 
+  it("FORCE_OPEN with another process's failed probes backs this breaker off as if it had failed them; a smaller count changes nothing", () => {
+    const b = startHalfOpen({ openMs: 10_000, maxOpenMs: 300_000 });
+    // Another process of the pool probed and failed twice: its breaker reopened until `until`.
+    const until = b.clock.now() + 20_000;
+    b.actor.send({ type: 'FORCE_OPEN', at: b.clock.now(), untilMs: until, failedProbes: 2 });
+    expect(b.ctx()).toMatchObject({ openUntil: until, failedProbes: 2 });
+    b.actor.send({ type: 'FORCE_OPEN', at: b.clock.now(), untilMs: until, failedProbes: 1 });
+    expect(b.ctx().failedProbes).toBe(2);
+    b.clock.advance(20_000);
+    expect(b.value()).toBe('halfOpen');
+    // This process's probe fails next: the third failed probe of the pool, 4 × openMs.
+    const at = b.clock.now();
+    b.actor.send({ type: 'PROBE_STARTED', at });
+    b.actor.send({ type: 'PROBE_FAILED', at });
+    expect(b.ctx().openUntil! - at).toBe(40_000);
+  });
+
   it('maxOpenMs equal to openMs keeps every cooldown at openMs', () => {
     const b = startHalfOpen({ openMs: 10_000, maxOpenMs: 10_000 });
     for (let i = 0; i < 4; i++) {

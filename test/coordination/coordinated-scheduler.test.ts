@@ -1,0 +1,158 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { CoordinationBackend } from '../../src/coordination/coordination-backend.ts';
+import { CoordinatedTokenScheduler } from '../../src/coordination/coordinated-token-scheduler.ts';
+import {
+  type CoordinationOptions,
+  resolveCoordination,
+} from '../../src/coordination/coordination-options.ts';
+import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
+import type { TokenDecision } from '../../src/scheduler/token-scheduler.ts';
+import { endpoint, fault, fixture, request } from '../scheduler/scheduler-fixture.ts';
+import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
+import { waitFor } from '../support/wait-for.ts';
+
+/*
+ * The coordinated scheduler's own rules on top of the local one, on the real backends, with an injected real-time
+ * clock ("time passes" is the test moving `now`): a shared-window permit covers a call only if it starts within one
+ * slot of it; every queued request answers at its max wait, not only the head; a probe parked for another
+ * process's claim holds no local token, and a call served as a probe that is not a breaker's (a BYOK key check)
+ * takes no claim.
+ */
+
+const TTL = 10_000;
+const pools: CoordinationOptions[] = [];
+const disposers: (() => Promise<void>)[] = [];
+
+afterEach(async () => {
+  for (const d of disposers.splice(0)) await d();
+  for (const p of pools.splice(0)) await cleanPool(p);
+});
+
+/** Settles within `ms` real ms or says it did not (bounded: a hang fails the test instead of stalling it). */
+function within<T>(p: Promise<T>, ms: number): Promise<T | 'pending'> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  return Promise.race([
+    p,
+    new Promise<'pending'>((resolve) => {
+      timer = setTimeout(() => resolve('pending'), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+describe.each(coordinationCases())('$name coordinated scheduler', ({ options: make }) => {
+  function setup(o: { limit: number; localLimit?: number; rpm?: number }) {
+    const options = { ...make(), leaseTtlMs: TTL, processId: 'a' };
+    pools.push(options);
+    const backend = createCoordinationBackend(resolveCoordination(options, 'a')!);
+    const f = fixture({
+      endpoints: [endpoint('sonnet', o.rpm ? { rpm: o.rpm } : undefined), endpoint('mini')],
+      chains: { c: ['sonnet'], m: ['mini'] },
+      limit: o.localLimit ?? 3,
+    });
+    const clock = { now: 1_000_000 };
+    const scheduler = new CoordinatedTokenScheduler({
+      local: f.scheduler,
+      backend,
+      endpoints: f.endpoints,
+      clock: f.clock,
+      limit: o.limit,
+      leaseTtlMs: TTL,
+      now: () => clock.now,
+    });
+    disposers.push(() => scheduler.dispose());
+    /** Another process of the same pool. */
+    const peer = (): CoordinationBackend => {
+      const b = createCoordinationBackend(resolveCoordination({ ...options, processId: 'b' }, 'b')!);
+      disposers.push(() => b.close());
+      return b;
+    };
+    return { scheduler, clock, f, backend, peer };
+  }
+
+  it('a shared-window permit carries a call only within one slot of it: later, the grant is refused and its units come back', async () => {
+    const t = setup({ limit: 3, rpm: 2 });
+    const a = await t.scheduler.acquire(request('a', 'c'));
+    const b = await t.scheduler.acquire(request('b', 'c'));
+    expect(a.kind).toBe('granted');
+    expect(b.kind).toBe('granted');
+    if (a.kind !== 'granted' || b.kind !== 'granted') return;
+    // Within the slot (a minute's 1/60: 1 s at scale 1) the call may start.
+    t.clock.now += 999;
+    expect(t.scheduler.claim(a.grant.leaseId)).toBeDefined();
+    // Past it the provider could count the call outside every window the pool checked: refused, nothing sent.
+    t.clock.now += 2;
+    expect(t.scheduler.claim(b.grant.leaseId)).toBeUndefined();
+    // b's unit went back to the window: one more permit fits beside a's (the window's RPM is 2).
+    const peer = t.peer();
+    await peer.connect();
+    const again = await peer.takeRate({ key: 'sonnet', windowMs: 60_000, rpm: 2, tpm: undefined, tokens: 0 });
+    expect(again.ok).toBe(true);
+    const full = await peer.takeRate({ key: 'sonnet', windowMs: 60_000, rpm: 2, tpm: undefined, tokens: 0 });
+    expect(full.ok).toBe(false);
+    t.scheduler.release(a.grant.leaseId, { kind: 'unused' });
+  });
+
+  it('a request queued behind the head answers at its own max wait, while the head still waits', async () => {
+    const t = setup({ limit: 1 });
+    const held = await t.scheduler.acquire(request('h', 'c'));
+    expect(held.kind).toBe('granted');
+    const head = t.scheduler.acquire(request('slow', 'c', { maxWaitMs: 600_000 }));
+    const behind = t.scheduler.acquire(request('quick', 'm', { maxWaitMs: 50 }));
+    // Both granted locally and queued for the one global token, 'quick' behind the head.
+    await waitFor(
+      () =>
+        t.scheduler
+          .view()
+          .queue.map((q) => q.agent)
+          .join() === 'slow,quick',
+      'both requests queued for a global token',
+    );
+    t.clock.now += 100;
+    const d = (await within(behind, 5_000)) as TokenDecision | 'pending';
+    expect(d !== 'pending' && d.kind).toBe('denied');
+    expect(d !== 'pending' && d.kind === 'denied' && d.reason).toMatch(/max wait 50 ms/);
+    expect(await within(head, 50)).toBe('pending');
+    if (held.kind === 'granted') t.scheduler.release(held.grant.leaseId, { kind: 'unused' });
+    const h = await head;
+    expect(h.kind).toBe('granted');
+    if (h.kind === 'granted') t.scheduler.release(h.grant.leaseId, { kind: 'unused' });
+  });
+
+  it("a probe parked for another process's claim holds no local token; the claim given back, it goes; a key check takes no claim", async () => {
+    const t = setup({ limit: 3, localLimit: 1 });
+    // sonnet's breaker: open, then HALF-OPEN once its open time passed on the runtime's clock.
+    const health = t.f.endpoints.get('sonnet')!.health;
+    for (let i = 0; i < 3; i++) health.settle(fault('network'), 0, t.f.clock.now());
+    t.f.clock.advance(30_000);
+    expect(health.wantsProbe()).toBe(true);
+
+    const peer = t.peer();
+    await peer.connect();
+    expect(await peer.claimProbe('sonnet', TTL)).toBe(true);
+    const probe = t.scheduler.acquireProbe('sonnet');
+    // The only local token is free for others while the probe waits for the peer's outcome.
+    const other = await within(t.scheduler.acquire(request('x', 'm')), 5_000);
+    expect(other !== 'pending' && other.kind).toBe('granted');
+    expect(await within(probe, 50)).toBe('pending');
+    // A key check is this process's own call: served even while the peer holds a claim by that name.
+    expect(await peer.claimProbe('byok-check:k1', TTL)).toBe(true);
+    const check = t.scheduler.acquireProbe('byok-check:k1');
+    if (other !== 'pending' && other.kind === 'granted')
+      t.scheduler.release(other.grant.leaseId, { kind: 'unused' });
+    const c = await within(check, 5_000);
+    expect(c).not.toBe('pending');
+    if (c !== 'pending') t.scheduler.release(c.leaseId, { kind: 'unused' });
+
+    // The peer's probe ended without a verdict (its claim given back): this process probes now.
+    await peer.endProbe('sonnet');
+    const p = await within(probe, 5_000);
+    expect(p).not.toBe('pending');
+    if (p === 'pending') return;
+    expect(p.endpointId).toBe('sonnet');
+    // While it holds the claim, the peer cannot take it.
+    expect(await peer.claimProbe('sonnet', TTL)).toBe(false);
+    t.scheduler.release(p.leaseId, { kind: 'unused' });
+    await t.scheduler.dispose();
+    expect(await peer.claimProbe('sonnet', TTL)).toBe(true);
+  });
+});
