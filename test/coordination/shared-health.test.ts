@@ -33,7 +33,12 @@ afterAll(async () => {
   await emulator.close();
 });
 
-function runtime(coordination: CoordinationOptions, processId: string, logger?: pino.Logger): Supervisor {
+function runtime(
+  coordination: CoordinationOptions,
+  processId: string,
+  logger?: pino.Logger,
+  maxWaitMs = 1_000,
+): Supervisor {
   const s = createSupervisor(
     {
       endpoints: [
@@ -41,7 +46,7 @@ function runtime(coordination: CoordinationOptions, processId: string, logger?: 
         emulatorEndpoint(emulator, 'haiku', 'anthropic', 'claude-haiku-4-5'),
       ],
       chains: { premium: ['sonnet'] },
-      agentDefaults: { maxWaitMs: 1_000, maxAttempts: 1 },
+      agentDefaults: { maxWaitMs, maxAttempts: 1 },
     },
     { coordination: { ...coordination, processId }, ...(logger ? { logger } : {}) },
   );
@@ -120,7 +125,8 @@ describe.each(coordinationCases())('shared endpoint health on $name', ({ options
   it('a credit loss seen by one process disables the endpoint for the other', async () => {
     const pool = make();
     pools.push(pool);
-    const [a, b] = [runtime(pool, 'a'), runtime(pool, 'b')];
+    // a's first ask waits for its connection to the backend (seconds on a loaded machine), not a max wait of 1 s.
+    const [a, b] = [runtime(pool, 'a', undefined, 30_000), runtime(pool, 'b')];
     emulator.addFault({ kind: 'credit_exhausted', match: { flavor: 'anthropic' }, count: 1 });
     const turn = await a.spawnAgent({ name: 'x', chain: 'premium', tier: 'analysis' }).ask('hello');
     expect(turn.faults.map((f) => f.kind)).toContain('credit_exhausted');
