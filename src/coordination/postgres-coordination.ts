@@ -110,8 +110,18 @@ const REFUND_RATE_SQL = `
 update coordination_rates set requests = greatest(0, requests - $4), tokens = greatest(0, tokens - $5)
 where pool = $1 and rate_key = $2 and slot = $3`;
 
-/** A free or expired claim, or this process's own, is (re)taken; another live holder's is left alone. */
+/**
+ * A free or expired claim, or this process's own, is (re)taken; another live holder's is left alone. Each claim
+ * also deletes a few claims of other endpoints that expired more than a minute ago (a holder that died, or an
+ * endpoint no longer used, would leave its row forever; the minute keeps clear of a holder just ending its probe).
+ */
 const CLAIM_PROBE_SQL = `
+with swept as (
+  delete from coordination_probes where ctid = any(array(
+    select ctid from coordination_probes
+    where expires_at < now() - interval '1 minute' and not (pool = $1 and endpoint_id = $2)
+    limit 16 for update skip locked))
+)
 insert into coordination_probes as p (pool, endpoint_id, holder, expires_at)
 values ($1, $2, $3, now() + make_interval(secs => $4::float8 / 1000))
 on conflict (pool, endpoint_id) do update set holder = excluded.holder, expires_at = excluded.expires_at
