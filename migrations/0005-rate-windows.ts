@@ -13,25 +13,8 @@ import { type Kysely, sql } from 'kysely';
  * - `coordination_probes`: which process holds the pool's one HALF-OPEN probe of an endpoint, until when (a
  *   recovering endpoint is probed once by the pool, not once per process).
  */
-export async function up(db: Kysely<unknown>): Promise<void> {
-  await db.schema
-    .createTable('coordination_rates')
-    .addColumn('pool', 'text', (col) => col.notNull())
-    .addColumn('rate_key', 'text', (col) => col.notNull())
-    .addColumn('slot', 'bigint', (col) => col.notNull())
-    .addColumn('requests', 'float8', (col) => col.notNull().defaultTo(0))
-    .addColumn('tokens', 'float8', (col) => col.notNull().defaultTo(0))
-    .addPrimaryKeyConstraint('coordination_rates_pk', ['pool', 'rate_key', 'slot'])
-    .execute();
-  await db.schema
-    .createTable('coordination_probes')
-    .addColumn('pool', 'text', (col) => col.notNull())
-    .addColumn('endpoint_id', 'text', (col) => col.notNull())
-    .addColumn('holder', 'text', (col) => col.notNull())
-    .addColumn('expires_at', 'timestamptz', (col) => col.notNull())
-    .addPrimaryKeyConstraint('coordination_probes_pk', ['pool', 'endpoint_id'])
-    .execute();
-  await sql`
+/** The function as this migration creates it (0006 replaces it; its `down` puts this one back). */
+export const TAKE_RATE_FUNCTION_0005 = `
 create function coordination_take_rate(p_pool text, p_key text, p_window float8, p_rpm float8, p_tpm float8,
   p_tokens float8)
 returns table (ok boolean, slot bigint, requests float8, tokens float8, retry_ms float8)
@@ -80,7 +63,27 @@ begin
   end loop;
   return query select false, null::bigint, 0::float8, 0::float8, p_window;
 end
-$fn$`.execute(db);
+$fn$`;
+
+export async function up(db: Kysely<unknown>): Promise<void> {
+  await db.schema
+    .createTable('coordination_rates')
+    .addColumn('pool', 'text', (col) => col.notNull())
+    .addColumn('rate_key', 'text', (col) => col.notNull())
+    .addColumn('slot', 'bigint', (col) => col.notNull())
+    .addColumn('requests', 'float8', (col) => col.notNull().defaultTo(0))
+    .addColumn('tokens', 'float8', (col) => col.notNull().defaultTo(0))
+    .addPrimaryKeyConstraint('coordination_rates_pk', ['pool', 'rate_key', 'slot'])
+    .execute();
+  await db.schema
+    .createTable('coordination_probes')
+    .addColumn('pool', 'text', (col) => col.notNull())
+    .addColumn('endpoint_id', 'text', (col) => col.notNull())
+    .addColumn('holder', 'text', (col) => col.notNull())
+    .addColumn('expires_at', 'timestamptz', (col) => col.notNull())
+    .addPrimaryKeyConstraint('coordination_probes_pk', ['pool', 'endpoint_id'])
+    .execute();
+  await sql.raw(TAKE_RATE_FUNCTION_0005).execute(db);
 }
 
 export async function down(db: Kysely<unknown>): Promise<void> {

@@ -15,6 +15,7 @@ import type {
 } from './coordination-backend.ts';
 import { leaseKey } from './coordination-backend.ts';
 import { CoordinationUnavailableError } from './coordination-errors.ts';
+import { PinnedPgClients } from './pinned-pg-clients.ts';
 
 /** NOTIFY channel of token wake-ups (payload: the pool) and of health changes (payload: JSON). */
 const TOKENS_CHANNEL = 'breakwater_tokens';
@@ -74,6 +75,9 @@ m as (
 select (select free from f)::int as free, (select fresh from m) as fresh,
   greatest(0, extract(epoch from ((select first from f) - now())) * 1000)::float8 as ms`;
 
+/** How many given-back slots a process remembers as its first places to look. */
+const FREED_KEPT = 64;
+
 /** After a fresh wait mark, the one look again: longer than a release statement takes, ms. */
 const FRESH_MARK_RECHECK_MS = 25;
 
@@ -110,8 +114,18 @@ const REFUND_RATE_SQL = `
 update coordination_rates set requests = greatest(0, requests - $4), tokens = greatest(0, tokens - $5)
 where pool = $1 and rate_key = $2 and slot = $3`;
 
-/** A free or expired claim, or this process's own, is (re)taken; another live holder's is left alone. */
+/**
+ * A free or expired claim, or this process's own, is (re)taken; another live holder's is left alone. Each claim
+ * also deletes a few claims of other endpoints that expired more than a minute ago (a holder that died, or an
+ * endpoint no longer used, would leave its row forever; the minute keeps clear of a holder just ending its probe).
+ */
 const CLAIM_PROBE_SQL = `
+with swept as (
+  delete from coordination_probes where ctid = any(array(
+    select ctid from coordination_probes
+    where expires_at < now() - interval '1 minute' and not (pool = $1 and endpoint_id = $2)
+    limit 16 for update skip locked))
+)
 insert into coordination_probes as p (pool, endpoint_id, holder, expires_at)
 values ($1, $2, $3, now() + make_interval(secs => $4::float8 / 1000))
 on conflict (pool, endpoint_id) do update set holder = excluded.holder, expires_at = excluded.expires_at
@@ -149,6 +163,8 @@ export class PostgresCoordination implements CoordinationBackend {
   readonly location: string;
   readonly #o: PostgresCoordinationOptions;
   readonly #pool: pg.Pool;
+  /** The pool's connections as used by the statements here (the pool itself serves the migration). */
+  readonly #conns: PinnedPgClients;
   #listener: pg.Client | undefined;
   #listening: Promise<void> | undefined;
   readonly #wake = new Set<() => void>();
@@ -156,15 +172,18 @@ export class PostgresCoordination implements CoordinationBackend {
   readonly #lost = new Set<(e: unknown) => void>();
   #closed = false;
   #spread = Math.floor(Math.random() * 1_000);
+  /** Slots this process gave back, newest last (at most `limit`): where its next acquisitions look first. */
+  readonly #freed: number[] = [];
   readonly #clients = new Set<pg.Client | pg.PoolClient>();
 
   constructor(options: PostgresCoordinationOptions) {
     this.#o = options;
     this.location = `PostgreSQL at ${redactUrl(options.url)}`;
     const timeout = options.timeoutMs ?? 5_000;
+    const max = options.connections ?? 4;
     this.#pool = new pg.Pool({
       connectionString: options.url,
-      max: options.connections ?? 4,
+      max,
       connectionTimeoutMillis: timeout,
       query_timeout: timeout,
       statement_timeout: timeout,
@@ -182,6 +201,7 @@ export class PostgresCoordination implements CoordinationBackend {
       client.on('error', () => {});
     });
     this.#pool.on('remove', (client) => this.#clients.delete(client));
+    this.#conns = new PinnedPgClients(this.#pool, max);
   }
 
   async connect(signal?: AbortSignal): Promise<void> {
@@ -205,8 +225,10 @@ export class PostgresCoordination implements CoordinationBackend {
 
   async tryAcquire(limit: number): Promise<GlobalAcquireResult> {
     await this.#ensureSlots(limit);
-    // Each attempt starts its search at another slot: concurrent acquirers do not all queue on the first free row.
-    const start = this.#spread++ % limit;
+    // The search starts at a slot this process gave back (no other process looks there first, so concurrent
+    // acquirers rarely meet on one row); without one, each attempt starts at another slot.
+    const mine = this.#freed.pop();
+    const start = mine !== undefined && mine < limit ? mine : this.#spread++ % limit;
     const r = await this.#query<{ slot: number; generation: string }>(ACQUIRE_SQL, [
       this.#o.pool,
       limit,
@@ -232,7 +254,10 @@ export class PostgresCoordination implements CoordinationBackend {
   }
 
   async release(lease: GlobalLease): Promise<void> {
-    await this.#query(RELEASE_SQL, [this.#o.pool, Number(lease.slot), lease.generation, this.#o.processId]);
+    const slot = Number(lease.slot);
+    await this.#query(RELEASE_SQL, [this.#o.pool, slot, lease.generation, this.#o.processId]);
+    this.#freed.push(slot);
+    if (this.#freed.length > FREED_KEPT) this.#freed.shift();
   }
 
   async renew(leases: readonly GlobalLease[]): Promise<Set<string>> {
@@ -339,6 +364,7 @@ export class PostgresCoordination implements CoordinationBackend {
     this.#closed = true;
     const listener = this.#listener;
     this.#listener = undefined;
+    this.#conns.close();
     // A server that does not answer (a frozen network path) must not hold the process: bounded, then dropped.
     await boundedClose(Promise.allSettled([listener?.end(), this.#pool.end()]), 1_000);
     for (const c of [...this.#clients, ...(listener ? [listener] : [])])
@@ -417,7 +443,7 @@ export class PostgresCoordination implements CoordinationBackend {
     try {
       // Named: each connection plans a statement once (planning costs as much as running these small ones).
       const name = PREPARED.get(text);
-      return await this.#pool.query<R>(name ? { name, text, values } : { text, values });
+      return await this.#conns.query<R>(name ? { name, text, values } : { text, values });
     } catch (e) {
       throw isConnectionFailure(e) || isUnavailableText(e) ? this.#unavailable(e, 'lost') : e;
     }

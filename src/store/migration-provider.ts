@@ -4,6 +4,7 @@ import * as m0002 from '../../migrations/0002-durable-state-v2.ts';
 import * as m0003 from '../../migrations/0003-coordination.ts';
 import * as m0004 from '../../migrations/0004-round-parts.ts';
 import * as m0005 from '../../migrations/0005-rate-windows.ts';
+import * as m0006 from '../../migrations/0006-coordination-sweep.ts';
 
 /**
  * Every migration in `migrations/`, by name. A static import map instead of reading the folder at
@@ -16,6 +17,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = Object.freeze({
   '0003-coordination': m0003,
   '0004-round-parts': m0004,
   '0005-rate-windows': m0005,
+  '0006-coordination-sweep': m0006,
 });
 
 /**

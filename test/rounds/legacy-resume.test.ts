@@ -198,6 +198,7 @@ async function legacyResumes(database: BreakwaterDatabase): Promise<void> {
     '0003-coordination',
     '0004-round-parts',
     '0005-rate-windows',
+    '0006-coordination-sweep',
   ]);
 
   const store = createRunStore(database);
