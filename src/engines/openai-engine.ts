@@ -33,7 +33,9 @@ import { sdkTimeoutMs } from './sdk-timeout.ts';
 import { type TimedFetchOptions, timedFetch } from './timed-fetch.ts';
 
 /** The SDK's type of a request's `fetchOptions` (ours carry only a symbol key, which its type cannot name). */
-type SdkFetchOptions = NonNullable<NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>['fetchOptions']>;
+type SdkFetchOptions = NonNullable<
+  NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>['fetchOptions']
+>;
 const sdkFetchOptions = (o: TimedFetchOptions): SdkFetchOptions => o as unknown as SdkFetchOptions;
 
 /**

@@ -469,10 +469,7 @@ function callRecord(
 }
 
 /** The fields every `call` log line starts with. */
-function logLine(
-  input: CallEngineInput,
-  traceIdsOf: AgentActorDeps['traceIdsOf'],
-): Record<string, unknown> {
+function logLine(input: CallEngineInput, traceIdsOf: AgentActorDeps['traceIdsOf']): Record<string, unknown> {
   return {
     agent: input.agent,
     tier: input.tier,

@@ -118,7 +118,10 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
   // delta, so no object per read beyond its promise.
   #waiting: ((r: never) => void)[] = [];
   // The one executor every waiting read's promise is made with (no closure per read).
-  readonly #wait = (resolve: (r: IteratorResult<StreamEvent>) => void, reject: (e: unknown) => void): void => {
+  readonly #wait = (
+    resolve: (r: IteratorResult<StreamEvent>) => void,
+    reject: (e: unknown) => void,
+  ): void => {
     this.#waiting.push(resolve, reject);
   };
   #ended = false;
@@ -206,7 +209,8 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
     if (this.#head < this.#queue.length) return;
     const waiting = this.#waiting.splice(0);
     for (let i = 0; i + 1 < waiting.length; i += 2) {
-      if (this.#failure !== undefined && !this.#returned) (waiting[i + 1] as (e: unknown) => void)(this.#failure);
+      if (this.#failure !== undefined && !this.#returned)
+        (waiting[i + 1] as (e: unknown) => void)(this.#failure);
       else (waiting[i] as (r: IteratorResult<StreamEvent>) => void)({ value: undefined, done: true });
     }
   }
