@@ -408,7 +408,20 @@ const engineCall = agentSetup.createStateConfig({
     src: 'callEngine',
     input: ({ context }) => {
       const t = context.turn!;
-      const input: CallEngineInput = {
+      // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
+      // Each is one literal: copying the plain one into the streamed one costs a generic spread per call.
+      if (!t.stream)
+        return {
+          agent: context.settings.name,
+          turnId: t.turnId,
+          tier: context.settings.tier,
+          leaseId: t.leaseId!,
+          endpointId: t.endpointId!,
+          chainPosition: t.endpointIndex ?? 0,
+          prompt: promptOf(context),
+          waitMs: t.waitMs,
+        } satisfies CallEngineInput;
+      return {
         agent: context.settings.name,
         turnId: t.turnId,
         tier: context.settings.tier,
@@ -417,9 +430,10 @@ const engineCall = agentSetup.createStateConfig({
         chainPosition: t.endpointIndex ?? 0,
         prompt: promptOf(context),
         waitMs: t.waitMs,
-      };
-      // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
-      return t.stream ? { ...input, stream: true as const, step: t.step, partial: t.partial } : input;
+        stream: true as const,
+        step: t.step,
+        partial: t.partial,
+      } satisfies CallEngineInput;
     },
   },
   on: {

@@ -144,10 +144,14 @@ function decoded(res: http.IncomingMessage): Readable {
 
 /**
  * The response body as the web stream `fetch` gives, fed straight from Node's stream: one hop per chunk (a relay
- * `Readable` and `Readable.toWeb` cost two more, and `toWeb` copies every chunk). Backpressure pauses the Node
- * stream; cancelling the body destroys it (the connection closes, as the platform fetch does). `finished` runs
- * once when the body ends, errors or is cancelled; on an error it returns the reason to report (the caller's abort
- * reason), or undefined for a body cut mid-way, which errors as the platform fetch does: `TypeError('terminated')`.
+ * `Readable` and `Readable.toWeb` cost two more, and `toWeb` copies every chunk). The HTTP parser emits one `data`
+ * per HTTP chunk (a streamed answer: one per SSE event) all in the same turn of the event loop; they are handed on
+ * as one chunk at the end of that turn, as the platform fetch hands on what one socket read brought: a reader makes
+ * one read per socket read, not one per event (each read of a web stream costs promises and a queue round trip).
+ * Backpressure pauses the Node stream; cancelling the body destroys it (the connection closes, as the platform
+ * fetch does). `finished` runs once when the body ends, errors or is cancelled; on an error it returns the reason to
+ * report (the caller's abort reason), or undefined for a body cut mid-way, which errors as the platform fetch does:
+ * `TypeError('terminated')`.
  */
 function webBody(
   stream: Readable,
@@ -155,23 +159,39 @@ function webBody(
   onChunk: (() => void) | undefined,
 ): ReadableStream<Uint8Array> {
   let open = true;
+  // What arrived in this turn and is not handed on yet (undefined: nothing; a flush is queued when it is set).
+  let pending: Buffer[] | undefined;
+  let controller!: ReadableStreamDefaultController<Uint8Array>;
+  const flush = () => {
+    const chunks = pending;
+    pending = undefined;
+    if (!open || chunks === undefined) return;
+    controller.enqueue(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks));
+    if ((controller.desiredSize ?? 1) <= 0) stream.pause();
+  };
   return new ReadableStream<Uint8Array>(
     {
       start(c) {
+        controller = c;
         stream.on('data', (chunk: Buffer) => {
           if (!open) return;
           onChunk?.();
-          c.enqueue(chunk);
-          if ((c.desiredSize ?? 1) <= 0) stream.pause();
+          if (pending) pending.push(chunk);
+          else {
+            pending = [chunk];
+            queueMicrotask(flush);
+          }
         });
         stream.on('end', () => {
           if (!open) return;
+          flush();
           open = false;
           finished();
           c.close();
         });
         stream.on('error', (err) => {
           if (!open) return;
+          flush();
           open = false;
           c.error(finished() ?? new TypeError('terminated', { cause: err }));
         });

@@ -15,7 +15,13 @@ import type {
   ToolCall,
   Usage,
 } from './engine-types.ts';
-import { beginTimedCall, endTimedCall, runTimedCall } from './timed-fetch.ts';
+import {
+  beginTimedCall,
+  endTimedCall,
+  runTimedCall,
+  type TimedFetchOptions,
+  timedFetchOptions,
+} from './timed-fetch.ts';
 
 /** What a provider-specific engine extracts from its SDK's response. */
 export interface ProviderOutcome {
@@ -48,13 +54,17 @@ export const IDEMPOTENCY_HEADER = 'Idempotency-Key';
 
 /**
  * Runs one provider call under the adapter's deadlines and turns its outcome into an
- * {@link EngineResult}, or any failure into an {@link EngineFaultError}.
+ * {@link EngineResult}, or any failure into an {@link EngineFaultError}. `send` is given the request's
+ * `fetchOptions` that carry the call to `timedFetch`: with `carried`, `send` passes them to its SDK (which
+ * must hand them to its fetch as they are) and no `AsyncLocalStorage` context is made; without, the call
+ * runs in one ({@link runTimedCall}) and `send` may ignore them.
  */
 export async function runEngineCall(
   ctx: EngineContext,
   request: EngineRequest,
-  send: (touch: () => void) => Promise<ProviderOutcome>,
+  send: (touch: () => void, fetchOptions: TimedFetchOptions) => Promise<ProviderOutcome>,
   streamed = false,
+  carried = false,
 ): Promise<EngineResult> {
   const { clock, config, endpoint } = ctx;
   const wallNow = ctx.wallNow ?? Date.now;
@@ -75,7 +85,10 @@ export async function runEngineCall(
     call.lastActivity = clock.now();
   };
   try {
-    const outcome = await runTimedCall(call, () => send(touch));
+    const fetchOptions = timedFetchOptions(call);
+    const outcome = await (carried
+      ? send(touch, fetchOptions)
+      : runTimedCall(call, () => send(touch, fetchOptions)));
     const now = clock.now();
     const headers = call.headers ?? new Headers();
     const requestId = headers.get('request-id') ?? headers.get('x-request-id') ?? outcome.requestId;

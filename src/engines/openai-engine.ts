@@ -30,7 +30,13 @@ import type {
   ToolCall,
 } from './engine-types.ts';
 import { sdkTimeoutMs } from './sdk-timeout.ts';
-import { timedFetch } from './timed-fetch.ts';
+import { type TimedFetchOptions, timedFetch } from './timed-fetch.ts';
+
+/** The SDK's type of a request's `fetchOptions` (ours carry only a symbol key, which its type cannot name). */
+type SdkFetchOptions = NonNullable<
+  NonNullable<Parameters<OpenAI['chat']['completions']['create']>[1]>['fetchOptions']
+>;
+const sdkFetchOptions = (o: TimedFetchOptions): SdkFetchOptions => o as unknown as SdkFetchOptions;
 
 /**
  * Maps neutral messages to Chat Completions messages: tool calls join the assistant message right
@@ -243,22 +249,30 @@ export function createOpenAIEngine(
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.
     takesCallAbort: true,
+    // The SDK hands a request's `fetchOptions` to `timedFetch` as they are: the call travels in them.
     call: (request: EngineRequest) =>
-      runEngineCall(ctx, request, async () => {
-        const completion = await client.chat.completions.create(
-          toOpenAIBody(config.model, request, compatible),
-          {
-            headers: idempotencyHeaders(request),
-            ...(request.signal ? { signal: request.signal } : {}),
-          },
-        );
-        return fromChatCompletion(completion, config.model);
-      }),
+      runEngineCall(
+        ctx,
+        request,
+        async (_touch, fetchOptions) => {
+          const completion = await client.chat.completions.create(
+            toOpenAIBody(config.model, request, compatible),
+            {
+              headers: idempotencyHeaders(request),
+              fetchOptions: sdkFetchOptions(fetchOptions),
+              ...(request.signal ? { signal: request.signal } : {}),
+            },
+          );
+          return fromChatCompletion(completion, config.model);
+        },
+        false,
+        true,
+      ),
     stream: (request: EngineRequest, sink: StreamSink) =>
       runEngineCall(
         ctx,
         request,
-        async (touch) => {
+        async (touch, fetchOptions) => {
           const body = {
             ...toOpenAIBody(config.model, request, compatible),
             stream: true as const,
@@ -268,10 +282,12 @@ export function createOpenAIEngine(
           };
           const chunks = await client.chat.completions.create(body, {
             headers: idempotencyHeaders(request),
+            fetchOptions: sdkFetchOptions(fetchOptions),
             ...(request.signal ? { signal: request.signal } : {}),
           });
           return readChatCompletionStream(chunks, sink, config.model, touch);
         },
+        true,
         true,
       ),
   });

@@ -10,8 +10,12 @@ import { type CredentialFetchInit, credentialFetch, ON_BODY_CHUNK } from './cred
  *
  * The SDKs' own timeouts stop at the response headers: a body that stalls after a 200 hangs until
  * undici's 300 s body timeout. So each engine hands {@link timedFetch} to its SDK as the `fetch`
- * option, and runs each call inside {@link runTimedCall}; the SDK's internal awaits keep the
- * `AsyncLocalStorage` store, so the fetch finds its call's deadlines without any SDK hook.
+ * option, and the fetch finds its call's deadlines one of two ways:
+ * - in the fetch's `init`, under {@link TIMED_CALL} ({@link timedFetchOptions}), for an SDK that hands a
+ *   request's `fetchOptions` to its fetch unchanged (`openai`): no `AsyncLocalStorage`, so the process
+ *   never turns on promise hooks for it (on Node 20 they cost every promise in the process, the caller's
+ *   own included);
+ * - else from {@link runTimedCall}'s `AsyncLocalStorage` store, which the SDK's internal awaits keep.
  */
 
 /** Why the adapter cut a call itself. */
@@ -94,6 +98,31 @@ export function endTimedCall(call: TimedCall): void {
 const storage = new AsyncLocalStorage<TimedCall>();
 
 /**
+ * The `init` key under which a fetch finds its call (see {@link timedFetchOptions}).
+ */
+export const TIMED_CALL: unique symbol = Symbol('breakwater.timedCall');
+
+/** A request's fetch options that carry its call to {@link timedFetch} (no standard `RequestInit` field set). */
+export interface TimedFetchOptions {
+  readonly [TIMED_CALL]: TimedCall;
+}
+
+/**
+ * Fetch options that make every fetch of one SDK request governed by `call`, for an SDK that passes a
+ * request's `fetchOptions` to its `fetch` as they are (no {@link runTimedCall} around the call then).
+ *
+ * @example
+ * ```ts
+ * const call = beginTimedCall(systemClock, 5_000, 2_000, signal);
+ * try { return await client.chat.completions.create(body, { fetchOptions: timedFetchOptions(call) }); }
+ * finally { endTimedCall(call); }
+ * ```
+ */
+export function timedFetchOptions(call: TimedCall): TimedFetchOptions {
+  return { [TIMED_CALL]: call };
+}
+
+/**
  * Runs `fn` (one SDK call) so that every fetch it makes is governed by `call`.
  *
  * @example
@@ -130,8 +159,11 @@ export class DeadlineError extends Error {
  * reads re-arm the idle deadline.
  */
 export const timedFetch: typeof fetch = async (input, init) => {
-  const call = storage.getStore();
+  const carried = (init as Partial<TimedFetchOptions> | undefined)?.[TIMED_CALL];
+  const call = carried ?? storage.getStore();
   if (!call) return fetch(input, init);
+  // The platform fetch is not given our key (an own symbol property would travel on in `{ ...init }`).
+  if (carried) init = withoutCall(init!);
 
   const { clock } = call;
   const controller = new AbortController();
@@ -268,6 +300,11 @@ export const timedFetch: typeof fetch = async (input, init) => {
   call.bodyText = text;
   return new Response(text, init2);
 };
+
+function withoutCall(init: RequestInit): RequestInit {
+  const { [TIMED_CALL]: _call, ...rest } = init as RequestInit & Partial<TimedFetchOptions>;
+  return rest;
+}
 
 /**
  * Makes every chunk read from `body` call `stamp`, through the two ways SDKs read a body: `getReader().read()`

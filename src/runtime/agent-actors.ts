@@ -52,6 +52,8 @@ export interface AgentActorDeps {
   readonly memo?: CallMemo;
   /** Receives one record per upstream attempt (the call log as data). */
   readonly onCall?: (record: CallRecordEvent) => void;
+  /** Whether anyone hears `onCall` now (default: yes when it is set); no record is built for nobody. */
+  readonly callsHeard?: () => boolean;
   /** The trace and span ids of an agent's running turn, for its log lines (when tracing is on). */
   readonly traceIdsOf?: (turnId: string) => { trace_id: string; span_id: string } | undefined;
   /** Where a streamed turn's events go: the channel of `agent`'s running ask, if it is turn `turnId`. */
@@ -291,27 +293,6 @@ export function createAgentActors(deps: AgentActorDeps) {
       const engine = endpoints.get(input.endpointId)?.engine;
       const started = clock.now();
       const wallStartedAt = Date.now();
-      const describe = (outcome: 'ok' | 'fault', at: number, fault?: Fault): CallRecordEvent => ({
-        agent: input.agent,
-        turnId: input.turnId,
-        chainPosition: input.chainPosition,
-        wallStartedAt,
-        tier: input.tier,
-        endpointId: input.endpointId,
-        provider: engine?.endpoint.provider ?? 'unknown',
-        model: engine?.endpoint.model ?? 'unknown',
-        outcome,
-        startedAt: started,
-        at,
-        ...(fault ? { fault } : {}),
-      });
-      const line = () => ({
-        agent: input.agent,
-        tier: input.tier,
-        endpoint: input.endpointId,
-        waitMs: input.waitMs,
-        ...deps.traceIdsOf?.(input.turnId),
-      });
       if (!engine) {
         // A BYOK key that expired or was revoked between the grant and the call: nothing was sent, and another
         // endpoint (or the degraded layer) can still answer, so it is a swappable auth fault, not a bug.
@@ -338,19 +319,20 @@ export function createAgentActors(deps: AgentActorDeps) {
         if (logger.isLevelEnabled('info'))
           logger.info(
             {
-              ...line(),
+              ...logLine(input, deps.traceIdsOf),
               outcome: 'ok',
               latencyMs: at - started,
               confirmed_model: `${result.endpoint.provider}/${result.model}`,
             },
             'call',
           );
-        deps.onCall?.({
-          ...describe('ok', at),
-          model: result.model,
-          requestModel: engine.endpoint.model,
-          usage: result.usage,
-        });
+        if (deps.onCall && (deps.callsHeard?.() ?? true))
+          deps.onCall({
+            ...callRecord(input, engine, wallStartedAt, started, 'ok', at),
+            model: result.model,
+            requestModel: engine.endpoint.model,
+            usage: result.usage,
+          });
         onAnswer(key, result);
         return { ok: true, result, at, memoized: false };
       } catch (e) {
@@ -359,7 +341,7 @@ export function createAgentActors(deps: AgentActorDeps) {
         settlement = { kind: 'fault', fault };
         logger.info(
           {
-            ...line(),
+            ...logLine(input, deps.traceIdsOf),
             outcome: 'fault',
             fault: fault.kind,
             status: fault.status,
@@ -371,7 +353,8 @@ export function createAgentActors(deps: AgentActorDeps) {
           },
           'call',
         );
-        deps.onCall?.(describe('fault', at, fault));
+        if (deps.onCall && (deps.callsHeard?.() ?? true))
+          deps.onCall(callRecord(input, engine, wallStartedAt, started, 'fault', at, fault));
         const partial = attempt?.failed(fault);
         return partial ? { ok: false, fault, at, partial } : { ok: false, fault, at };
       }
@@ -457,6 +440,43 @@ export function createAgentActors(deps: AgentActorDeps) {
   });
 
   return { acquireToken, callEngine, runTools, answerDegraded, wakeAt, checkHealth };
+}
+
+/** The call log's record of one attempt (built only when someone hears it: a call on the hot path makes none). */
+function callRecord(
+  input: CallEngineInput,
+  engine: Engine,
+  wallStartedAt: number,
+  startedAt: number,
+  outcome: 'ok' | 'fault',
+  at: number,
+  fault?: Fault,
+): CallRecordEvent {
+  return {
+    agent: input.agent,
+    turnId: input.turnId,
+    chainPosition: input.chainPosition,
+    wallStartedAt,
+    tier: input.tier,
+    endpointId: input.endpointId,
+    provider: engine.endpoint.provider,
+    model: engine.endpoint.model,
+    outcome,
+    startedAt,
+    at,
+    ...(fault ? { fault } : {}),
+  };
+}
+
+/** The fields every `call` log line starts with. */
+function logLine(input: CallEngineInput, traceIdsOf: AgentActorDeps['traceIdsOf']): Record<string, unknown> {
+  return {
+    agent: input.agent,
+    tier: input.tier,
+    endpoint: input.endpointId,
+    waitMs: input.waitMs,
+    ...traceIdsOf?.(input.turnId),
+  };
 }
 
 /** One streamed call: the engine's own stream, or (an engine without one) the whole answer as one delta. */

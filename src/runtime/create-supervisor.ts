@@ -285,6 +285,7 @@ export function createSupervisor(
         if (eventListeners.size > 0) emit(callEvent(c));
         tracer?.attempt(c, endpoints.get(c.endpointId)?.health.breakerState);
       },
+      callsHeard: () => eventListeners.size > 0 || tracer !== undefined,
     }),
   });
 

@@ -114,10 +114,16 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
   // would build a rope of one node per delta (tens of bytes each), as large as the events it replaces.
   #queue: (StreamEvent | TextRun)[] = [];
   #head = 0;
-  #waiting: {
-    readonly resolve: (r: IteratorResult<StreamEvent>) => void;
-    readonly reject: (e: unknown) => void;
-  }[] = [];
+  // Reads waiting for an event, in order, as flat (resolve, reject) pairs: a streamed answer makes one read per
+  // delta, so no object per read beyond its promise.
+  #waiting: ((r: never) => void)[] = [];
+  // The one executor every waiting read's promise is made with (no closure per read).
+  readonly #wait = (
+    resolve: (r: IteratorResult<StreamEvent>) => void,
+    reject: (e: unknown) => void,
+  ): void => {
+    this.#waiting.push(resolve, reject);
+  };
   #ended = false;
   #returned = false;
   #failure: unknown;
@@ -145,9 +151,10 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
 
   push(event: StreamEvent): void {
     if (this.#ended || this.#returned) return;
-    const waiting = this.#waiting.shift();
-    if (waiting) {
-      waiting.resolve({ value: event, done: false });
+    if (this.#waiting.length > 0) {
+      const resolve = this.#waiting.shift() as (r: IteratorResult<StreamEvent>) => void;
+      this.#waiting.shift();
+      resolve({ value: event, done: false });
       return;
     }
     if (event.type === 'text') {
@@ -175,9 +182,7 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
     }
     if (this.#failure !== undefined && !this.#returned) return Promise.reject(this.#failure);
     if (this.#ended || this.#returned) return Promise.resolve({ value: undefined, done: true });
-    return new Promise((resolve, reject) => {
-      this.#waiting.push({ resolve, reject });
-    });
+    return new Promise(this.#wait);
   }
 
   return(): Promise<IteratorResult<StreamEvent>> {
@@ -203,9 +208,10 @@ export class TurnEventChannel implements TurnStream, TurnStreamSink, AsyncIterat
   #wake(): void {
     if (this.#head < this.#queue.length) return;
     const waiting = this.#waiting.splice(0);
-    for (const w of waiting) {
-      if (this.#failure !== undefined && !this.#returned) w.reject(this.#failure);
-      else w.resolve({ value: undefined, done: true });
+    for (let i = 0; i + 1 < waiting.length; i += 2) {
+      if (this.#failure !== undefined && !this.#returned)
+        (waiting[i + 1] as (e: unknown) => void)(this.#failure);
+      else (waiting[i] as (r: IteratorResult<StreamEvent>) => void)({ value: undefined, done: true });
     }
   }
 }
