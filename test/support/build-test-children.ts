@@ -32,8 +32,8 @@ declare module 'vitest' {
   }
 }
 
-export default async function setup(project: TestProject): Promise<() => void> {
-  const outdir = join(ROOT, 'node_modules', '.cache', 'breakwater-test-children', `run-${process.pid}`);
+/** Bundles every child file into `outdir` (emptied first). */
+async function buildChildren(outdir: string): Promise<void> {
   rmSync(outdir, { recursive: true, force: true });
   const esbuild = await import('esbuild');
   const keepImportMeta = {
@@ -64,6 +64,13 @@ export default async function setup(project: TestProject): Promise<() => void> {
     logLevel: 'warning',
     plugins: [keepImportMeta],
   });
+}
+
+export default async function setup(project: TestProject): Promise<() => void> {
+  const outdir = join(ROOT, 'node_modules', '.cache', 'breakwater-test-children', `run-${process.pid}`);
+  await buildChildren(outdir);
+  // In watch mode the sources change between runs: each rerun bundles them again.
+  project.vitest.onTestsRerun(() => buildChildren(outdir));
   project.provide('testChildrenDir', outdir);
   return () => rmSync(outdir, { recursive: true, force: true });
 }
