@@ -7,6 +7,8 @@ export default defineConfig({
     // Tests talk to real local servers (emulator, PGlite, PostgreSQL): give them room on a 2-core machine.
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    // Bundles the test child files (test/**/*-child.ts) once, so spawned children run JavaScript, not tsx.
+    globalSetup: ['./test/support/build-test-children.ts'],
     pool: 'forks',
     maxWorkers: 2,
     // Each worker keeps its module cache from one test file to the next: importing the provider SDKs,

@@ -6,6 +6,10 @@
 // import.meta.url, so files found next to the sources (package.json, the visualizer's page) resolve as
 // before. When that is not possible (read-only tree, BREAKWATER_NO_BUNDLE=1), tsx runs the sources as
 // they are.
+//
+// A few pure-JavaScript dependencies made of hundreds of small ESM files (kysely alone is over 400) go into the
+// bundle too: Node resolving, reading and linking each of them cost every start about 0.2-0.4 s of CPU (the test
+// suite starts the CLI hundreds of times). The other packages stay in node_modules, loaded as Node loads them.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -14,6 +18,8 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const SOURCE_DIRS = ['src', 'machines', 'agents', 'migrations'];
 const CACHE = join(ROOT, 'node_modules', '.cache', 'breakwater');
+/** Packages bundled with the sources (see above); each is plain JavaScript with no files of its own to find. */
+const INLINED_PACKAGES = new Set(['kysely', 'kysely-pglite-dialect', 'zod', 'xstate', 'yaml']);
 
 /** Every source file with its size and mtime: the bundle is rebuilt when any of them changes. */
 function sourceStamp() {
@@ -63,6 +69,15 @@ async function cachedBundle() {
       });
     },
   };
+  const externalPackages = {
+    name: 'external-packages',
+    setup(build) {
+      build.onResolve({ filter: /^[^./]/ }, (args) => {
+        const name = args.path.split('/', args.path.startsWith('@') ? 2 : 1).join('/');
+        return INLINED_PACKAGES.has(name) ? undefined : { path: args.path, external: true };
+      });
+    },
+  };
   // Written under a temporary name and renamed: processes starting together never load half a bundle.
   const partial = `${dir}.${process.pid}.partial`;
   const result = await esbuild.build({
@@ -77,12 +92,15 @@ async function cachedBundle() {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    packages: 'external',
     // As tsx does: functions and classes keep their names even where bundling renames a symbol.
     keepNames: true,
     write: false,
     logLevel: 'silent',
-    plugins: [keepImportMetaUrl],
+    plugins: [keepImportMetaUrl, externalPackages],
+    // An inlined package written as CommonJS (yaml's Node build) calls require(): give every chunk one.
+    banner: {
+      js: "import { createRequire as __bwCreateRequire } from 'node:module'; const require = __bwCreateRequire(import.meta.url);",
+    },
   });
   mkdirSync(partial, { recursive: true });
   for (const out of result.outputFiles) writeFileSync(out.path, out.contents);

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { CANARY_PROVIDERS, canaryAlias, canaryKey } from './byok-canary.ts';
 import { findKeyInSnapshot, leakReport } from './heap-retainers.ts';
+import { childScript } from '../support/test-child.ts';
 
 // A canary key per provider is injected (as bytes), used and expired in a child process
 // (canary-child.ts); then its plaintext is searched for in every log line, every error message, the
@@ -48,9 +49,7 @@ beforeAll(async () => {
       '--expose-gc',
       // Strings are cut at 1024 chars in a snapshot by default; a key deep in a long string would hide.
       '--heap-snapshot-string-limit=10000000',
-      '--import',
-      'tsx',
-      join(import.meta.dirname, 'canary-child.ts'),
+      childScript(join(import.meta.dirname, 'canary-child.ts')),
       JSON.stringify(input),
     ],
     { cwd: join(import.meta.dirname, '../..'), maxBuffer: 64 * 1024 * 1024, timeout: 120_000 },

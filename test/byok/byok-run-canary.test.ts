@@ -12,6 +12,7 @@ import { openDatabase } from '../../src/store/open-database.ts';
 import { canaryKey } from './byok-canary.ts';
 import { CANARY_RUN_PROFILE } from './byok-run-spec.ts';
 import { findKeyInSnapshot, leakReport } from './heap-retainers.ts';
+import { childScript } from '../support/test-child.ts';
 
 // Issue 6, "done when": a canary key is injected and used for a whole run (runScenario, the path
 // `breakwater run` takes, on PGlite, in a child process against this process's emulator); then its
@@ -55,9 +56,7 @@ beforeAll(async () => {
     [
       '--expose-gc',
       '--heap-snapshot-string-limit=10000000',
-      '--import',
-      'tsx',
-      join(import.meta.dirname, 'byok-run-child.ts'),
+      childScript(join(import.meta.dirname, 'byok-run-child.ts')),
       JSON.stringify({ seed, dataDir, emulatorUrl: emulator.controlURL, snapshotDir: dir }),
     ],
     { cwd: join(import.meta.dirname, '../..'), maxBuffer: 256 * 1024 * 1024, timeout: 240_000 },

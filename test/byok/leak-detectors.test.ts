@@ -8,6 +8,7 @@ import { keyForms } from '../support/key-forms.ts';
 import { scanProcessMemory } from '../support/process-memory.ts';
 import { findKeyInSnapshot } from './heap-retainers.ts';
 import { holderKey } from './leak-holder-key.ts';
+import { childScript } from '../support/test-child.ts';
 
 // The leak tests are only as good as their detectors. One process holds a canary per form, each key in
 // ONE form (every form its own key), and each case asserts that the raw-memory scan and the heap-snapshot
@@ -30,9 +31,7 @@ async function holder(forms: string[]): Promise<{ pid: number; snapshot: string;
     [
       '--expose-gc',
       '--heap-snapshot-string-limit=10000000',
-      '--import',
-      'tsx',
-      join(import.meta.dirname, 'leak-holder-child.ts'),
+      childScript(join(import.meta.dirname, 'leak-holder-child.ts')),
       JSON.stringify({ seed, forms, snapshotPath: snapshot }),
     ],
     { cwd: join(import.meta.dirname, '../..'), stdio: ['ignore', 'pipe', 'inherit'] },

@@ -9,6 +9,7 @@ import { type CallRecord, type Emulator, startEmulator } from '../../src/emulato
 import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { readJsonLines } from '../support/json-lines.ts';
+import { childScript } from '../support/test-child.ts';
 
 /*
  * Three real worker processes (supervisors on one shared quota) against one emulator over real HTTP. The
@@ -16,7 +17,7 @@ import { readJsonLines } from '../support/json-lines.ts';
  * end on its clock), never from how fast this machine is.
  */
 
-const CHILD = fileURLToPath(new URL('./coordination-worker-child.ts', import.meta.url));
+const CHILD = childScript(fileURLToPath(new URL('./coordination-worker-child.ts', import.meta.url)));
 const LIMIT = 3;
 
 interface Worker {
@@ -55,7 +56,7 @@ function startWorker(
     maxWaitMs,
     ...extra,
   };
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(spec)], {
+  const child = spawn(process.execPath, [CHILD, JSON.stringify(spec)], {
     stdio: ['pipe', 'pipe', 'pipe'],
     env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
   });

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
 import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
+import { childScript } from '../support/test-child.ts';
 
 /*
  * A supervisor stopped while its coordination backend is still connecting must leave nothing open: a worker makes
@@ -10,7 +11,7 @@ import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
  * fix, PostgreSQL's LISTEN connection was opened after close() had run, and the worker never exited (a
  * `run --workers` waited on it for good).
  */
-const CHILD = fileURLToPath(new URL('./stop-while-connecting-child.ts', import.meta.url));
+const CHILD = childScript(fileURLToPath(new URL('./stop-while-connecting-child.ts', import.meta.url)));
 // Every ms from 0 to 59: the connect's steps take a few ms each, so some stops land in each of them.
 const STOP_AFTER_MS = Array.from({ length: 60 }, (_, i) => i);
 
@@ -18,7 +19,7 @@ function runChild(
   coordination: CoordinationOptions,
 ): Promise<{ code: number | null; out: string; err: string }> {
   const spec = { coordination, stopAfterMs: STOP_AFTER_MS, reportAfterMs: 8_000 };
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, JSON.stringify(spec)], {
+  const child = spawn(process.execPath, [CHILD, JSON.stringify(spec)], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';

@@ -3,8 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { startEmulator } from '../../src/emulator/index.ts';
 import { cleanEnv, finished, REPO_ROOT } from '../cli/run-cli.ts';
+import { childScript } from '../support/test-child.ts';
 
-const CHILD = fileURLToPath(new URL('./keep-alive-child.ts', import.meta.url));
+const CHILD = childScript(fileURLToPath(new URL('./keep-alive-child.ts', import.meta.url)));
 
 describe('the process stays alive while an ask is pending, and only then', () => {
   it('a script whose only agent cools on a 429 (Retry-After 2 s) gets its answer and exits 0 by itself', async () => {
@@ -16,7 +17,7 @@ describe('the process stays alive while an ask is pending, and only then', () =>
       },
     });
     try {
-      const child = spawn(process.execPath, ['--import', 'tsx', CHILD, emu.baseURL('openai')], {
+      const child = spawn(process.execPath, [CHILD, emu.baseURL('openai')], {
         cwd: REPO_ROOT,
         env: cleanEnv(),
         stdio: ['ignore', 'pipe', 'pipe'],

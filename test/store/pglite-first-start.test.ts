@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createRunStore, openDatabase, PGLITE_INIT_MARKER, PGLITE_LOCK_FILE } from '../../src/store/index.ts';
 import { cleanEnv, runCli } from '../cli/run-cli.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { childScript } from '../support/test-child.ts';
 
 /*
  * A process killed during a PGlite folder's first start (the template being unpacked, or initdb) used to leave a
@@ -15,12 +16,12 @@ import { waitFor } from '../support/wait-for.ts';
  * child process (SIGKILL, by pid) at chosen points of its first start, then open the folder.
  */
 
-const CHILD = fileURLToPath(new URL('../support/hold-data-dir-child.ts', import.meta.url));
+const CHILD = childScript(fileURLToPath(new URL('../support/hold-data-dir-child.ts', import.meta.url)));
 const dir = mkdtempSync(join(tmpdir(), 'bw-first-start-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 function holder(dataDir: string, env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', CHILD, dataDir], {
+  return spawn(process.execPath, [CHILD, dataDir], {
     env: cleanEnv(env),
     stdio: ['ignore', 'ignore', 'ignore'],
   });

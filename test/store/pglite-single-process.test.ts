@@ -6,6 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { PGLITE_LOCK_FILE, createRunStore, openDatabase } from '../../src/store/index.ts';
 import { cleanEnv, runCli, waitForOutput } from '../cli/run-cli.ts';
+import { childScript } from '../support/test-child.ts';
 
 /*
  * PGlite serves one process: a second process on the same data folder gets one clear line (which process holds
@@ -13,7 +14,7 @@ import { cleanEnv, runCli, waitForOutput } from '../cli/run-cli.ts';
  * process this test starts and kills by pid.
  */
 
-const CHILD = fileURLToPath(new URL('../support/hold-data-dir-child.ts', import.meta.url));
+const CHILD = childScript(fileURLToPath(new URL('../support/hold-data-dir-child.ts', import.meta.url)));
 const dir = mkdtempSync(join(tmpdir(), 'bw-single-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -31,7 +32,7 @@ describe('one process per PGlite data folder', () => {
     await setup.close();
     expect(existsSync(join(dataDir, PGLITE_LOCK_FILE))).toBe(false);
 
-    const holder = spawn(process.execPath, ['--import', 'tsx', CHILD, dataDir], {
+    const holder = spawn(process.execPath, [CHILD, dataDir], {
       env: cleanEnv(),
       stdio: ['ignore', 'pipe', 'pipe'],
     });

@@ -16,6 +16,7 @@ import type { StoredWorkersConfig } from '../../src/rounds/run-scenario.ts';
 import { cleanPool, POSTGRES_URL, REDIS_KEY_PREFIX, REDIS_URL } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { readJsonLines } from '../support/json-lines.ts';
+import { childScript } from '../support/test-child.ts';
 
 /*
  * Three real worker processes on one PostgreSQL store, one emulator over real HTTP, the run's global tokens and
@@ -24,7 +25,7 @@ import { readJsonLines } from '../support/json-lines.ts';
  * lease records read directly (their expiries on the backend's clock).
  */
 
-const CHILD = fileURLToPath(new URL('./worker-child.ts', import.meta.url));
+const CHILD = childScript(fileURLToPath(new URL('./worker-child.ts', import.meta.url)));
 const AGENTS = ['Kai', 'Yuna', 'Miso', 'Ari', 'Bo', 'Cy'];
 const ITEMS = 4;
 const ROUNDS = 3;
@@ -100,7 +101,7 @@ async function liveLeases(w: StoredWorkersConfig): Promise<{ now: number; leases
 }
 
 function startWorker(runId: string): Worker {
-  const child = spawn(process.execPath, ['--import', 'tsx', CHILD, POSTGRES_URL, runId], {
+  const child = spawn(process.execPath, [CHILD, POSTGRES_URL, runId], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
   });
