@@ -43,6 +43,7 @@ language plpgsql as $fn$
 #variable_conflict use_column
 declare
   now_ms float8;
+  cutoff timestamptz;
   cur bigint;
   cost_r float8 := case when p_rpm is null then 0 else least(1, p_rpm) end;
   cost_t float8 := case when p_tpm is null then 0 else least(greatest(p_tokens, 0), p_tpm) end;
@@ -72,9 +73,12 @@ begin
         values (p_pool, p_key, cur, cost_r, cost_t, to_timestamp((cur + 62) * p_window / 60 / 1000));
       -- A new slot: a bounded sweep of expired rows of any quota (those of quotas no longer taken stay otherwise).
       -- Rows another transaction holds are skipped: the sweep never waits, so it cannot deadlock with a taker.
+      -- The cutoff is a variable (a parameter to the planner: clock_timestamp() itself is volatile, so the index
+      -- on expires_at could not be used); oldest first, so the longest-dead rows go before the recently expired.
+      cutoff := clock_timestamp() - interval '1 minute';
       delete from coordination_rates r where r.ctid = any(array(
-        select x.ctid from coordination_rates x where x.expires_at < clock_timestamp() - interval '1 minute'
-        limit 32 for update skip locked));
+        select x.ctid from coordination_rates x where x.expires_at < cutoff
+        order by x.expires_at limit 32 for update skip locked));
     end if;
     return query select true, cur, cost_r, cost_t, 0::float8;
     return;

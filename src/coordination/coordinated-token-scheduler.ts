@@ -53,6 +53,10 @@ export interface CoordinatedTokenSchedulerOptions {
 
 /** The minute of an endpoint's RPM/TPM limits, on the runtime's clock. */
 const LIMIT_WINDOW_MS = 60_000;
+/** A probe parked for another process's claim asks again at most this often, whatever the wake-ups (real ms). */
+const MIN_RECLAIM_MS = 100;
+/** A probe whose claim could not be asked for (backend down) fails after this, not at once (real ms). */
+const CLAIM_FAILURE_DELAY_MS = 1_000;
 
 /** A request granted by the local scheduler, waiting for a global token. */
 interface Pending {
@@ -71,6 +75,12 @@ interface Pending {
    * its endpoint's shared window is full (it looks again on its timer only).
    */
   parkedFor: 'claim' | 'pace' | undefined;
+  /** Real time (`now()`) its claim was last asked for (a probe that waited long claims again before it goes). */
+  claimedAt: number;
+  /** Real time it was parked (wake-ups look again at most every {@link MIN_RECLAIM_MS}). */
+  parkedAt: number;
+  /** A probe's caller's signal (its claim is asked again with it). */
+  readonly signal: AbortSignal | undefined;
   localTicket: TokenTicket | undefined;
   grant: Grant | undefined;
   resolve(d: TokenDecision | Grant): void;
@@ -141,6 +151,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   #limit: number;
   #connected: Promise<void> | undefined;
   #pumping = false;
+  #pumpAgain = false;
   #wakeEpoch = 0;
   #retryTimer: ReturnType<typeof setTimeout> | undefined;
   #heartbeat: ReturnType<typeof setInterval> | undefined;
@@ -201,6 +212,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         probeClaimed: false,
         probeOf: undefined,
         parkedFor: undefined,
+        claimedAt: 0,
+        parkedAt: 0,
+        signal: undefined,
         localTicket: undefined,
         grant: undefined,
         resolve: resolve as (d: TokenDecision | Grant) => void,
@@ -228,6 +242,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         probeClaimed: false,
         probeOf: endpointId,
         parkedFor: undefined,
+        claimedAt: 0,
+        parkedAt: 0,
+        signal,
         localTicket: undefined,
         grant: undefined,
         resolve: resolve as (d: TokenDecision | Grant) => void,
@@ -260,14 +277,24 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   async #claimProbe(p: Pending, signal: AbortSignal | undefined): Promise<void> {
     const endpointId = p.probeOf!;
     let mine: boolean;
+    const sentAt = this.#now();
     try {
       await this.connect();
       mine = await this.#o.backend.claimProbe(endpointId, this.#o.leaseTtlMs);
     } catch (e) {
+      if (this.#closed) {
+        this.#withdraw(p, new SchedulerClosedError());
+        return;
+      }
       this.#fail(e);
-      this.#withdraw(p, e);
+      this.#connected = undefined;
+      // Settled on a timer, not at once: a caller that asks again at once (the probe runner, while the breaker wants
+      // a probe) would otherwise spin in microtasks and starve the reconnect.
+      const timer = setTimeout(() => this.#withdraw(p, e), CLAIM_FAILURE_DELAY_MS);
+      timer.unref?.();
       return;
     }
+    p.claimedAt = sentAt;
     this.#up();
     if (p.done || this.#closed) {
       if (mine) this.#endProbe(endpointId);
@@ -389,6 +416,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     for (const h of this.#held.values()) {
       if (h.timer) clearTimeout(h.timer);
       this.#releaseGlobal(h.lease);
+      if (h.permit && !h.claimed) this.#refund(h.permit);
+      if (h.probeClaimed) this.#endProbe(h.grant.endpointId);
     }
     this.#held.clear();
     this.#stopHeartbeat();
@@ -488,10 +517,20 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
 
   /** Takes global tokens for the queue's head while there are any; one attempt at a time. */
   #pump(): void {
-    if (this.#pumping || this.#closed || this.#queue.length === 0) return;
+    if (this.#closed || this.#queue.length === 0) return;
+    if (this.#pumping) {
+      // A request queued while the drain was finishing (after its last look, before its end): it runs once more.
+      this.#pumpAgain = true;
+      return;
+    }
     this.#pumping = true;
+    this.#pumpAgain = false;
     void this.#drain().finally(() => {
       this.#pumping = false;
+      if (this.#pumpAgain) {
+        this.#pumpAgain = false;
+        this.#pump();
+      }
     });
   }
 
@@ -512,6 +551,34 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       }
       // Every request past its max wait answers now, not only the head (the queue holds at most the local limit).
       if (this.#denyOverdue()) continue;
+      if (!p.request && p.probeClaimed && this.#now() - p.claimedAt > this.#o.leaseTtlMs / 2) {
+        // The probe waited for a token long enough that its claim may run out: claim again (this process's own claim
+        // is renewed) so it never goes beside another process's probe.
+        const sentAt = this.#now();
+        let mine: boolean;
+        try {
+          mine = await this.#o.backend.claimProbe(p.probeOf!, this.#o.leaseTtlMs);
+        } catch (e) {
+          this.#fail(e);
+          for (const q of this.#queue.splice(0)) this.#deny(q, e);
+          return;
+        }
+        if (p.done || this.#closed) {
+          if (mine) this.#endProbe(p.probeOf!);
+          continue;
+        }
+        if (!mine) {
+          // Another process took it when ours ran out: this one waits for that probe's outcome, holding nothing.
+          const at = this.#queue.indexOf(p);
+          if (at >= 0) this.#queue.splice(at, 1);
+          p.probeClaimed = false;
+          this.#local.release(p.grant!.leaseId, { kind: 'unused' });
+          p.grant = undefined;
+          this.#park(p, 'claim', this.#o.leaseTtlMs, p.signal);
+          continue;
+        }
+        p.claimedAt = sentAt;
+      }
       const epoch = this.#wakeEpoch;
       // The lease runs from when the backend granted it, at the latest when the request reached it: its deadline
       // counts from the sending, never from the (possibly late) reply.
@@ -580,7 +647,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
           if (this.#now() >= Math.min(deadline, permitDeadline)) {
             this.#releaseGlobal(result.lease);
             this.#refund(permit);
-            this.#queue.unshift(p);
+            if (p.request) this.#queue.unshift(p);
+            // A probe has no max wait: it asks again a slot later, not in a tight loop.
+            else this.#park(p, 'pace', ask.windowMs / RATE_SLOTS, undefined);
             continue;
           }
         }
@@ -681,6 +750,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
    */
   #park(p: Pending, why: 'claim' | 'pace', ms: number, signal: AbortSignal | undefined): void {
     p.parkedFor = why;
+    p.parkedAt = this.#now();
     this.#parked.add(p);
     const timer = setTimeout(() => this.#unpark(p, signal), Math.max(1, ms));
     timer.unref?.();
@@ -720,9 +790,20 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
    * own timer: a wake-up cannot make room in a window.
    */
   #unparkProbes(endpointId: string | undefined): void {
-    for (const p of [...this.#parked])
-      if (p.parkedFor === 'claim' && (endpointId === undefined || p.probeOf === endpointId))
-        this.#unpark(p, this.#parkSignals.get(p));
+    const now = this.#now();
+    for (const p of [...this.#parked]) {
+      if (p.parkedFor !== 'claim' || (endpointId !== undefined && p.probeOf !== endpointId)) continue;
+      // Wake-ups come with every token given back in the pool: a parked probe asks again at most every
+      // MIN_RECLAIM_MS (a sooner wake moves its timer there), not once per wake-up.
+      const due = p.parkedAt + MIN_RECLAIM_MS;
+      if (now >= due) this.#unpark(p, this.#parkSignals.get(p));
+      else {
+        clearTimeout(this.#parkTimers.get(p));
+        const timer = setTimeout(() => this.#unpark(p, this.#parkSignals.get(p)), due - now);
+        timer.unref?.();
+        this.#parkTimers.set(p, timer);
+      }
+    }
   }
 
   #granted(
@@ -815,16 +896,32 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
           if (!h.fence.signal.aborted) this.#armFence(h, sentAt + this.#o.leaseTtlMs - this.#margin());
         } else this.#fenced(h);
       }
-      // A probe longer than the TTL keeps the pool's claim with its token; a claim taken by another process meanwhile
-      // (ours ran out) means two probes at once: ours stops.
-      for (const h of held)
-        if (h.probeClaimed && !h.fence.signal.aborted)
-          if (!(await this.#o.backend.claimProbe(h.grant.endpointId, this.#o.leaseTtlMs))) this.#fenced(h);
+      this.#renewProbeClaims(held);
     } catch (e) {
       // Each held call is cancelled at its own fence deadline if no later renewal succeeds.
       this.#fail(e);
     } finally {
       this.#renewing = false;
+    }
+  }
+
+  /**
+   * A probe longer than the TTL keeps the pool's claim with its token; a claim another process took meanwhile (ours
+   * ran out) means two probes at once: ours stops. Not awaited by the heartbeat (a slow claim must not hold up the
+   * tokens' renewal); a probe that settled while its claim was renewed gives the claim back again.
+   */
+  #renewProbeClaims(held: readonly Held[]): void {
+    for (const h of held) {
+      if (!h.probeClaimed || h.fence.signal.aborted || this.#held.get(h.grant.leaseId) !== h) continue;
+      this.#o.backend.claimProbe(h.grant.endpointId, this.#o.leaseTtlMs).then(
+        (mine) => {
+          if (this.#held.get(h.grant.leaseId) !== h) {
+            if (mine) this.#endProbe(h.grant.endpointId);
+          } else if (!mine) this.#fenced(h);
+        },
+        // The probe's own fence deadline stops it if no later renewal succeeds.
+        () => {},
+      );
     }
   }
 

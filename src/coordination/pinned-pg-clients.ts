@@ -85,6 +85,11 @@ export class PinnedPgClients {
       this.#release(client);
       return;
     }
+    if (this.#dead.has(client)) {
+      // It ended after its query answered: never handed on (a waiter gets its place and a new connection).
+      this.#drop(client, new Error('the connection ended'));
+      return;
+    }
     const waiter = this.#waiting.shift();
     if (waiter) waiter.resolve(client);
     else this.#idle.push(client);

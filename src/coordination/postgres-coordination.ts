@@ -114,23 +114,24 @@ const REFUND_RATE_SQL = `
 update coordination_rates set requests = greatest(0, requests - $4), tokens = greatest(0, tokens - $5)
 where pool = $1 and rate_key = $2 and slot = $3`;
 
-/**
- * A free or expired claim, or this process's own, is (re)taken; another live holder's is left alone. Each claim
- * also deletes a few claims of other endpoints that expired more than a minute ago (a holder that died, or an
- * endpoint no longer used, would leave its row forever; the minute keeps clear of a holder just ending its probe).
- */
+/** A free or expired claim, or this process's own, is (re)taken; another live holder's is left alone. */
 const CLAIM_PROBE_SQL = `
-with swept as (
-  delete from coordination_probes where ctid = any(array(
-    select ctid from coordination_probes
-    where expires_at < now() - interval '1 minute' and not (pool = $1 and endpoint_id = $2)
-    limit 16 for update skip locked))
-)
 insert into coordination_probes as p (pool, endpoint_id, holder, expires_at)
 values ($1, $2, $3, now() + make_interval(secs => $4::float8 / 1000))
 on conflict (pool, endpoint_id) do update set holder = excluded.holder, expires_at = excluded.expires_at
 where p.holder = excluded.holder or p.expires_at < now()
 returning 1`;
+
+/**
+ * After each claim, its own statement: up to 16 claims that expired more than a minute ago are deleted (a holder
+ * that died, or an endpoint no longer used, would leave its row forever; the minute keeps clear of a holder just
+ * ending its probe). Apart from the claim, and taking only rows nobody holds (SKIP LOCKED), it never waits for a
+ * lock, so two claimers cannot deadlock on each other's swept rows.
+ */
+const SWEEP_PROBES_SQL = `
+delete from coordination_probes where ctid = any(array(
+  select ctid from coordination_probes where expires_at < now() - interval '1 minute'
+  order by expires_at limit 16 for update skip locked))`;
 
 /** The claim given back wakes the pool's waiters (a probe parked behind it looks again). */
 const END_PROBE_SQL = `
@@ -139,6 +140,7 @@ select pg_notify('${TOKENS_CHANNEL}', $1) from d`;
 
 const PREPARED = new Map<string, string>([
   [CLAIM_PROBE_SQL, 'bw_coord_claim_probe'],
+  [SWEEP_PROBES_SQL, 'bw_coord_sweep_probes'],
   [END_PROBE_SQL, 'bw_coord_end_probe'],
   [TAKE_RATE_SQL, 'bw_coord_take_rate'],
   [ACQUIRE_SQL, 'bw_coord_acquire'],
@@ -183,11 +185,15 @@ export class PostgresCoordination implements CoordinationBackend {
     const max = options.connections ?? 4;
     this.#pool = new pg.Pool({
       connectionString: options.url,
-      max,
+      // One more than the pinned statements' connections: connect()'s check and migrations always find one.
+      max: max + 1,
       connectionTimeoutMillis: timeout,
       query_timeout: timeout,
       statement_timeout: timeout,
       keepAlive: true,
+      // Pinned connections stay open while idle: a peer that silently dropped one (a NAT, a proxy) is found by
+      // TCP keepalive within seconds, not the OS default of two hours.
+      keepAliveInitialDelayMillis: 10_000,
       application_name: 'breakwater-coordination',
       // A token's grant and release are not worth a disk flush each (the lease rows are short-lived state, and
       // a flush per grant caps PostgreSQL at a few hundred grants/s): a server crash can lose the last few
@@ -316,6 +322,7 @@ export class PostgresCoordination implements CoordinationBackend {
 
   async claimProbe(endpointId: string, ttlMs: number): Promise<boolean> {
     const r = await this.#query(CLAIM_PROBE_SQL, [this.#o.pool, endpointId, this.#o.processId, ttlMs]);
+    await this.#query(SWEEP_PROBES_SQL, []);
     return r.rows.length > 0;
   }
 

@@ -26,6 +26,9 @@ export interface ProbeRunner {
   close(): void;
 }
 
+/** After a refused probe token, real ms before the probe runner asks again. */
+const PROBE_RETRY_PAUSE_MS = 1_000;
+
 /**
  * The runtime side of HALF-OPEN: when an endpoint's health wants a probe, take a token (probes are served
  * before every tier), send one tiny inference, and report how it went to the endpoint's health and to the
@@ -49,7 +52,20 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
     try {
       grant = await scheduler.acquireProbe(id, stopping.signal);
     } catch {
-      return; // the runtime is stopping
+      if (stopping.signal.aborted) return; // the runtime is stopping
+      // Refused (a shared backend down): the breaker still wants a probe and `request` would ask again at once; a
+      // pause (real time, it waits for a backend) keeps that from spinning without ever yielding to I/O.
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          stopping.signal.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, PROBE_RETRY_PAUSE_MS);
+        timer.unref?.();
+        stopping.signal.addEventListener('abort', done, { once: true });
+      });
+      return;
     }
     const entry = endpoints.get(id);
     if (!entry?.health.wantsProbe() || stopping.signal.aborted) {

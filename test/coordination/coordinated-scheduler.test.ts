@@ -1,3 +1,5 @@
+import { Redis } from 'ioredis';
+import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { CoordinationBackend } from '../../src/coordination/coordination-backend.ts';
 import { CoordinatedTokenScheduler } from '../../src/coordination/coordinated-token-scheduler.ts';
@@ -28,6 +30,29 @@ afterEach(async () => {
   for (const p of pools.splice(0)) await cleanPool(p);
 });
 
+/** Removes a pool's probe claim of an endpoint, as its expiry on the backend would. */
+async function dropProbeClaim(o: CoordinationOptions, endpointId: string): Promise<void> {
+  if (o.backend === 'postgres') {
+    const c = new pg.Client({ connectionString: o.url });
+    await c.connect();
+    try {
+      await c.query('delete from coordination_probes where pool = $1 and endpoint_id = $2', [
+        o.pool,
+        endpointId,
+      ]);
+    } finally {
+      await c.end();
+    }
+    return;
+  }
+  const r = new Redis(o.url!);
+  try {
+    await r.del(`${o.keyPrefix}${o.pool}:probe:${endpointId}`);
+  } finally {
+    r.disconnect();
+  }
+}
+
 /** Settles within `ms` real ms or says it did not (bounded: a hang fails the test instead of stalling it). */
 function within<T>(p: Promise<T>, ms: number): Promise<T | 'pending'> {
   let timer: ReturnType<typeof setTimeout> | undefined;
@@ -40,8 +65,9 @@ function within<T>(p: Promise<T>, ms: number): Promise<T | 'pending'> {
 }
 
 describe.each(coordinationCases())('$name coordinated scheduler', ({ options: make }) => {
-  function setup(o: { limit: number; localLimit?: number; rpm?: number }) {
-    const options = { ...make(), leaseTtlMs: TTL, processId: 'a' };
+  function setup(o: { limit: number; localLimit?: number; rpm?: number; ttl?: number; realTime?: boolean }) {
+    const ttl = o.ttl ?? TTL;
+    const options = { ...make(), leaseTtlMs: ttl, processId: 'a' };
     pools.push(options);
     const backend = createCoordinationBackend(resolveCoordination(options, 'a')!);
     const f = fixture({
@@ -56,8 +82,8 @@ describe.each(coordinationCases())('$name coordinated scheduler', ({ options: ma
       endpoints: f.endpoints,
       clock: f.clock,
       limit: o.limit,
-      leaseTtlMs: TTL,
-      now: () => clock.now,
+      leaseTtlMs: ttl,
+      ...(o.realTime ? {} : { now: () => clock.now }),
     });
     disposers.push(() => scheduler.dispose());
     /** Another process of the same pool. */
@@ -66,7 +92,7 @@ describe.each(coordinationCases())('$name coordinated scheduler', ({ options: ma
       disposers.push(() => b.close());
       return b;
     };
-    return { scheduler, clock, f, backend, peer };
+    return { scheduler, clock, f, backend, peer, options };
   }
 
   it('a shared-window permit carries a call only within one slot of it: later, the grant is refused and its units come back', async () => {
@@ -154,5 +180,39 @@ describe.each(coordinationCases())('$name coordinated scheduler', ({ options: ma
     t.scheduler.release(p.leaseId, { kind: 'unused' });
     await t.scheduler.dispose();
     expect(await peer.claimProbe('sonnet', TTL)).toBe(true);
+  });
+
+  it('a probe whose claim ran out while it waited for a token, and another process took it, does not go: it waits for that probe holding nothing', async () => {
+    // Real time here: the claim's TTL runs on the backend's clock.
+    const t = setup({ limit: 1, ttl: 1_000, realTime: true });
+    const health = t.f.endpoints.get('sonnet')!.health;
+    for (let i = 0; i < 3; i++) health.settle(fault('network'), 0, t.f.clock.now());
+    t.f.clock.advance(30_000);
+    const held = await t.scheduler.acquire(request('h', 'm'));
+    expect(held.kind).toBe('granted');
+    const probe = t.scheduler.acquireProbe('sonnet');
+    await waitFor(
+      () => t.scheduler.view().queue.length === 0 && t.scheduler.view().held === 1,
+      'the probe to queue',
+    );
+    // The probe's claim runs out while the only token stays held (its row or key removed, as its expiry would), and a
+    // peer claims the probe; past half the TTL since its claim, the probe must claim again before it may go.
+    await dropProbeClaim(t.options, 'sonnet');
+    const peer = t.peer();
+    await peer.connect();
+    expect(await peer.claimProbe('sonnet', 60_000)).toBe(true);
+    await new Promise((r) => setTimeout(r, 600));
+    if (held.kind === 'granted') t.scheduler.release(held.grant.leaseId, { kind: 'unused' });
+    // The token came free: the probe claims again first, is refused, and waits without a token or a local grant.
+    const other = await within(t.scheduler.acquire(request('x', 'm')), 5_000);
+    expect(other !== 'pending' && other.kind).toBe('granted');
+    expect(await within(probe, 200)).toBe('pending');
+    if (other !== 'pending' && other.kind === 'granted')
+      t.scheduler.release(other.grant.leaseId, { kind: 'unused' });
+    // The peer's probe ended without a verdict: this one claims and goes.
+    await peer.endProbe('sonnet');
+    const p = await within(probe, 5_000);
+    expect(p).not.toBe('pending');
+    if (p !== 'pending') t.scheduler.release(p.leaseId, { kind: 'unused' });
   });
 });
