@@ -408,20 +408,7 @@ const engineCall = agentSetup.createStateConfig({
     src: 'callEngine',
     input: ({ context }) => {
       const t = context.turn!;
-      // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
-      // Each is one literal: copying the plain one into the streamed one costs a generic spread per call.
-      if (!t.stream)
-        return {
-          agent: context.settings.name,
-          turnId: t.turnId,
-          tier: context.settings.tier,
-          leaseId: t.leaseId!,
-          endpointId: t.endpointId!,
-          chainPosition: t.endpointIndex ?? 0,
-          prompt: promptOf(context),
-          waitMs: t.waitMs,
-        } satisfies CallEngineInput;
-      return {
+      const input: CallEngineInput = {
         agent: context.settings.name,
         turnId: t.turnId,
         tier: context.settings.tier,
@@ -430,10 +417,9 @@ const engineCall = agentSetup.createStateConfig({
         chainPosition: t.endpointIndex ?? 0,
         prompt: promptOf(context),
         waitMs: t.waitMs,
-        stream: true as const,
-        step: t.step,
-        partial: t.partial,
-      } satisfies CallEngineInput;
+      };
+      // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
+      return t.stream ? { ...input, stream: true as const, step: t.step, partial: t.partial } : input;
     },
   },
   on: {

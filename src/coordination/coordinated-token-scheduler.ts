@@ -143,8 +143,6 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   /** Probes waiting for their endpoint's shared window to have room (each on its own timer). */
   readonly #parked = new Set<Pending>();
   readonly #parkTimers = new Map<Pending, ReturnType<typeof setTimeout>>();
-  /** The caller's signal of each parked probe (its claim is asked again with it). */
-  readonly #parkSignals = new Map<Pending, AbortSignal | undefined>();
   readonly #held = new Map<string, Held>();
   /** Releases sent to the backend and not answered yet: dispose() waits for them (bounded) before closing it. */
   readonly #releasing = new Set<Promise<void>>();
@@ -265,8 +263,8 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       };
       // A breaker's HALF-OPEN probe is the pool's (one process sends it); anything else served as a probe (a BYOK
       // key's check call) is this process's own call.
-      if (this.#o.endpoints.get(endpointId)?.health.wantsProbe()) void this.#claimProbe(p, signal);
-      else this.#probeGrant(p, signal);
+      if (this.#o.endpoints.get(endpointId)?.health.wantsProbe()) void this.#claimProbe(p);
+      else this.#probeGrant(p);
     });
   }
 
@@ -274,7 +272,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
    * Takes the pool's probe claim of p's endpoint before any token: a process whose peer probes parks without
    * holding a local token, and looks again when the outcome arrives (or the claim is given back or expires).
    */
-  async #claimProbe(p: Pending, signal: AbortSignal | undefined): Promise<void> {
+  async #claimProbe(p: Pending): Promise<void> {
     const endpointId = p.probeOf!;
     let mine: boolean;
     const sentAt = this.#now();
@@ -302,16 +300,16 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       return;
     }
     if (!mine) {
-      this.#park(p, 'claim', this.#o.leaseTtlMs, signal);
+      this.#park(p, 'claim', this.#o.leaseTtlMs);
       return;
     }
     p.probeClaimed = true;
-    this.#probeGrant(p, signal);
+    this.#probeGrant(p);
   }
 
   /** The local probe grant (served before every tier), then a global token. */
-  #probeGrant(p: Pending, signal: AbortSignal | undefined): void {
-    this.#local.acquireProbe(p.probeOf!, signal).then(
+  #probeGrant(p: Pending): void {
+    this.#local.acquireProbe(p.probeOf!, p.signal).then(
       (grant) => {
         if (p.done) return this.#local.release(grant.leaseId, { kind: 'unused' });
         p.grant = grant;
@@ -401,7 +399,6 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     for (const t of this.#parkTimers.values()) clearTimeout(t);
     this.#parked.clear();
     this.#parkTimers.clear();
-    this.#parkSignals.clear();
     if (this.#retryTimer) clearTimeout(this.#retryTimer);
     this.#local.close(reason);
   }
@@ -574,7 +571,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
           p.probeClaimed = false;
           this.#local.release(p.grant!.leaseId, { kind: 'unused' });
           p.grant = undefined;
-          this.#park(p, 'claim', this.#o.leaseTtlMs, p.signal);
+          this.#park(p, 'claim', this.#o.leaseTtlMs);
           continue;
         }
         p.claimedAt = sentAt;
@@ -649,7 +646,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
             this.#refund(permit);
             if (p.request) this.#queue.unshift(p);
             // A probe has no max wait: it asks again a slot later, not in a tight loop.
-            else this.#park(p, 'pace', ask.windowMs / RATE_SLOTS, undefined);
+            else this.#park(p, 'pace', ask.windowMs / RATE_SLOTS);
             continue;
           }
         }
@@ -740,7 +737,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       this.#resubmit(p);
       return;
     }
-    this.#park(p, 'pace', retryInMs, undefined);
+    this.#park(p, 'pace', retryInMs);
   }
 
   /**
@@ -748,14 +745,13 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
    * health changes or a claim is given back: it is dropped then if the breaker here no longer wants a probe (the
    * other's probe decided), else it asks again (a paced probe keeps its local grant and asks for its token again).
    */
-  #park(p: Pending, why: 'claim' | 'pace', ms: number, signal: AbortSignal | undefined): void {
+  #park(p: Pending, why: 'claim' | 'pace', ms: number): void {
     p.parkedFor = why;
     p.parkedAt = this.#now();
     this.#parked.add(p);
-    const timer = setTimeout(() => this.#unpark(p, signal), Math.max(1, ms));
+    const timer = setTimeout(() => this.#unpark(p), Math.max(1, ms));
     timer.unref?.();
     this.#parkTimers.set(p, timer);
-    this.#parkSignals.set(p, signal);
   }
 
   /** Takes p off the parked set without looking again (it settled). */
@@ -763,11 +759,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     if (!this.#parked.delete(p)) return false;
     clearTimeout(this.#parkTimers.get(p));
     this.#parkTimers.delete(p);
-    this.#parkSignals.delete(p);
     return true;
   }
 
-  #unpark(p: Pending, signal: AbortSignal | undefined): void {
+  #unpark(p: Pending): void {
     if (!this.#unparkQuietly(p)) return;
     const why = p.parkedFor;
     p.parkedFor = undefined;
@@ -778,7 +773,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       return;
     }
     if (why === 'claim') {
-      void this.#claimProbe(p, signal);
+      void this.#claimProbe(p);
       return;
     }
     this.#queue.unshift(p);
@@ -796,10 +791,10 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       // Wake-ups come with every token given back in the pool: a parked probe asks again at most every
       // MIN_RECLAIM_MS (a sooner wake moves its timer there), not once per wake-up.
       const due = p.parkedAt + MIN_RECLAIM_MS;
-      if (now >= due) this.#unpark(p, this.#parkSignals.get(p));
+      if (now >= due) this.#unpark(p);
       else {
         clearTimeout(this.#parkTimers.get(p));
-        const timer = setTimeout(() => this.#unpark(p, this.#parkSignals.get(p)), due - now);
+        const timer = setTimeout(() => this.#unpark(p), due - now);
         timer.unref?.();
         this.#parkTimers.set(p, timer);
       }
