@@ -98,6 +98,9 @@ export interface BreakerContext {
  * - `PROBE_STARTED`: accepted only in HALF-OPEN with no probe in flight (`snapshot.can(...)` tells);
  *   `PROBE_SUCCEEDED` / `PROBE_FAILED` count only while a probe is in flight, so a stale result from an
  *   earlier half-open period changes nothing.
+ * - `PROBE_ABANDONED`: the probe in flight ended without hearing from the endpoint (its token was withdrawn,
+ *   its process lost the pool's probe claim, the caller aborted it): HALF-OPEN wants another, and nothing is
+ *   counted (an abandoned probe says nothing about the endpoint, so it must not lengthen the next cooldown).
  * - `TICK`: moves OPEN to HALF-OPEN once `at >= openUntil` (for restored actors); prunes the window in CLOSED.
  * - `FORCE_OPEN`: opens until the absolute instant `untilMs` (epoch ms, not a duration), e.g. credit
  *   exhaustion; while already open it only ever extends the cooldown.
@@ -119,6 +122,7 @@ export type BreakerEvent =
   | { readonly type: 'PROBE_STARTED'; readonly at: number }
   | { readonly type: 'PROBE_SUCCEEDED'; readonly at: number }
   | { readonly type: 'PROBE_FAILED'; readonly at: number; readonly retryAfterMs?: number }
+  | { readonly type: 'PROBE_ABANDONED'; readonly at: number }
   | { readonly type: 'TICK'; readonly at: number }
   | {
       readonly type: 'FORCE_OPEN';
@@ -299,6 +303,7 @@ export const breakerMachine = setup({
     ),
     resetProbes: assign({ goodProbes: 0, probeInFlight: false }),
     startProbe: assign({ probeInFlight: true }),
+    abandonProbe: assign({ probeInFlight: false }),
     countGoodProbe: assign(({ context }) => ({ goodProbes: context.goodProbes + 1, probeInFlight: false })),
     closeCircuit: assign(({ context }) => initialContext(context.config, context.openCount)),
     reopen: assign(({ context, event }) => {
@@ -372,6 +377,7 @@ export const breakerMachine = setup({
           { guard: 'probeInFlight', actions: 'countGoodProbe' },
         ],
         PROBE_FAILED: { guard: 'probeInFlight', target: 'open', actions: 'reopen' },
+        PROBE_ABANDONED: { guard: 'probeInFlight', actions: 'abandonProbe' },
         FORCE_OPEN: { target: 'open', actions: { type: 'forceOpen', params: { extend: false } } },
       },
     },

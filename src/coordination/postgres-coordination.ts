@@ -16,6 +16,12 @@ import type {
 import { leaseKey } from './coordination-backend.ts';
 import { CoordinationUnavailableError } from './coordination-errors.ts';
 import { PinnedPgClients } from './pinned-pg-clients.ts';
+import {
+  PostgresTokenBatcher,
+  TOKEN_BATCH_SQL,
+  type TokenBatch,
+  type TokenBatchResult,
+} from './postgres-token-batch.ts';
 
 /** NOTIFY channel of token wake-ups (payload: the pool) and of health changes (payload: JSON). */
 const TOKENS_CHANNEL = 'breakwater_tokens';
@@ -29,6 +35,11 @@ export interface PostgresCoordinationOptions {
   readonly leaseTtlMs: number;
   /** Connections for acquisitions and releases. Default 4. */
   readonly connections?: number;
+  /**
+   * Token statements in flight at once; each carries every acquire and release this process asked for while the
+   * others were out (see postgres-token-batch.ts). Default 2.
+   */
+  readonly tokenStatementsInFlight?: number;
   /** Connecting and each query must answer within this, ms. Default 5 000. */
   readonly timeoutMs?: number;
 }
@@ -40,16 +51,6 @@ export interface PostgresCoordinationOptions {
  * tell it lost the lock. A row lease carries an expiry (the TTL bounds how long a dead process keeps it) and a
  * generation (a stale holder's release or renewal is refused), and one connection serves every token.
  */
-const ACQUIRE_SQL = `
-with c as (
-  select slot from coordination_tokens
-  where pool = $1 and slot >= 0 and slot < $2 and (holder is null or expires_at < now())
-  order by (slot + $5::int) % $2::int limit 1 for update skip locked
-)
-update coordination_tokens t
-set holder = $3, generation = t.generation + 1, expires_at = now() + make_interval(secs => $4::float8 / 1000)
-from c where t.pool = $1 and t.slot = c.slot
-returning t.slot, t.generation`;
 
 /*
  * A NOTIFY per release serializes every commit on the server's notification queue: releases notify only while
@@ -143,7 +144,7 @@ const PREPARED = new Map<string, string>([
   [SWEEP_PROBES_SQL, 'bw_coord_sweep_probes'],
   [END_PROBE_SQL, 'bw_coord_end_probe'],
   [TAKE_RATE_SQL, 'bw_coord_take_rate'],
-  [ACQUIRE_SQL, 'bw_coord_acquire'],
+  [TOKEN_BATCH_SQL, 'bw_coord_token_batch'],
   [WAIT_SQL, 'bw_coord_wait'],
   [RELEASE_SQL, 'bw_coord_release'],
   [RENEW_SQL, 'bw_coord_renew'],
@@ -167,6 +168,7 @@ export class PostgresCoordination implements CoordinationBackend {
   readonly #pool: pg.Pool;
   /** The pool's connections as used by the statements here (the pool itself serves the migration). */
   readonly #conns: PinnedPgClients;
+  readonly #batch: PostgresTokenBatcher;
   #listener: pg.Client | undefined;
   #listening: Promise<void> | undefined;
   readonly #wake = new Set<() => void>();
@@ -208,6 +210,7 @@ export class PostgresCoordination implements CoordinationBackend {
     });
     this.#pool.on('remove', (client) => this.#clients.delete(client));
     this.#conns = new PinnedPgClients(this.#pool, max);
+    this.#batch = new PostgresTokenBatcher((b) => this.#runBatch(b), options.tokenStatementsInFlight ?? 2);
   }
 
   async connect(signal?: AbortSignal): Promise<void> {
@@ -231,19 +234,8 @@ export class PostgresCoordination implements CoordinationBackend {
 
   async tryAcquire(limit: number): Promise<GlobalAcquireResult> {
     await this.#ensureSlots(limit);
-    // The search starts at a slot this process gave back (no other process looks there first, so concurrent
-    // acquirers rarely meet on one row); without one, each attempt starts at another slot.
-    const mine = this.#freed.pop();
-    const start = mine !== undefined && mine < limit ? mine : this.#spread++ % limit;
-    const r = await this.#query<{ slot: number; generation: string }>(ACQUIRE_SQL, [
-      this.#o.pool,
-      limit,
-      this.#o.processId,
-      this.#o.leaseTtlMs,
-      start,
-    ]);
-    const row = r.rows[0];
-    if (row) return { ok: true, lease: { slot: String(row.slot), generation: Number(row.generation) } };
+    const granted = await this.#batch.acquire(limit);
+    if (granted) return { ok: true, lease: { slot: String(granted.slot), generation: granted.generation } };
     const e = await this.#query<{ ms: number | null; fresh: boolean | null; free: number }>(WAIT_SQL, [
       this.#o.pool,
       limit,
@@ -261,9 +253,41 @@ export class PostgresCoordination implements CoordinationBackend {
 
   async release(lease: GlobalLease): Promise<void> {
     const slot = Number(lease.slot);
-    await this.#query(RELEASE_SQL, [this.#o.pool, slot, lease.generation, this.#o.processId]);
+    // Skipped by the batch (its row was locked: a renewal in flight, another process taking an expired lease):
+    // given back by a statement that waits for the lock (a no-op if the lease is no longer this process's).
+    if (!(await this.#batch.release(slot, lease.generation)))
+      await this.#query(RELEASE_SQL, [this.#o.pool, slot, lease.generation, this.#o.processId]);
     this.#freed.push(slot);
     if (this.#freed.length > FREED_KEPT) this.#freed.shift();
+  }
+
+  /** One statement for the acquires and releases gathered by {@link PostgresTokenBatcher}. */
+  async #runBatch(batch: TokenBatch): Promise<TokenBatchResult> {
+    // The search starts at a slot this process gave back (no other process looks there first, so concurrent
+    // acquirers rarely meet on one row); without one, each statement starts at another slot.
+    const mine = this.#freed.pop();
+    const limit = Math.max(batch.limit, 1);
+    const start = mine !== undefined && mine < limit ? mine : this.#spread++ % limit;
+    const r = await this.#query<{ k: 'a' | 'r' | 'n'; slot: number | null; generation: string | null }>(
+      TOKEN_BATCH_SQL,
+      [
+        this.#o.pool,
+        batch.limit,
+        this.#o.processId,
+        batch.release.map((l) => l.slot),
+        batch.release.map((l) => l.generation),
+        batch.acquire,
+        start,
+        this.#o.leaseTtlMs,
+      ],
+    );
+    const granted: { slot: number; generation: number }[] = [];
+    const released = new Set<number>();
+    for (const row of r.rows) {
+      if (row.k === 'a') granted.push({ slot: Number(row.slot), generation: Number(row.generation) });
+      else if (row.k === 'r') released.add(Number(row.slot));
+    }
+    return { granted, released };
   }
 
   async renew(leases: readonly GlobalLease[]): Promise<Set<string>> {
@@ -372,6 +396,7 @@ export class PostgresCoordination implements CoordinationBackend {
     const listener = this.#listener;
     this.#listener = undefined;
     this.#conns.close();
+    this.#batch.close(new CoordinationUnavailableError('the coordination backend is closed'));
     // A server that does not answer (a frozen network path) must not hold the process: bounded, then dropped.
     await boundedClose(Promise.allSettled([listener?.end(), this.#pool.end()]), 1_000);
     for (const c of [...this.#clients, ...(listener ? [listener] : [])])

@@ -257,9 +257,10 @@ export class EndpointHealthTracker {
       } else if (this.wantsProbe()) this.#hooks.onProbeWanted?.(this.id);
       return;
     }
-    if (outcome.kind === 'unused') {
-      // The probe never went (its token was withdrawn): HALF-OPEN still wants one.
-      this.#send({ type: 'PROBE_FAILED', at: now });
+    if (outcome.kind === 'unused' || outcome.fault.kind === 'cancelled') {
+      // The probe never went (its token was withdrawn) or was stopped by us (its lease or the pool's probe claim
+      // was lost, the runtime stopped): nothing was learned of the endpoint, and HALF-OPEN still wants one.
+      this.#send({ type: 'PROBE_ABANDONED', at: now });
       return;
     }
     const { fault } = outcome;

@@ -112,6 +112,25 @@ describe('endpoint health — cooldown, breaker, probes', () => {
     expect(t.health.view(t.clock.now()).openUntil).toBe(t.clock.now() + 90_000);
   });
 
+  it('a probe that never went or that we stopped (lease or claim lost) is abandoned: still HALF-OPEN, nothing counted', () => {
+    const t = tracker();
+    for (let i = 0; i < 3; i++) t.call(fault('network'));
+    t.clock.advance(30_000);
+    for (const ended of [{ kind: 'unused' } as const, fault('cancelled')]) {
+      t.health.startProbe(t.clock.now());
+      t.health.settleProbe(ended, t.clock.now());
+      expect(t.health.breakerState).toBe('halfOpen');
+      expect(t.health.wantsProbe()).toBe(true);
+      expect(t.health.inFlight).toBe(0);
+    }
+    expect(t.health.view(t.clock.now()).failedProbes).toBeUndefined();
+    // A real failure after them is the first failed probe: the base cooldown, not one lengthened by them.
+    t.health.startProbe(t.clock.now());
+    t.health.settleProbe(fault('network'), t.clock.now());
+    expect(t.health.view(t.clock.now()).failedProbes).toBe(1);
+    expect(t.health.view(t.clock.now()).openUntil).toBe(t.clock.now() + 30_000);
+  });
+
   it('credit exhausted disables the key for creditCooldownMs, or as long as the fault says', () => {
     const t = tracker();
     t.call(fault('credit_exhausted', { status: 429 }));
