@@ -68,6 +68,8 @@ const MAX_BATCH = 64;
 
 interface PendingAcquire {
   readonly limit: number;
+  /** Already sent again after a statement that released tokens: its next answer is final. */
+  readonly again?: boolean;
   resolve(granted: { slot: number; generation: number } | undefined): void;
   reject(e: unknown): void;
 }
@@ -158,8 +160,16 @@ export class PostgresTokenBatcher {
       })
         .then(
           (result) => {
-            // First come, first granted: the callers left over found no free token.
-            for (const [i, a] of acquires.entries()) a.resolve(result.granted[i]);
+            // First come, first granted. A caller left over in a statement that gave tokens back looks once more
+            // in the next (a statement cannot see its own releases: with limit 1, a release and an acquire sent
+            // together would refuse the acquire while the token is free); otherwise none was free.
+            const again: PendingAcquire[] = [];
+            for (const [i, a] of acquires.entries()) {
+              const granted = result.granted[i];
+              if (granted || a.again || result.released.size === 0) a.resolve(granted);
+              else again.push({ ...a, again: true });
+            }
+            this.#acquires.unshift(...again);
             for (const r of releases) r.resolve(result.released.has(r.slot));
           },
           (e: unknown) => {

@@ -290,7 +290,16 @@ describe.each([
       if (c.status === 200 && c.idempotencyKey)
         answered.set(c.idempotencyKey, (answered.get(c.idempotencyKey) ?? 0) + 1);
     const repeated = memo.filter((m) => answered.get(m.idempotency_key) !== 1);
-    expect(repeated).toEqual([]);
+    // On failure, each repeated key's answers at the emulator (status, started at) say how it came to repeat.
+    const answers = (key: string) =>
+      emulator
+        .stats()
+        .calls.filter((c) => c.idempotencyKey === key)
+        .map((c) => `${c.status}@${c.startedAt}`);
+    expect(
+      repeated,
+      `victim ${victimPid}: ${repeated.map((m) => `${m.idempotency_key} → ${answers(m.idempotency_key).join(', ')}`).join('; ')}`,
+    ).toEqual([]);
 
     // The global limit held across the three processes, at the emulator.
     expect(emulator.stats().maxInFlight).toBeLessThanOrEqual(LIMIT);
