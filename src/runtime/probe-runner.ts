@@ -3,7 +3,7 @@ import type { Clock } from '../clock/clock.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
-import type { TokenScheduler } from '../scheduler/token-scheduler.ts';
+import { LeaseExpiredError, type TokenScheduler } from '../scheduler/token-scheduler.ts';
 import type { CallRecordEvent } from './agent-actors.ts';
 
 /** What {@link createProbeRunner} needs. */
@@ -72,6 +72,12 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       scheduler.release(grant.leaseId, { kind: 'unused' });
       return;
     }
+    // Taken up as an agent takes up its grant: with shared coordination, a lease or a rate permit that ran out
+    // while the grant waited is refused here, before anything goes upstream.
+    if (!scheduler.claim(grant.leaseId)) {
+      scheduler.releaseUnclaimed(grant.leaseId);
+      return;
+    }
     const started = clock.now();
     const wallStartedAt = Date.now();
     entry.health.startProbe(started);
@@ -86,7 +92,7 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       });
       settlement = { kind: 'success', result };
     } catch (e) {
-      const fault: Fault = isEngineFaultError(e)
+      let fault: Fault = isEngineFaultError(e)
         ? e.fault
         : {
             kind: 'network',
@@ -94,6 +100,11 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
             message: 'probe failed',
             endpointId: id,
           };
+      // Cancelled because its lease ran out: the endpoint held the probe for the whole lease, which is what a
+      // timeout says (the breaker reopens). Any other cancellation (the lease fenced, the pool's probe claim lost,
+      // the runtime stopping) says nothing of the endpoint: the probe is abandoned (endpoint-health.ts).
+      if (fault.kind === 'cancelled' && grant.signal.reason instanceof LeaseExpiredError)
+        fault = { ...fault, kind: 'timeout', message: 'probe outlived its lease' };
       settlement = { kind: 'fault', fault };
     }
     const at = clock.now();

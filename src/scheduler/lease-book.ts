@@ -114,7 +114,8 @@ export class LeaseBook {
   /** The holder takes up its grant; `undefined` when it is gone or already taken back. */
   claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined {
     const lease = this.#leases.get(leaseId);
-    if (!lease || lease.claimed || lease.reclaimed) return undefined;
+    // A probe counts as claimed from its grant (the runtime sends it at once); its runner still takes it up.
+    if (!lease || (lease.claimed && !lease.probe) || lease.reclaimed) return undefined;
     lease.claimed = true;
     lease.onReclaim = onReclaim;
     return lease;

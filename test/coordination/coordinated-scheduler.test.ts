@@ -182,6 +182,27 @@ describe.each(coordinationCases())('$name coordinated scheduler', ({ options: ma
     expect(await peer.claimProbe('sonnet', TTL)).toBe(true);
   });
 
+  it('a probe grant is taken up like a call: claimed within its lease it goes; past the lease deadline it is refused and its token comes back', async () => {
+    const t = setup({ limit: 3, localLimit: 1 });
+    const health = t.f.endpoints.get('sonnet')!.health;
+    for (let i = 0; i < 3; i++) health.settle(fault('network'), 0, t.f.clock.now());
+    t.f.clock.advance(30_000);
+    const first = await within(t.scheduler.acquireProbe('sonnet'), 5_000);
+    if (first === 'pending') throw new Error('no probe grant');
+    expect(t.scheduler.claim(first.leaseId)).toBeDefined();
+    t.scheduler.release(first.leaseId, { kind: 'unused' });
+    const late = await within(t.scheduler.acquireProbe('sonnet'), 5_000);
+    if (late === 'pending') throw new Error('no second probe grant');
+    // Frozen past its lease: the backend may have given the token to another process; nothing may go.
+    t.clock.now += TTL;
+    expect(t.scheduler.claim(late.leaseId)).toBeUndefined();
+    t.scheduler.releaseUnclaimed(late.leaseId);
+    const other = await within(t.scheduler.acquire(request('x', 'm')), 5_000);
+    expect(other !== 'pending' && other.kind).toBe('granted');
+    if (other !== 'pending' && other.kind === 'granted')
+      t.scheduler.release(other.grant.leaseId, { kind: 'unused' });
+  });
+
   it('a probe whose claim ran out while it waited for a token, and another process took it, does not go: it waits for that probe holding nothing', async () => {
     // Real time here: the claim's TTL runs on the backend's clock.
     const t = setup({ limit: 1, ttl: 1_000, realTime: true });

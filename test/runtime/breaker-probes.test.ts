@@ -66,4 +66,51 @@ describe('circuit breaker on a dead endpoint', () => {
     expect(back.endpointId).toBe('local-vllm');
     await supervisor.stop();
   });
+  it('a probe that hangs past its lease is cancelled and counted as failed, and holds its token until it ended: under limit 1, never 2 calls in flight', async () => {
+    // Its own emulator and clock: the in-flight high-water mark is this test's alone.
+    const own = createManualClock(Date.parse('2026-08-17T07:00:00+09:00'));
+    const emu = await startEmulator({ profile: { seed: 10 }, clock: own });
+    try {
+      const dead = emu.addFault({ kind: 'connection_reset', match: { flavor: 'vllm' } });
+      const supervisor = createSupervisor(
+        {
+          endpoints: [
+            emulatorEndpoint(emu, 'local-vllm', 'vllm', 'llama-3-70b'),
+            emulatorEndpoint(emu, 'haiku', 'anthropic', 'claude-haiku-4-5'),
+          ],
+          chains: { light: ['local-vllm', 'haiku'] },
+          breaker: { openMs: 30_000, consecutiveToOpen: 3 },
+          concurrency: { limit: 1, leaseMs: 3_000 },
+        },
+        { clock: own, random: () => 0 },
+      );
+      const agent = supervisor.spawnAgent({ name: 'ops', chain: 'light', tier: 'ops' });
+      for (let i = 0; i < 3; i++) await agent.ask(`job ${i}`);
+      const vllm = () => supervisor.health().find((h) => h.id === 'local-vllm')!;
+      expect(vllm().breaker).toBe('open');
+      emu.removeFault(dead);
+      emu.addFault({ kind: 'hang_before_headers', match: { flavor: 'vllm' } });
+      // HALF-OPEN: the probe goes, and hangs.
+      await driveUntil(own, () => emu.stats().held === 1, { stepMs: 100, maxSimulatedMs: 60_000 });
+      expect(vllm().failedProbes).toBeUndefined();
+      // An ask meanwhile waits for the one token, which the hanging probe holds until its call has ended.
+      let turn: Awaited<ReturnType<typeof agent.ask>> | undefined;
+      void agent.ask('while probing').then((t) => {
+        turn = t;
+      });
+      await driveUntil(own, () => turn !== undefined, { stepMs: 500, maxSimulatedMs: 120_000 });
+      expect(turn!.outcome).toBe('fallback');
+      expect(turn!.endpointId).toBe('haiku');
+      expect(emu.stats().maxInFlight).toBe(1);
+      // The probe outlived its lease: a failed probe (reopened, its backoff counted), not an abandoned one.
+      expect(vllm().breaker).toBe('open');
+      expect(vllm().failedProbes).toBe(1);
+      const probe = emu.stats().calls.find((c) => c.idempotencyKey?.startsWith('probe:'))!;
+      expect(probe.status).toBe('hang');
+      expect(probe.endedAt - probe.startedAt).toBe(3_000);
+      await supervisor.stop();
+    } finally {
+      await emu.close();
+    }
+  });
 });
