@@ -230,14 +230,18 @@ export function createAgentActors(deps: AgentActorDeps) {
     let left = false;
     let ended = false;
     let answered: [string, EngineResult] | undefined;
+    const report = (outcome: CallOutcome) => {
+      if (!left) sendBack({ type: 'CALL.DONE', output: outcome });
+    };
     callEngineBody(input, cancel, (key, result) => {
       answered = [key, result];
     }).then(
-      async (outcome) => {
+      (outcome) => {
         ended = true;
         // The token is back already (the body released it); the answer is made durable before it is reported.
-        if (answered) await remember(answered[0], answered[1]);
-        if (!left) sendBack({ type: 'CALL.DONE', output: outcome });
+        // Without a memo there is nothing to wait for: reported now, not a promise and two microtasks later.
+        if (answered && memo) remember(answered[0], answered[1]).then(() => report(outcome));
+        else report(outcome);
       },
       (e: unknown) => {
         ended = true;

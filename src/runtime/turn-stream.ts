@@ -267,9 +267,6 @@ export function streamAsk(
   ask: (sink: TurnStreamSink, cancel: StreamCancel) => Promise<Turn>,
 ): TurnStream {
   const cancel = new StreamCancel();
-  const abort = () => cancel.cancel(signal?.reason);
-  if (signal?.aborted) abort();
-  else signal?.addEventListener('abort', abort, { once: true });
   let settle!: (t: Turn) => void;
   let fail!: (e: unknown) => void;
   const turn = new Promise<Turn>((resolve, reject) => {
@@ -277,14 +274,21 @@ export function streamAsk(
     fail = reject;
   });
   const channel = new TurnEventChannel(turn, () => cancel.cancel(new Error('the stream was cancelled')));
-  const done = signal ? () => signal.removeEventListener('abort', abort) : undefined;
+  // Without a signal (the common streamed turn) there is no listener to take off: the ask settles the turn as is.
+  if (!signal) {
+    ask(channel, cancel).then(settle, fail);
+    return channel;
+  }
+  const abort = () => cancel.cancel(signal.reason);
+  if (signal.aborted) abort();
+  else signal.addEventListener('abort', abort, { once: true });
   ask(channel, cancel).then(
     (t) => {
-      done?.();
+      signal.removeEventListener('abort', abort);
       settle(t);
     },
     (e: unknown) => {
-      done?.();
+      signal.removeEventListener('abort', abort);
       fail(e);
     },
   );
