@@ -70,7 +70,7 @@ async function runMode(mode: Mode) {
         if (out.includes('ready\n')) resolve();
       }),
     );
-    const done = new Promise<{ latencies: number[]; refused: number }>((resolve, reject) =>
+    const done = new Promise<{ latencies: number[]; refused: number; cpuMicros: number }>((resolve, reject) =>
       child.on('exit', (code) => {
         if (code !== 0) return reject(new Error(`${mode} child exited with ${code}`));
         resolve(JSON.parse(out.split('\n').filter(Boolean).at(-1)!));
@@ -92,6 +92,10 @@ async function runMode(mode: Mode) {
     p50Ms: round(percentile(latencies, 50)),
     p99Ms: round(percentile(latencies, 99)),
     grantsPerSecond: Math.round(latencies.length / seconds),
+    // The client side's CPU per grant (the three processes together): what a busy machine's load does not change.
+    clientCpuMicrosPerGrant: Math.round(
+      results.reduce((n, r) => n + r.cpuMicros, 0) / Math.max(1, latencies.length),
+    ),
   };
 }
 
@@ -115,12 +119,12 @@ const modes = args.modes.split(',') as Mode[];
 console.log(
   `bench:coordination — ${PROCESSES} processes × ${args.concurrency} loops, limit ${args.limit}, ${args.seconds} s each (load ${loadavg()[0]!.toFixed(2)})`,
 );
-console.log(row('backend', 'p50 ms', 'p99 ms', 'grants/s', 'refused'));
+console.log(row('backend', 'p50 ms', 'p99 ms', 'grants/s', 'refused', 'client µs/grant'));
 const results = [];
 for (const mode of modes) {
   const r = await runMode(mode);
   results.push(r);
-  console.log(row(mode, r.p50Ms, r.p99Ms, r.grantsPerSecond, r.refused));
+  console.log(row(mode, r.p50Ms, r.p99Ms, r.grantsPerSecond, r.refused, r.clientCpuMicrosPerGrant));
 }
 const pgResult = results.find((r) => r.mode === 'postgres');
 if (pgResult) {

@@ -1,7 +1,7 @@
 /*
  * One process of bench:coordination: `concurrency` loops of acquire + release on a shared backend for
  * `durationMs`, started when the parent writes "go". Prints one JSON line: the latency of every grant
- * (acquire + release, ms) and how many grants it made.
+ * (acquire + release, ms), how many asks were refused, and the process's CPU time over the loops (µs).
  */
 import { performance } from 'node:perf_hooks';
 import pg from 'pg';
@@ -77,6 +77,7 @@ process.stdout.write('ready\n');
 await new Promise<void>((resolve) => process.stdin.once('data', () => resolve()));
 const latencies: number[] = [];
 let refused = 0;
+const cpu0 = process.cpuUsage();
 const end = performance.now() + spec.durationMs;
 await Promise.all(
   loops.map(async (loop) => {
@@ -87,6 +88,9 @@ await Promise.all(
     }
   }),
 );
+const cpu = process.cpuUsage(cpu0);
 await close();
 // Exit only once the line is flushed: a pipe write is asynchronous.
-process.stdout.write(`${JSON.stringify({ latencies, refused })}\n`, () => process.exit(0));
+process.stdout.write(`${JSON.stringify({ latencies, refused, cpuMicros: cpu.user + cpu.system })}\n`, () =>
+  process.exit(0),
+);
