@@ -257,9 +257,9 @@ export class EndpointHealthTracker {
       } else if (this.wantsProbe()) this.#hooks.onProbeWanted?.(this.id);
       return;
     }
-    if (outcome.kind === 'unused' || outcome.fault.kind === 'cancelled') {
-      // The probe never went (its token was withdrawn) or was stopped by us (its lease or the pool's probe claim
-      // was lost, the runtime stopped): nothing was learned of the endpoint, and HALF-OPEN still wants one.
+    if (outcome.kind === 'unused') {
+      // Abandoned: the probe never went, or its runner stopped it (its lease fenced, the pool's probe claim lost, the
+      // runtime stopping; see probe-runner.ts). Nothing was learned of the endpoint, and HALF-OPEN still wants one.
       this.#send({ type: 'PROBE_ABANDONED', at: now });
       return;
     }

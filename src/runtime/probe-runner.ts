@@ -47,24 +47,31 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
   const stopping = new AbortController();
   let seq = 0;
 
+  /**
+   * Before the next probe of an endpoint whose probe got no verdict: `request` asks again as soon as a run ends, and
+   * without a pause (real time: it waits for a backend or a peer, not for the endpoint) a refusal that repeats would
+   * spin without ever yielding to I/O.
+   */
+  const pause = () =>
+    new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        stopping.signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, PROBE_RETRY_PAUSE_MS);
+      timer.unref?.();
+      stopping.signal.addEventListener('abort', done, { once: true });
+    });
+
   const run = async (id: string): Promise<void> => {
     let grant: Awaited<ReturnType<TokenScheduler['acquireProbe']>>;
     try {
       grant = await scheduler.acquireProbe(id, stopping.signal);
     } catch {
       if (stopping.signal.aborted) return; // the runtime is stopping
-      // Refused (a shared backend down): the breaker still wants a probe and `request` would ask again at once; a
-      // pause (real time, it waits for a backend) keeps that from spinning without ever yielding to I/O.
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          stopping.signal.removeEventListener('abort', done);
-          resolve();
-        };
-        const timer = setTimeout(done, PROBE_RETRY_PAUSE_MS);
-        timer.unref?.();
-        stopping.signal.addEventListener('abort', done, { once: true });
-      });
+      // Refused (a shared backend down): the breaker still wants a probe and `request` would ask again at once.
+      await pause();
       return;
     }
     const entry = endpoints.get(id);
@@ -75,7 +82,8 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
     // Taken up as an agent takes up its grant: with shared coordination, a lease or a rate permit that ran out
     // while the grant waited is refused here, before anything goes upstream.
     if (!scheduler.claim(grant.leaseId)) {
-      scheduler.releaseUnclaimed(grant.leaseId);
+      scheduler.release(grant.leaseId, { kind: 'unused' });
+      await pause();
       return;
     }
     const started = clock.now();
@@ -83,6 +91,7 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
     entry.health.startProbe(started);
     deps.logger.info({ endpoint: id }, 'probe');
     let settlement: CallSettlement;
+    let abandoned = false;
     try {
       const result = await entry.engine.call({
         messages: [{ role: 'user', content: 'ping' }],
@@ -100,15 +109,18 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
             message: 'probe failed',
             endpointId: id,
           };
-      // Cancelled because its lease ran out: the endpoint held the probe for the whole lease, which is what a
-      // timeout says (the breaker reopens). Any other cancellation (the lease fenced, the pool's probe claim lost,
-      // the runtime stopping) says nothing of the endpoint: the probe is abandoned (endpoint-health.ts).
-      if (fault.kind === 'cancelled' && grant.signal.reason instanceof LeaseExpiredError)
+      // Stopped by us? Its lease ran out: the endpoint held the probe for the whole lease, which is what a timeout
+      // says (the breaker reopens). Otherwise (the lease fenced, the pool's probe claim lost, the runtime stopping)
+      // nothing was learned of the endpoint: the probe is abandoned. A cancellation the endpoint sent itself (an
+      // HTTP 499) is its answer: a failed probe like any other fault.
+      const ours = grant.signal.aborted || stopping.signal.aborted;
+      if (ours && grant.signal.reason instanceof LeaseExpiredError)
         fault = { ...fault, kind: 'timeout', message: 'probe outlived its lease' };
+      else if (ours) abandoned = true;
       settlement = { kind: 'fault', fault };
     }
     const at = clock.now();
-    entry.health.settleProbe(settlement, at);
+    entry.health.settleProbe(abandoned ? { kind: 'unused' } : settlement, at);
     scheduler.release(grant.leaseId, settlement);
     deps.onCall?.({
       tier: 'probe',
@@ -122,6 +134,7 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       ...(settlement.kind === 'fault' ? { fault: settlement.fault } : {}),
       probe: true,
     });
+    if (abandoned) await pause();
   };
 
   const request = (id: string): void => {

@@ -114,7 +114,8 @@ export class LeaseBook {
   /** The holder takes up its grant; `undefined` when it is gone or already taken back. */
   claim(leaseId: string, onReclaim?: (reason: unknown) => void): Grant | undefined {
     const lease = this.#leases.get(leaseId);
-    // A probe counts as claimed from its grant (the runtime sends it at once); its runner still takes it up.
+    // A probe counts as claimed from its grant (a lease that runs out cancels it rather than handing its token back
+    // while it may be upstream); its runner still takes it up, and may set `onReclaim`.
     if (!lease || (lease.claimed && !lease.probe) || lease.reclaimed) return undefined;
     lease.claimed = true;
     lease.onReclaim = onReclaim;

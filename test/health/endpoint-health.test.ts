@@ -112,11 +112,12 @@ describe('endpoint health — cooldown, breaker, probes', () => {
     expect(t.health.view(t.clock.now()).openUntil).toBe(t.clock.now() + 90_000);
   });
 
-  it('a probe that never went or that we stopped (lease or claim lost) is abandoned: still HALF-OPEN, nothing counted', () => {
+  it('a probe abandoned by its runner (settled unused) stays HALF-OPEN with nothing counted; a cancellation from the endpoint is a failed probe', () => {
     const t = tracker();
     for (let i = 0; i < 3; i++) t.call(fault('network'));
     t.clock.advance(30_000);
-    for (const ended of [{ kind: 'unused' } as const, fault('cancelled')]) {
+    for (let i = 0; i < 2; i++) {
+      const ended = { kind: 'unused' } as const;
       t.health.startProbe(t.clock.now());
       t.health.settleProbe(ended, t.clock.now());
       expect(t.health.breakerState).toBe('halfOpen');
@@ -124,9 +125,10 @@ describe('endpoint health — cooldown, breaker, probes', () => {
       expect(t.health.inFlight).toBe(0);
     }
     expect(t.health.view(t.clock.now()).failedProbes).toBeUndefined();
-    // A real failure after them is the first failed probe: the base cooldown, not one lengthened by them.
+    // A failure after them (an HTTP 499 the endpoint sent is one) is the first failed probe: the base cooldown,
+    // not one lengthened by them.
     t.health.startProbe(t.clock.now());
-    t.health.settleProbe(fault('network'), t.clock.now());
+    t.health.settleProbe(fault('cancelled'), t.clock.now());
     expect(t.health.view(t.clock.now()).failedProbes).toBe(1);
     expect(t.health.view(t.clock.now()).openUntil).toBe(t.clock.now() + 30_000);
   });

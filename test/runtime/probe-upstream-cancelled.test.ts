@@ -7,11 +7,10 @@ import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { driveUntil, emulatorEndpoint, settle } from '../support/runtime-harness.ts';
 
 /*
- * Hostile review (hrev): an endpoint that answers a probe with HTTP 499 (Google's CANCELLED, some gateways) yields a
- * fault of kind 'cancelled' (fault-rules.ts) although nobody on our side cancelled anything. Since 9ca608b/c643867
- * settleProbe treats every 'cancelled' fault as an abandoned probe (still HALF-OPEN, wants another), and the probe
- * runner asks for the next probe at once: the endpoint the breaker should protect is probed back to back, forever,
- * with no cooldown and no simulated time passing.
+ * An endpoint that answers a probe with HTTP 499 (Google's CANCELLED, some gateways) yields a fault of kind
+ * 'cancelled' although nothing on our side cancelled the probe: that is the endpoint's answer, a failed probe. Were
+ * it taken for an abandoned probe (still HALF-OPEN, wanting another at once), the endpoint the breaker protects would
+ * be probed back to back, with no cooldown and no simulated time passing.
  */
 let emulator: Emulator;
 let server: Server;
