@@ -265,7 +265,7 @@ export class PostgresCoordination implements CoordinationBackend {
   async #runBatch(batch: TokenBatch): Promise<TokenBatchResult> {
     // The search starts at a slot this process gave back (no other process looks there first, so concurrent
     // acquirers rarely meet on one row); without one, each statement starts at another slot.
-    const mine = this.#freed.pop();
+    const mine = batch.acquire > 0 ? this.#freed.pop() : undefined;
     const limit = Math.max(batch.limit, 1);
     const start = mine !== undefined && mine < limit ? mine : this.#spread++ % limit;
     const r = await this.#query<{ k: 'a' | 'r' | 'n'; slot: number | null; generation: string | null }>(

@@ -144,14 +144,16 @@ export class PostgresTokenBatcher {
 
   #flush(): void {
     while (this.#inFlight < this.#maxInFlight && (this.#acquires.length > 0 || this.#releases.length > 0)) {
+      // Releases first: they free tokens, and a crowd of acquires must not hold them back.
+      const releases = this.#releases.splice(0, MAX_BATCH);
       const limit = this.#acquires[0]?.limit ?? 0;
       // One limit per statement: a request under another limit (a pool re-sized mid-run) waits for the next.
       const acquires: PendingAcquire[] = [];
       const later: PendingAcquire[] = [];
+      const room = MAX_BATCH - releases.length;
       for (const a of this.#acquires)
-        (a.limit === limit && acquires.length < MAX_BATCH ? acquires : later).push(a);
+        (a.limit === limit && acquires.length < room ? acquires : later).push(a);
       this.#acquires = later;
-      const releases = this.#releases.splice(0, MAX_BATCH - acquires.length);
       this.#inFlight++;
       this.#run({
         limit,
