@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { openDatabase } from '../../src/store/open-database.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
 import { startVizServer } from '../../src/viz/viz-server.ts';
 import { cleanEnv, REPO_ROOT, runCli } from './run-cli.ts';
@@ -19,31 +19,39 @@ import { cleanEnv, REPO_ROOT, runCli } from './run-cli.ts';
 const dir = mkdtempSync(join(tmpdir(), 'bw-secrets-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** Every row of every table of a PGlite data directory, as text. */
-async function dumpDatabase(dataDir: string): Promise<string> {
-  const database = await openDatabase({ dataDir });
-  try {
-    const names = await sql<{ table_name: string }>`
-      select table_name from information_schema.tables
-      where table_schema not in ('pg_catalog', 'information_schema') and table_type = 'BASE TABLE'`.execute(
+/** Every row of every table of a store, as text. */
+async function dumpDatabase(database: BreakwaterDatabase): Promise<string> {
+  const names = await sql<{ table_name: string }>`
+    select table_name from information_schema.tables
+    where table_schema not in ('pg_catalog', 'information_schema') and table_type = 'BASE TABLE'`.execute(
+    database.db,
+  );
+  const out: string[] = [];
+  for (const { table_name } of names.rows) {
+    const rows = await sql<Record<string, unknown>>`select * from ${sql.table(table_name)}`.execute(
       database.db,
     );
-    const out: string[] = [];
-    for (const { table_name } of names.rows) {
-      const rows = await sql<Record<string, unknown>>`select * from ${sql.table(table_name)}`.execute(
-        database.db,
-      );
-      for (const r of rows.rows) out.push(`${table_name} ${JSON.stringify(r)}`);
-    }
-    return out.join('\n');
+    for (const r of rows.rows) out.push(`${table_name} ${JSON.stringify(r)}`);
+  }
+  return out.join('\n');
+}
+
+/**
+ * Every row of every table of a PGlite data directory, as text; '' when the run left no folder (nothing stored
+ * there). Opening a missing folder would make a new, empty cluster only to dump nothing (a second of CPU).
+ */
+async function dumpDataDir(dataDir: string): Promise<string> {
+  if (!existsSync(dataDir)) return '';
+  const database = await openDatabase({ dataDir });
+  try {
+    return await dumpDatabase(database);
   } finally {
     await database.close();
   }
 }
 
 /** What the visualizer serves for a stored run (replay APIs, the same server `breakwater viz` runs). */
-async function replayResponses(dataDir: string, runId: string): Promise<string> {
-  const database = await openDatabase({ dataDir });
+async function replayResponses(database: BreakwaterDatabase, runId: string): Promise<string> {
   const viz = await startVizServer({ port: 0, store: createRunStore(database), runId });
   try {
     const texts: string[] = [];
@@ -61,7 +69,6 @@ async function replayResponses(dataDir: string, runId: string): Promise<string> 
     return texts.join('\n');
   } finally {
     await viz.close();
-    await database.close();
   }
 }
 
@@ -74,6 +81,12 @@ describe('ordinary words as keys: apiKey "ollama", /byok openai <run id>, /byok 
   const typedFirst = `mysecret${randomBytes(4).toString('hex')}`;
   let run: { code: number | null; stdout: string; stderr: string };
   let live = '';
+  // The run's folder, opened once (after the run: one process at a time) for every check below.
+  let opened: Promise<BreakwaterDatabase> | undefined;
+  const stored = () => (opened ??= openDatabase({ dataDir }));
+  afterAll(async () => {
+    await (await opened)?.close();
+  });
 
   beforeAll(async () => {
     writeFileSync(
@@ -154,24 +167,19 @@ emulator:
 
   it('the run completes: every turn answered by ollama-local, the words stored as they are', async () => {
     expect(run.code, run.stderr).toBe(0);
-    const database = await openDatabase({ dataDir });
-    try {
-      const store = createRunStore(database);
-      const stored = await store.getRun(runId);
-      expect(stored?.status).toBe('completed');
-      expect(stored?.currentRound).toBe(4);
-      const turns = await store.listTurns(runId);
-      expect(turns).toHaveLength(4 * 2 * 2);
-      expect(new Set(turns.map((t) => t.endpointId))).toEqual(new Set(['ollama-local']));
-      expect(new Set(turns.map((t) => t.outcome))).toEqual(new Set(['answered']));
-      const checkout = turns.filter((t) => t.itemId === 'U01');
-      expect(checkout).toHaveLength(8);
-      for (const t of checkout) expect(JSON.stringify(t.prompt)).toContain('Checkout latency above 4 s');
-      const events = await store.readEvents(runId);
-      expect(events.some((e) => e.type.startsWith('byok.'))).toBe(false);
-    } finally {
-      await database.close();
-    }
+    const store = createRunStore(await stored());
+    const row = await store.getRun(runId);
+    expect(row?.status).toBe('completed');
+    expect(row?.currentRound).toBe(4);
+    const turns = await store.listTurns(runId);
+    expect(turns).toHaveLength(4 * 2 * 2);
+    expect(new Set(turns.map((t) => t.endpointId))).toEqual(new Set(['ollama-local']));
+    expect(new Set(turns.map((t) => t.outcome))).toEqual(new Set(['answered']));
+    const checkout = turns.filter((t) => t.itemId === 'U01');
+    expect(checkout).toHaveLength(8);
+    for (const t of checkout) expect(JSON.stringify(t.prompt)).toContain('Checkout latency above 4 s');
+    const events = await store.readEvents(runId);
+    expect(events.some((e) => e.type.startsWith('byok.'))).toBe(false);
   });
 
   it('each /byok line got one answer and changed nothing: two format refusals, an unknown provider, a refused key', () => {
@@ -196,8 +204,8 @@ emulator:
   });
 
   it('the typed word and the refused key are nowhere: stdout, stderr, every table, the live feed, the replay APIs', async () => {
-    const dump = await dumpDatabase(dataDir);
-    const replay = await replayResponses(dataDir, runId);
+    const dump = await dumpDatabase(await stored());
+    const replay = await replayResponses(await stored(), runId);
     expect(dump).toContain('ollama-local');
     expect(replay).toContain('Checkout latency above 4 s');
     expect(live).toContain('event: init');
@@ -239,7 +247,7 @@ rounds:
     const run = await runCli(args, env);
     expect(run.code).not.toBe(0);
     expect(run.stderr.trim().length).toBeGreaterThan(0);
-    const dump = dataDir ? await dumpDatabase(dataDir).catch(() => '') : '';
+    const dump = dataDir ? await dumpDataDir(dataDir).catch(() => '') : '';
     for (const [where, text] of Object.entries({ stdout: run.stdout, stderr: run.stderr, dump })) {
       expect(text, where).not.toContain(SECRET);
     }
