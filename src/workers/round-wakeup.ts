@@ -32,11 +32,16 @@ export interface RoundWakeup {
   close(): Promise<void>;
 }
 
+/** Backoff of the LISTEN connection made again after a loss, ms. */
+const RELISTEN_MIN_MS = 500;
+const RELISTEN_MAX_MS = 10_000;
+
 /**
  * LISTENs on {@link ROUND_CHANNEL} on a dedicated connection (a pooled one would lose the subscription), so a
  * worker waiting at the round barrier goes on as soon as the last part is staged or the round is committed,
  * instead of at its next poll. Without the connection (it could not be made, or was lost) every wait is just its
- * fallback poll.
+ * fallback poll until the connection is made again in the background (after 0.5 s, doubling up to 10 s); once it
+ * is, every wait looks again, since notifications sent meanwhile were lost.
  *
  * @example
  * ```ts
@@ -52,32 +57,66 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
   const last = new Map<string | undefined, number>();
   // Loaded here, not on import: `breakwater run` without workers never loads it through this module.
   const { default: pg } = await import('pg');
-  let client: InstanceType<typeof pg.Client> | undefined = new pg.Client({
-    connectionString: url,
-    connectionTimeoutMillis: timeoutMs,
-    query_timeout: timeoutMs,
-    keepAlive: true,
-    application_name: 'breakwater-worker-rounds',
-  });
-  const drop = () => {
-    const c = client;
-    client = undefined;
-    void c?.end().catch(() => {});
+  let client: InstanceType<typeof pg.Client> | undefined;
+  let closed = false;
+  let retry: ReturnType<typeof setTimeout> | undefined;
+  let retryMs = RELISTEN_MIN_MS;
+  /** The count when listening resumed after a gap: a wait marked before it looks again at once. */
+  let resumedAt = 0;
+  /** Something may have moved while nobody listened: every wait looks again (as after a notification). */
+  const wakeAll = () => {
+    resumedAt = ++count;
+    for (const w of waiters) w.wake();
   };
-  client.on('error', drop);
-  client.on('notification', (n) => {
-    if (n.channel !== ROUND_CHANNEL) return;
-    count++;
-    last.set(n.payload, count);
-    last.set(undefined, count);
-    for (const w of waiters) if (w.runId === undefined || w.runId === n.payload) w.wake();
-  });
-  try {
-    await client.connect();
-    await client.query(`listen ${ROUND_CHANNEL}`);
-  } catch {
-    drop();
-  }
+  const drop = (c: InstanceType<typeof pg.Client>) => {
+    if (client !== c) return;
+    client = undefined;
+    void c.end().catch(() => {});
+    // A connection that could not be made or was lost is made again in the background, so a worker that met a
+    // busy or restarting server goes back to NOTIFY instead of polling for the rest of its life.
+    if (!closed && !retry) {
+      retry = setTimeout(() => {
+        retry = undefined;
+        void listen();
+      }, retryMs);
+      retry.unref?.();
+      retryMs = Math.min(retryMs * 2, RELISTEN_MAX_MS);
+    }
+  };
+  const listen = async (): Promise<void> => {
+    if (closed || client) return;
+    const c = new pg.Client({
+      connectionString: url,
+      connectionTimeoutMillis: timeoutMs,
+      query_timeout: timeoutMs,
+      keepAlive: true,
+      // The process id tells an operator (pg_stat_activity) which worker process a LISTEN session belongs to.
+      application_name: `breakwater-worker-rounds ${process.pid}`,
+    });
+    client = c;
+    c.on('error', () => drop(c));
+    c.on('end', () => drop(c));
+    c.on('notification', (n) => {
+      if (n.channel !== ROUND_CHANNEL) return;
+      count++;
+      last.set(n.payload, count);
+      last.set(undefined, count);
+      for (const w of waiters) if (w.runId === undefined || w.runId === n.payload) w.wake();
+    });
+    try {
+      await c.connect();
+      await c.query(`listen ${ROUND_CHANNEL}`);
+    } catch {
+      drop(c);
+      return;
+    }
+    if (closed) return void c.end().catch(() => {});
+    const again = retryMs > RELISTEN_MIN_MS;
+    retryMs = RELISTEN_MIN_MS;
+    // Listening again after a gap: notifications sent meanwhile were lost.
+    if (again) wakeAll();
+  };
+  await listen();
   return {
     get listening() {
       return client !== undefined;
@@ -85,7 +124,7 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
     mark: () => count,
     wait(runId, fallbackMs, since, signal) {
       return new Promise<void>((resolve) => {
-        if (signal?.aborted || (last.get(runId) ?? 0) > since) return resolve();
+        if (signal?.aborted || (last.get(runId) ?? 0) > since || resumedAt > since) return resolve();
         const waiter = { runId, wake: () => done() };
         const timer = setTimeout(() => done(), fallbackMs);
         const done = () => {
@@ -99,8 +138,12 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
       });
     },
     async close() {
+      closed = true;
+      if (retry) clearTimeout(retry);
       for (const w of waiters) w.wake();
-      drop();
+      const c = client;
+      client = undefined;
+      await c?.end().catch(() => {});
     },
   };
 }

@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
@@ -57,6 +58,38 @@ describe('listenForRounds', () => {
       await anyAgain;
       await wakeup.wait('run-z', 60_000, mark);
     } finally {
+      await wakeup.close();
+    }
+  });
+
+  it('a lost LISTEN connection is made again in the background: a wait during the gap is woken when it is back, and NOTIFY works again', async () => {
+    const wakeup = await listenForRounds(POSTGRES_URL);
+    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+    try {
+      expect(wakeup.listening).toBe(true);
+      // The server ends the listener's session (a restart, an idle-session killer, a proxy dropping it): this
+      // process's only (test files in one process run one after another; workers of other tests are other processes).
+      const killed = await admin.query(
+        'select pg_terminate_backend(pid) from pg_stat_activity where application_name = $1',
+        [`breakwater-worker-rounds ${process.pid}`],
+      );
+      expect(killed.rowCount).toBe(1);
+      await waitFor(() => !wakeup.listening, 'the listener to notice its connection is gone', 10_000);
+      // A wait during the gap, with a poll far longer than the test: only the reconnection can end it in time.
+      let woken = false;
+      const during = wakeup.wait('run-gap', 600_000, wakeup.mark()).then(() => {
+        woken = true;
+      });
+      await waitFor(() => wakeup.listening, 'the LISTEN connection to be made again', 20_000);
+      await waitFor(() => woken, 'the wait from the gap to be woken', 5_000);
+      await during;
+      // Listening again: a notification ends a new wait.
+      const next = wakeup.wait('run-after', 600_000, wakeup.mark());
+      await notifyRound(database, 'run-after');
+      await next;
+    } finally {
+      await admin.end();
       await wakeup.close();
     }
   });
