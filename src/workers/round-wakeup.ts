@@ -58,6 +58,8 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
   // Loaded here, not on import: `breakwater run` without workers never loads it through this module.
   const { default: pg } = await import('pg');
   let client: InstanceType<typeof pg.Client> | undefined;
+  /** LISTEN done on `client`: notifications arrive (not while a connection is still being made). */
+  let listening = false;
   let closed = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
   let retryMs = RELISTEN_MIN_MS;
@@ -71,6 +73,7 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
   const drop = (c: InstanceType<typeof pg.Client>) => {
     if (client !== c) return;
     client = undefined;
+    listening = false;
     void c.end().catch(() => {});
     // A connection that could not be made or was lost is made again in the background, so a worker that met a
     // busy or restarting server goes back to NOTIFY instead of polling for the rest of its life.
@@ -110,7 +113,8 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
       drop(c);
       return;
     }
-    if (closed) return void c.end().catch(() => {});
+    if (closed || client !== c) return void c.end().catch(() => {});
+    listening = true;
     const again = retryMs > RELISTEN_MIN_MS;
     retryMs = RELISTEN_MIN_MS;
     // Listening again after a gap: notifications sent meanwhile were lost.
@@ -119,7 +123,7 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
   await listen();
   return {
     get listening() {
-      return client !== undefined;
+      return listening;
     },
     mark: () => count,
     wait(runId, fallbackMs, since, signal) {
@@ -143,6 +147,7 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
       for (const w of waiters) w.wake();
       const c = client;
       client = undefined;
+      listening = false;
       await c?.end().catch(() => {});
     },
   };
