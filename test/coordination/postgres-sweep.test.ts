@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { backendsPerTest, POSTGRES_URL } from '../support/coordination-env.ts';
+import { describe, expect, it } from 'vitest';
+import { backendsPerTest, POSTGRES_URL, postgresAdminPerFile } from '../support/coordination-env.ts';
 
 /*
  * PostgreSQL keeps no history in `coordination_rates` and `coordination_probes`: expired rows (of quotas, endpoints
@@ -13,25 +13,10 @@ import { backendsPerTest, POSTGRES_URL } from '../support/coordination-env.ts';
 
 const backends = backendsPerTest();
 const HOUR = 3_600_000;
-let admin: pg.Client;
-
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: POSTGRES_URL });
-  await admin.connect();
-});
-
-afterAll(async () => {
-  await admin.end();
-});
-
-/** A new pool (cleaned after the test) and its name. */
-function fresh() {
-  const pool = `t-${randomUUID().slice(0, 8)}`;
-  return { o: backends.track({ backend: 'postgres', url: POSTGRES_URL, pool }), pool };
-}
+const admin = postgresAdminPerFile();
 
 async function count(table: string, pool: string, where = 'true'): Promise<number> {
-  const r = await admin.query<{ n: number }>(
+  const r = await admin().query<{ n: number }>(
     `select count(*)::int as n from ${table} where pool = $1 and ${where}`,
     [pool],
   );
@@ -49,11 +34,11 @@ async function plantRates(db: pg.ClientBase, pool: string, key: string, n: numbe
 
 describe('postgres: expired coordination rows are removed', () => {
   it('rate slots of a quota no longer taken go once a minute past their expiry; newer ones stay', async () => {
-    const { o, pool } = fresh();
+    const { o, pool } = backends.freshPostgres();
     const a = await backends.open(o, 'a');
-    await plantRates(admin, pool, 'gone@60000', 40, '5 minutes');
-    await plantRates(admin, pool, 'recent@60000', 1, '10 seconds');
-    await plantRates(admin, pool, 'live@60000', 1, '-30 seconds');
+    await plantRates(admin(), pool, 'gone@60000', 40, '5 minutes');
+    await plantRates(admin(), pool, 'recent@60000', 1, '10 seconds');
+    await plantRates(admin(), pool, 'live@60000', 1, '-30 seconds');
     // Each take on a new quota opens a slot and sweeps: 40 rows need two sweeps, other files may sweep too.
     for (let i = 0; i < 10 && (await count('coordination_rates', pool, `rate_key = 'gone@60000'`)) > 0; i++)
       expect(
@@ -104,10 +89,10 @@ describe('postgres: expired coordination rows are removed', () => {
   });
 
   it('a probe claim expired more than a minute ago goes with the next claim; a live or recent one stays', async () => {
-    const { o, pool } = fresh();
+    const { o, pool } = backends.freshPostgres();
     const a = await backends.open(o, 'a');
     const plant = (endpoint: string, age: string) =>
-      admin.query(
+      admin().query(
         `insert into coordination_probes (pool, endpoint_id, holder, expires_at) values ($1, $2, 'dead', now() - $3::interval)`,
         [pool, endpoint, age],
       );

@@ -1,8 +1,7 @@
-import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { leaseKey } from '../../src/coordination/coordination-backend.ts';
-import { backendsPerTest, POSTGRES_URL } from '../support/coordination-env.ts';
+import { backendsPerTest, POSTGRES_URL, postgresAdminPerFile } from '../support/coordination-env.ts';
 
 /*
  * PostgreSQL gathers a process's token acquires and releases into one statement per round trip
@@ -12,24 +11,10 @@ import { backendsPerTest, POSTGRES_URL } from '../support/coordination-env.ts';
  */
 
 const backends = backendsPerTest();
-let admin: pg.Client;
-
-beforeAll(async () => {
-  admin = new pg.Client({ connectionString: POSTGRES_URL });
-  await admin.connect();
-});
-
-afterAll(async () => {
-  await admin.end();
-});
-
-function fresh() {
-  const pool = `t-${randomUUID().slice(0, 8)}`;
-  return { o: backends.track({ backend: 'postgres', url: POSTGRES_URL, pool }), pool };
-}
+const admin = postgresAdminPerFile();
 
 async function held(pool: string): Promise<{ slot: number; holder: string }[]> {
-  const r = await admin.query<{ slot: number; holder: string }>(
+  const r = await admin().query<{ slot: number; holder: string }>(
     'select slot, holder from coordination_tokens where pool = $1 and slot >= 0 and holder is not null and expires_at > now() order by slot',
     [pool],
   );
@@ -38,7 +23,7 @@ async function held(pool: string): Promise<{ slot: number; holder: string }[]> {
 
 describe('postgres: batched token statements', () => {
   it('20 acquires at once under limit 12 from two processes: at most 12 grants, each a distinct row held by its taker', async () => {
-    const { o, pool } = fresh();
+    const { o, pool } = backends.freshPostgres();
     const [a, b] = [await backends.open(o, 'a'), await backends.open(o, 'b')];
     const asks = [...Array.from({ length: 10 }, () => a), ...Array.from({ length: 10 }, () => b)];
     const results = await Promise.all(asks.map((x) => x.tryAcquire(12)));
@@ -58,7 +43,7 @@ describe('postgres: batched token statements', () => {
   });
 
   it('a release and an acquire in one statement never hand the released slot to the acquire in that statement', async () => {
-    const { o, pool } = fresh();
+    const { o, pool } = backends.freshPostgres();
     const a = await backends.open(o, 'a');
     const first = await a.tryAcquire(1);
     if (!first.ok) throw new Error('the only token was not granted');
@@ -72,7 +57,7 @@ describe('postgres: batched token statements', () => {
   });
 
   it('a release whose row is locked by another transaction waits for the lock and is then done', async () => {
-    const { o, pool } = fresh();
+    const { o, pool } = backends.freshPostgres();
     const a = await backends.open(o, 'a');
     const r = await a.tryAcquire(2);
     if (!r.ok) throw new Error('no token granted');
@@ -101,7 +86,7 @@ describe('postgres: batched token statements', () => {
   });
 
   it('a stale lease given back in a batch frees nothing of its new holder', async () => {
-    const { o, pool } = fresh();
+    const { o, pool } = backends.freshPostgres();
     const a = await backends.open(o, 'a');
     const r = await a.tryAcquire(1);
     if (!r.ok) throw new Error('no token granted');

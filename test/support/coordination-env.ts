@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { afterEach } from 'vitest';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import type { CoordinationBackend } from '../../src/coordination/coordination-backend.ts';
 import { resolveCoordination } from '../../src/coordination/coordination-options.ts';
 import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
@@ -80,5 +80,26 @@ export function backendsPerTest() {
       pools.push(options);
       return options;
     },
+    /** A new PostgreSQL pool of the test server (cleaned after the test) and its name. */
+    freshPostgres(): { o: CoordinationOptions; pool: string } {
+      const pool = `t-${randomUUID().slice(0, 8)}`;
+      return { o: this.track({ backend: 'postgres', url: POSTGRES_URL, pool }), pool };
+    },
+  };
+}
+
+/** A connection to the test server for reading and planting rows directly, open for the whole test file. */
+export function postgresAdminPerFile(): () => pg.Client {
+  let admin: pg.Client | undefined;
+  beforeAll(async () => {
+    admin = new pg.Client({ connectionString: POSTGRES_URL });
+    await admin.connect();
+  });
+  afterAll(async () => {
+    await admin?.end();
+  });
+  return () => {
+    if (!admin) throw new Error("postgresAdminPerFile: used outside the test file's tests");
+    return admin;
   };
 }
