@@ -30,16 +30,22 @@ afterEach(async () => {
   for (const p of pools.splice(0)) await cleanPool(p);
 });
 
-/** Removes a pool's probe claim of an endpoint, as its expiry on the backend would. */
-async function dropProbeClaim(o: CoordinationOptions, endpointId: string): Promise<void> {
+/**
+ * Hands a pool's probe claim of an endpoint to `holder` in ONE write on the backend: as if ours ran out and that
+ * process claimed it at once. Two steps (drop, then the peer claims) would leave a gap in which our own scheduler,
+ * retrying for its token, may claim the free row again first (it did under load).
+ */
+async function handProbeClaimTo(o: CoordinationOptions, endpointId: string, holder: string): Promise<void> {
   if (o.backend === 'postgres') {
     const c = new pg.Client({ connectionString: o.url });
     await c.connect();
     try {
-      await c.query('delete from coordination_probes where pool = $1 and endpoint_id = $2', [
-        o.pool,
-        endpointId,
-      ]);
+      const r = await c.query(
+        `update coordination_probes set holder = $3, expires_at = now() + interval '60 seconds'
+         where pool = $1 and endpoint_id = $2`,
+        [o.pool, endpointId, holder],
+      );
+      expect(r.rowCount).toBe(1);
     } finally {
       await c.end();
     }
@@ -47,7 +53,7 @@ async function dropProbeClaim(o: CoordinationOptions, endpointId: string): Promi
   }
   const r = new Redis(o.url!);
   try {
-    await r.del(`${o.keyPrefix}${o.pool}:probe:${endpointId}`);
+    expect(await r.set(`${o.keyPrefix}${o.pool}:probe:${endpointId}`, holder, 'PX', 60_000, 'XX')).toBe('OK');
   } finally {
     r.disconnect();
   }
@@ -216,12 +222,14 @@ describe.each(coordinationCases())('$name coordinated scheduler', ({ options: ma
       () => t.scheduler.view().queue.length === 0 && t.scheduler.view().held === 1,
       'the probe to queue',
     );
-    // The probe's claim runs out while the only token stays held (its row or key removed, as its expiry would), and a
-    // peer claims the probe; past half the TTL since its claim, the probe must claim again before it may go.
-    await dropProbeClaim(t.options, 'sonnet');
+    // The probe's claim runs out while the only token stays held and a peer claims the probe (one write: the claim
+    // handed to the peer); past half the TTL since its claim, the probe must claim again before it may go.
+    await handProbeClaimTo(t.options, 'sonnet', 'b');
     const peer = t.peer();
     await peer.connect();
+    // The peer holds it: its own claim is taken again (renewed), ours is not.
     expect(await peer.claimProbe('sonnet', 60_000)).toBe(true);
+    expect(await t.backend.claimProbe('sonnet', 1_000)).toBe(false);
     await new Promise((r) => setTimeout(r, 600));
     if (held.kind === 'granted') t.scheduler.release(held.grant.leaseId, { kind: 'unused' });
     // The token came free: the probe claims again first, is refused, and waits without a token or a local grant.
