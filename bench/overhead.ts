@@ -14,7 +14,6 @@
  *
  * Run: `npm run bench:overhead` (options: `--calls 5000 --rounds 10 --warmup 300`).
  */
-import { readFileSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
@@ -23,6 +22,7 @@ import { describeEndpoint, type ParsedEndpointConfig } from '../src/engines/endp
 import type { Engine, EngineResult } from '../src/engines/engine-types.ts';
 import { createSupervisor, type Supervisor } from '../src/runtime/create-supervisor.ts';
 import { row, writeResult } from './lib/bench-result.ts';
+import { processCpuMicros } from './lib/process-cpu.ts';
 import { type EmulatorProcess, startEmulatorProcess } from './lib/emulator-process.ts';
 import { mean, percentile, round, summarize } from './lib/stats.ts';
 
@@ -187,17 +187,6 @@ async function drive(
     }),
   );
   return { latencies, wallMs: performance.now() - t0 };
-}
-
-/** CPU time (µs) a process used so far, from /proc (Linux): user + system. */
-function processCpuMicros(pid: number): number {
-  try {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    // utime and stime are fields 14 and 15 of stat (1-based), in clock ticks (100 per second on Linux).
-    return (Number(fields[11]) + Number(fields[12])) * 10_000;
-  } catch {
-    return Number.NaN;
-  }
 }
 
 interface ModeSample {
