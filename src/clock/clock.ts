@@ -73,6 +73,18 @@ export interface ManualClock extends Clock {
   runNext(): boolean;
   /** Number of timers not yet fired. */
   pending(): number;
+  /**
+   * Marks real work in progress (an engine call from send to its last body byte, as on a virtual clock): counted,
+   * never waited on by the clock itself. Whoever drives the clock reads {@link ManualClock.busy} before moving it.
+   */
+  hold(): () => void;
+  /** Marks a wait for this clock (a simulated delay, e.g. the emulator's latency): offsets one hold. */
+  park(): () => void;
+  /**
+   * Whether real work is in progress that no simulated delay accounts for (more holds than parks): a request on
+   * the wire. Moving time then would let a deadline overtake an answer a slow machine has not delivered yet.
+   */
+  busy(): boolean;
 }
 
 interface ManualTimer {
@@ -95,6 +107,16 @@ export function createManualClock(origin = 0): ManualClock {
   let now = origin;
   let nextId = 1;
   const timers = new Map<number, ManualTimer>();
+  let holds = 0;
+  let parks = 0;
+  const counted = (dec: () => void) => {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      dec();
+    };
+  };
 
   const dueTimer = (limit: number): ManualTimer | undefined => {
     let best: ManualTimer | undefined;
@@ -132,6 +154,15 @@ export function createManualClock(origin = 0): ManualClock {
       return true;
     },
     pending: () => timers.size,
+    hold() {
+      holds++;
+      return counted(() => holds--);
+    },
+    park() {
+      parks++;
+      return counted(() => parks--);
+    },
+    busy: () => holds > parks,
   };
 }
 
