@@ -250,6 +250,7 @@ export function createAnthropicEngine(
   clock: Clock,
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
+  wireScale = 1,
 ): Engine {
   const client = new Anthropic({
     apiKey: credential?.marker ?? null,
@@ -261,7 +262,7 @@ export function createAnthropicEngine(
     fetch: timedFetch,
     openTelemetry: false,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.

@@ -23,6 +23,13 @@ export interface CreateEngineOptions {
    * then become a wait on `clock`. Default: `Date.now`; tests inject a fixed one.
    */
   readonly wallNow?: () => number;
+  /**
+   * Run-clock ms per real ms of the waits a provider sends (`retry-after`, rate-limit resets, a per-day quota's
+   * reset): set it to a time-scaled clock's scale for an endpoint that lives in wall time (a real server in a
+   * scenario replayed at `timeScale: 15`: its 7 s `retry-after` is 105 s of the run's clock). Leave it at 1 for an
+   * endpoint on the run's clock (the built-in emulator). Default: 1.
+   */
+  readonly wireScale?: number;
 }
 
 /**
@@ -60,5 +67,8 @@ export function createEngine(config: EndpointConfig, options: CreateEngineOption
   const endpoint = describeEndpoint(parsed);
   const clock = options.clock ?? systemClock;
   const wallNow = options.wallNow ?? Date.now;
-  return deferredSdkEngine(parsed, endpoint, clock, wallNow, credential);
+  const wireScale = options.wireScale ?? 1;
+  if (!(Number.isFinite(wireScale) && wireScale > 0))
+    throw new ConfigError({ source, path: 'wireScale', message: `is ${wireScale}; set a number > 0` });
+  return deferredSdkEngine(parsed, endpoint, clock, wallNow, credential, wireScale);
 }

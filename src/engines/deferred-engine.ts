@@ -21,13 +21,14 @@ export function deferredSdkEngine(
   clock: Clock,
   wallNow: () => number,
   credential: CallCredential | undefined,
+  wireScale = 1,
 ): Engine {
   return deferredEngine(endpoint, async () => {
     // Loading an SDK is real work (about a second for all three): a virtual clock must not jump over it, or the
     // first call's lease would run out before it is sent.
     const unhold = holdClock(clock);
     try {
-      return await loadSdkEngine(config, endpoint, clock, wallNow, credential);
+      return await loadSdkEngine(config, endpoint, clock, wallNow, credential, wireScale);
     } finally {
       unhold();
     }
@@ -40,20 +41,21 @@ async function loadSdkEngine(
   clock: Clock,
   wallNow: () => number,
   credential: CallCredential | undefined,
+  wireScale: number,
 ): Promise<Engine> {
   switch (config.provider) {
     case 'anthropic': {
       const { createAnthropicEngine } = await import('./anthropic-engine.ts');
-      return createAnthropicEngine(config, endpoint, clock, wallNow, credential);
+      return createAnthropicEngine(config, endpoint, clock, wallNow, credential, wireScale);
     }
     case 'gemini': {
       const { createGeminiEngine } = await import('./gemini-engine.ts');
-      return createGeminiEngine(config, endpoint, clock, wallNow, credential);
+      return createGeminiEngine(config, endpoint, clock, wallNow, credential, wireScale);
     }
     case 'openai':
     case 'openai-compatible': {
       const { createOpenAIEngine } = await import('./openai-engine.ts');
-      return createOpenAIEngine(config, endpoint, clock, wallNow, credential);
+      return createOpenAIEngine(config, endpoint, clock, wallNow, credential, wireScale);
     }
   }
 }

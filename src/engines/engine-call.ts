@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/clock.ts';
 import { classifyError } from '../faults/classify-error.ts';
-import { EngineFaultError } from '../faults/fault.ts';
+import { EngineFaultError, type Fault } from '../faults/fault.ts';
 import { readRateLimitState } from '../ratelimit/rate-limit-headers.ts';
 import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
 import { callAbortOf } from './call-abort.ts';
@@ -11,6 +11,8 @@ import type {
   EndpointDescriptor,
   EngineRequest,
   EngineResult,
+  RateLimitState,
+  RateLimitWindow,
   StopReason,
   ToolCall,
   Usage,
@@ -47,6 +49,8 @@ export interface EngineContext {
   readonly wallNow?: () => number;
   /** The endpoint's key, sealed; the SDK client holds only its marker. Undefined for a keyless server. */
   readonly credential?: CallCredential | undefined;
+  /** Run-clock ms per real ms of the waits the provider sends (see `CreateEngineOptions.wireScale`). Default 1. */
+  readonly wireScale?: number;
 }
 
 /** The header every call carries so the provider (and the emulator) can deduplicate retries. */
@@ -103,33 +107,67 @@ export async function runEngineCall(
       ...(requestId ? { requestId } : {}),
       // Reset instants are wall-clock: read them against the wall time the headers arrived at, and
       // place them on the run's clock (a scenario's clock may be months away from the wall).
-      rateLimit: Object.freeze(
+      rateLimit: onRunClock(
         readRateLimitState(config.provider, headers, call.clockAtHeaders ?? now, {
           wallNow: call.wallAtHeaders ?? wallNow(),
           maxResetInMs: maxRetryAfterMs,
         }),
+        call.clockAtHeaders ?? now,
+        ctx.wireScale ?? 1,
       ),
       latencyMs: now - startedAt,
     };
     return Object.freeze(result);
   } catch (err) {
     throw new EngineFaultError(
-      classifyError(err, {
-        provider: config.provider,
-        ...(endpoint.flavor ? { flavor: endpoint.flavor } : {}),
-        endpointId: config.id,
-        // Instants on the wire are wall-clock: measured from when the response arrived, not the run's clock.
-        now: call.wallAtHeaders ?? wallNow(),
-        maxRetryAfterMs,
-        ...(call.timedOut ? { timedOut: call.timedOut } : {}),
-        callerAborted: caller?.aborted === true,
-        ...(call.headers ? { headers: call.headers } : {}),
-        ...(call.bodyText !== undefined ? { bodyText: call.bodyText } : {}),
-      }),
+      faultOnRunClock(
+        classifyError(err, {
+          provider: config.provider,
+          ...(endpoint.flavor ? { flavor: endpoint.flavor } : {}),
+          endpointId: config.id,
+          // Instants on the wire are wall-clock: measured from when the response arrived, not the run's clock.
+          now: call.wallAtHeaders ?? wallNow(),
+          maxRetryAfterMs,
+          ...(call.timedOut ? { timedOut: call.timedOut } : {}),
+          callerAborted: caller?.aborted === true,
+          ...(call.headers ? { headers: call.headers } : {}),
+          ...(call.bodyText !== undefined ? { bodyText: call.bodyText } : {}),
+        }),
+        ctx.wireScale ?? 1,
+      ),
     );
   } finally {
     endTimedCall(call);
   }
+}
+
+/**
+ * A response's rate-limit state with its waits on the run's clock: the provider's durations are real ms, so on a
+ * clock running `scale` times the wall each reset lies `scale` times as far from `now` (1: returned as it is).
+ */
+function onRunClock(state: RateLimitState, now: number, scale: number): RateLimitState {
+  if (scale === 1) return Object.freeze(state);
+  const window = (w: RateLimitWindow | undefined) =>
+    w && w.resetAt !== undefined ? { ...w, resetAt: now + (w.resetAt - now) * scale } : w;
+  const out: Record<string, unknown> = {};
+  for (const k of ['requests', 'tokens', 'inputTokens', 'outputTokens'] as const)
+    if (state[k]) out[k] = window(state[k]);
+  if (state.retryAfterMs !== undefined) out.retryAfterMs = state.retryAfterMs * scale;
+  if (state.cappedFromMs !== undefined) out.cappedFromMs = state.cappedFromMs * scale;
+  return Object.freeze(out as RateLimitState);
+}
+
+/** A fault's waits (retry-after, a per-day disable) on the run's clock: see {@link onRunClock}. */
+function faultOnRunClock(fault: Fault, scale: number): Fault {
+  if (scale === 1) return fault;
+  return {
+    ...fault,
+    ...(fault.retryAfterMs !== undefined ? { retryAfterMs: fault.retryAfterMs * scale } : {}),
+    ...(fault.retryAfterCappedFromMs !== undefined
+      ? { retryAfterCappedFromMs: fault.retryAfterCappedFromMs * scale }
+      : {}),
+    ...(fault.disableForMs !== undefined ? { disableForMs: fault.disableForMs * scale } : {}),
+  };
 }
 
 /**

@@ -141,6 +141,11 @@ export interface RateLimitState {
   readonly outputTokens?: RateLimitWindow;
   /** From `retry-after-ms` / `retry-after`, when present. */
   readonly retryAfterMs?: number;
+  /**
+   * The longest wait these headers asked for (a reset or retry-after), when it was past the endpoint's
+   * `maxRetryAfterMs` and cut to it: shown and logged, never silent.
+   */
+  readonly cappedFromMs?: number;
 }
 
 /**

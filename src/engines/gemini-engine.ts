@@ -222,6 +222,7 @@ export function createGeminiEngine(
   clock: Clock,
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
+  wireScale = 1,
 ): Engine {
   const baseUrl = effectiveBaseURL(config);
   const client = new GoogleGenAI({
@@ -230,7 +231,7 @@ export function createGeminiEngine(
     apiKey: credential?.marker ?? '',
     httpOptions: { ...(baseUrl ? { baseUrl } : {}), fetch: timedFetch },
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.

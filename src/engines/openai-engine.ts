@@ -231,6 +231,7 @@ export function createOpenAIEngine(
   clock: Clock,
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
+  wireScale = 1,
 ): Engine {
   const compatible = config.provider === 'openai-compatible';
   const client = new OpenAI({
@@ -244,7 +245,7 @@ export function createOpenAIEngine(
     timeout: sdkTimeoutMs(config),
     fetch: timedFetch,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential };
+  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.

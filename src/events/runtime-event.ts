@@ -48,6 +48,8 @@ export type RuntimeEvent =
         retryAfterMs?: number;
         /** The Retry-After the provider gave, when the endpoint's `maxRetryAfterMs` cut it. */
         retryAfterCappedFromMs?: number;
+        /** On success: the longest rate-limit reset the headers asked for, when `maxRetryAfterMs` cut it. */
+        resetCappedFromMs?: number;
         memoized?: boolean;
         /** A HALF-OPEN health probe: an upstream call no agent asked for (no `agent`). */
         probe?: boolean;

@@ -1,4 +1,5 @@
 import type { AgentInfo, RuntimeEvent } from '../events/runtime-event.ts';
+import { shortDuration } from './short-duration.ts';
 
 /**
  * What the live view knows about a run, folded from the runtime event feed (and, when the source has
@@ -295,7 +296,12 @@ export class LiveModel {
       // A call that was already on its way when the credit ran out proves nothing about the key now.
       const started = num(data.startedAt) ?? at;
       if (ep.creditOutAt === undefined || started >= ep.creditOutAt) ep.creditOut = false;
-      return [];
+      const resetAsked = num(data.resetCappedFromMs);
+      return resetAsked !== undefined
+        ? [
+            `endpoint ${ep.id}: a rate-limit reset ${shortDuration(resetAsked)} away was cut to its maxRetryAfterMs`,
+          ]
+        : [];
     }
     ep.faults++;
     const kind = str(data.faultKind);
@@ -303,13 +309,20 @@ export class LiveModel {
     const retryAfter = num(data.retryAfterMs);
     if (kind === 'rate_limited' && retryAfter !== undefined)
       ep.cooldownUntil = Math.max(ep.cooldownUntil, at + retryAfter);
+    const asked = num(data.retryAfterCappedFromMs);
+    const capped =
+      asked !== undefined
+        ? [
+            `endpoint ${ep.id} asked to wait ${shortDuration(asked)}; waiting ${retryAfter !== undefined ? shortDuration(retryAfter) : 'its cap'} instead (maxRetryAfterMs)`,
+          ]
+        : [];
     if (kind === 'credit_exhausted') {
       const first = !ep.creditOut;
       ep.creditOut = true;
       ep.creditOutAt = at;
-      if (first) return [byokHint(ep)];
+      if (first) return [...capped, byokHint(ep)];
     }
-    return [];
+    return capped;
   }
 }
 

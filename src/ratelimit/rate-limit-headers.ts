@@ -32,7 +32,8 @@ export interface ReadRateLimitOptions {
  *
  * Negative or non-numeric values (Azure has sent `-1`) count as "not reported". A dimension with no
  * field reported is left out. `retryAfterMs` comes from `retry-after-ms` / `retry-after` only.
- * Every reset lies within `maxResetInMs` of `now`: an absurd header cannot hold a bucket for days.
+ * Every reset lies within `maxResetInMs` of `now`: an absurd header cannot hold a bucket for days (the longest
+ * wait cut is kept as `cappedFromMs`).
  *
  * @param now epoch ms on the caller's (run's) clock; every `resetAt` is on it: Go-duration resets
  *   become `now + duration`, RFC 3339 instants `now + (instant − options.wallNow)`.
@@ -51,14 +52,19 @@ export function readRateLimitState(
 ): RateLimitState {
   const wallNow = options.wallNow ?? now;
   const max = options.maxResetInMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
-  const within = (ms: number) => Math.min(Math.max(0, ms), max);
   const state: {
     requests?: RateLimitWindow;
     tokens?: RateLimitWindow;
     inputTokens?: RateLimitWindow;
     outputTokens?: RateLimitWindow;
     retryAfterMs?: number;
+    cappedFromMs?: number;
   } = {};
+  // A wait past the cap is cut to it, and the longest one asked for is kept (the runtime says so).
+  const within = (ms: number) => {
+    if (ms > max) state.cappedFromMs = Math.max(state.cappedFromMs ?? 0, ms);
+    return Math.min(Math.max(0, ms), max);
+  };
   if (provider === 'anthropic') {
     // An instant on the wire is wall-clock: its distance from the wall now, placed on the run's clock.
     const at = (instant: number) => now + within(instant - wallNow);

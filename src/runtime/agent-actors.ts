@@ -330,12 +330,15 @@ export function createAgentActors(deps: AgentActorDeps) {
             },
             'call',
           );
+        const cappedFromMs = result.rateLimit.cappedFromMs;
+        if (cappedFromMs !== undefined) warnCapped(logger, input, cappedFromMs, engine);
         if (deps.onCall && (deps.callsHeard?.() ?? true))
           deps.onCall({
             ...callRecord(input, engine, wallStartedAt, started, 'ok', at),
             model: result.model,
             requestModel: engine.endpoint.model,
             usage: result.usage,
+            ...(cappedFromMs !== undefined ? { resetCappedFromMs: cappedFromMs } : {}),
           });
         onAnswer(key, result);
         return { ok: true, result, at, memoized: false };
@@ -357,6 +360,8 @@ export function createAgentActors(deps: AgentActorDeps) {
           },
           'call',
         );
+        if (fault.retryAfterCappedFromMs !== undefined)
+          warnCapped(logger, input, fault.retryAfterCappedFromMs, engine);
         if (deps.onCall && (deps.callsHeard?.() ?? true))
           deps.onCall(callRecord(input, engine, wallStartedAt, started, 'fault', at, fault));
         const partial = attempt?.failed(fault);
@@ -470,6 +475,17 @@ function callRecord(
     at,
     ...(fault ? { fault } : {}),
   };
+}
+
+/**
+ * A provider asked for a longer wait than the endpoint's `maxRetryAfterMs` (a retry-after or a rate-limit reset):
+ * the runtime waits the cap instead, and says so once per call (a warning: an absurd header, or a cap too short).
+ */
+function warnCapped(logger: Logger, input: CallEngineInput, askedMs: number, engine: Engine): void {
+  logger.warn(
+    { agent: input.agent, endpoint: input.endpointId, askedMs, provider: engine.endpoint.provider },
+    'the provider asked for a longer wait than maxRetryAfterMs; waiting the cap instead',
+  );
 }
 
 /** The fields every `call` log line starts with. */

@@ -39,6 +39,8 @@ export interface CallRecordEvent {
   readonly startedAt: number;
   readonly at: number;
   readonly fault?: Fault;
+  /** On success: the longest wait the rate-limit headers asked for, when `maxRetryAfterMs` cut it. */
+  readonly resetCappedFromMs?: number;
   readonly memoized?: boolean;
   /** A HALF-OPEN health probe (an upstream call no agent asked for). */
   readonly probe?: boolean;

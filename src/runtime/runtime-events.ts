@@ -35,7 +35,10 @@ export function callEvent(c: CallRecordEvent): RuntimeEvent {
               ? { retryAfterCappedFromMs: c.fault.retryAfterCappedFromMs }
               : {}),
           }
-        : { status: 200 }),
+        : {
+            status: 200,
+            ...(c.resetCappedFromMs !== undefined ? { resetCappedFromMs: c.resetCappedFromMs } : {}),
+          }),
     },
   };
 }

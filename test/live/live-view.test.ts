@@ -280,6 +280,57 @@ describe('lines of your own, titles, and terminals without a size', () => {
     },
   });
 
+  it('a wait the provider asked for past maxRetryAfterMs is said in one line, for a 429 and for a rate-limit reset', () => {
+    const { emit, source } = handSource();
+    const out = captureStream(false);
+    const live = createLiveView({ source, agents: ['Kai'], out });
+    const YEAR = 365 * 86_400_000;
+    emit({
+      type: 'call.attempt',
+      at: T0,
+      agent: 'Kai',
+      endpoint: 'primary',
+      data: {
+        tier: 'analysis',
+        outcome: 'fault',
+        startedAt: T0 - 10,
+        latencyMs: 10,
+        provider: 'anthropic',
+        model: 'claude-sonnet-4-6',
+        faultKind: 'rate_limited',
+        status: 429,
+        retryAfterMs: 900_000,
+        retryAfterCappedFromMs: YEAR,
+      },
+    });
+    emit({
+      type: 'call.attempt',
+      at: T0 + 1,
+      agent: 'Kai',
+      endpoint: 'backup',
+      data: {
+        tier: 'analysis',
+        outcome: 'ok',
+        startedAt: T0 - 9,
+        latencyMs: 10,
+        provider: 'openai',
+        model: 'gpt-4o',
+        status: 200,
+        resetCappedFromMs: 2 * YEAR,
+      },
+    });
+    // An ordinary 429 says nothing of a cap.
+    emit(creditFault('other', T0 + 2));
+    live.stop();
+    const lines = out.chunks.join('').split('\n');
+    expect(lines.filter((l) => l.includes('maxRetryAfterMs'))).toEqual([
+      expect.stringContaining('endpoint primary asked to wait 8760h; waiting 15m instead (maxRetryAfterMs)'),
+      expect.stringContaining(
+        'endpoint backup: a rate-limit reset 17520h away was cut to its maxRetryAfterMs',
+      ),
+    ]);
+  });
+
   it('terminal: log() puts the line above the frame and redraws the frame under it; one /byok line per provider', () => {
     const { emit, source } = handSource();
     const out = captureStream(true);

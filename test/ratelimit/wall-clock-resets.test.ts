@@ -58,6 +58,9 @@ describe('readRateLimitState places wall-clock resets on the run clock', () => {
       maxResetInMs: 30_000,
     });
     expect(tight.tokens?.resetAt).toBe(RUN_NOW + 30_000);
+    // The cut is never silent: the longest wait asked for is kept.
+    expect(state.cappedFromMs).toBe(274 * 24 * HOUR);
+    expect(tight.cappedFromMs).toBe(274 * 24 * HOUR);
   });
 
   it('an HTTP-date retry-after is read against the wall now; Go-duration resets are capped too', () => {
@@ -75,6 +78,10 @@ describe('readRateLimitState places wall-clock resets on the run clock', () => {
     expect(state.retryAfterMs).toBe(9_000);
     expect(state.tokens?.resetAt).toBe(RUN_NOW + DEFAULT_MAX_RETRY_AFTER_MS);
     expect(state.requests?.resetAt).toBe(RUN_NOW + 1_500);
+    expect(state.cappedFromMs).toBe(2 * HOUR);
+    // Nothing past the cap: nothing said.
+    const fine = readRateLimitState('openai', new Headers({ 'x-ratelimit-reset-requests': '1.5s' }), RUN_NOW);
+    expect(fine.cappedFromMs).toBeUndefined();
   });
 
   it('without a separate wall now, the run clock is taken as the wall clock (a run on real time)', () => {

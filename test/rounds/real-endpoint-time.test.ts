@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import { createLogger } from '../../src/logging/logger.ts';
 import { type ProviderMode, runScenario } from '../../src/rounds/run-scenario.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
@@ -45,13 +46,13 @@ afterAll(async () => {
 });
 
 /** One agent, one item; `limited` answers 429, `backup` answers. */
-function scenario(name: string, provider: FormProvider, limitedRoute: string): string {
+function scenario(name: string, provider: FormProvider, limitedRoute: string, timeScale = 1): string {
   const endpoint = (id: string, route: string) =>
     `    - { id: ${id}, provider: ${provider}, model: ${MODEL[provider]}, apiKey: ${KEYS[provider]}, baseURL: "${server.url(route)}" }`;
   return `
 name: ${name}
 start: ${START}
-timeScale: 1
+timeScale: ${timeScale}
 runtime:
   endpoints:
 ${endpoint('limited', limitedRoute)}
@@ -74,7 +75,10 @@ interface Observed {
   readonly status: string;
 }
 
-async function run(text: string, options: { providers?: ProviderMode; env?: Record<string, string> } = {}) {
+async function run(
+  text: string,
+  options: { providers?: ProviderMode; env?: Record<string, string>; logs?: string[] } = {},
+) {
   const events: RuntimeEvent[] = [];
   const spec = parseScenario(text, 'inline');
   const runId = `${spec.name}-${Date.now()}`;
@@ -85,6 +89,14 @@ async function run(text: string, options: { providers?: ProviderMode; env?: Reco
     onEvent: (e) => events.push(e),
     ...(options.providers ? { providers: options.providers } : {}),
     ...(options.env ? { env: options.env } : {}),
+    ...(options.logs
+      ? {
+          logger: createLogger({
+            level: 'warn',
+            destination: { write: (l: string) => options.logs!.push(l) },
+          }),
+        }
+      : {}),
   });
   const fault = events.find(
     (e): e is Observed['fault'] => e.type === 'call.attempt' && e.data.outcome === 'fault',
@@ -102,9 +114,9 @@ async function run(text: string, options: { providers?: ProviderMode; env?: Reco
   } satisfies Observed;
 }
 
-function expectAbout(ms: number | undefined, want: number): void {
-  expect(ms).toBeGreaterThanOrEqual(want - TOLERANCE_MS);
-  expect(ms).toBeLessThanOrEqual(want + TOLERANCE_MS);
+function expectAbout(ms: number | undefined, want: number, tolerance = TOLERANCE_MS): void {
+  expect(ms).toBeGreaterThanOrEqual(want - tolerance);
+  expect(ms).toBeLessThanOrEqual(want + tolerance);
 }
 
 describe('a scenario starting in the past, against a server sending each reset-header form', () => {
@@ -124,13 +136,34 @@ describe('a scenario starting in the past, against a server sending each reset-h
     });
   }
 
+  // A real server lives in wall time: on a run replayed at timeScale 15 its 7 s are 105 s of the run's clock (else
+  // the endpoint is called again 15 times too early). ± 1 s of real time is ± 15 s here.
+  for (const name of ['retry-after-seconds', 'anthropic-ratelimit-reset', 'openai-ratelimit-reset']) {
+    it(`${name} at timeScale 15: the cooldown is the header's 7 real seconds, 105 s of the run's clock`, async () => {
+      const form = RESET_HEADER_FORMS.find((f) => f.name === name) as ResetHeaderForm;
+      const route = `scaled-${name}`;
+      server.route(route, () => rateLimitReply(form, Date.now(), WAIT_MS));
+      const seen = await run(scenario(`scaled-${name}`, form.provider, route, 15));
+      expect(seen.status).toBe('completed');
+      expect(seen.fault.endpoint).toBe('limited');
+      expectAbout(seen.fault.data.retryAfterMs, WAIT_MS * 15, TOLERANCE_MS * 15);
+      expectAbout(seen.cooldownMs, WAIT_MS * 15, TOLERANCE_MS * 15);
+    });
+  }
+
   it('an absurd reset (a year ahead) cools the endpoint for the 15 min cap, not a year', async () => {
     const form = RESET_HEADER_FORMS.find((f) => f.name === 'anthropic-ratelimit-reset') as ResetHeaderForm;
     server.route('scenario-absurd', () => rateLimitReply(form, Date.now(), 365 * 86_400_000));
-    const seen = await run(scenario('wall-absurd', 'anthropic', 'scenario-absurd'));
+    const logs: string[] = [];
+    const seen = await run(scenario('wall-absurd', 'anthropic', 'scenario-absurd'), { logs });
     expect(seen.status).toBe('completed');
     expect(seen.fault.data.retryAfterMs).toBe(15 * 60_000);
     expectAbout(seen.cooldownMs, 15 * 60_000);
+    // What was asked is kept and said: on the event, and in one warning naming the option.
+    expectAbout(seen.fault.data.retryAfterCappedFromMs, 365 * 86_400_000);
+    const warnings = logs.map((l) => JSON.parse(l)).filter((l) => /maxRetryAfterMs/.test(l.msg));
+    expect(warnings).toHaveLength(1);
+    expect(warnings[0]).toMatchObject({ level: 40, endpoint: 'limited', agent: 'Kai' });
   });
 });
 

@@ -31,7 +31,11 @@ export const RESET_HEADER_FORMS: readonly ResetHeaderForm[] = [
   {
     name: 'retry-after-http-date',
     provider: 'openai',
-    headers: (wall, waitMs) => ({ 'retry-after': new Date(wall + waitMs).toUTCString() }),
+    // An HTTP-date has whole seconds: rounded UP, so the wait it says is never shorter than `waitMs` (rounded
+    // down, the lost fraction plus the transit time could take it under the tests' tolerance).
+    headers: (wall, waitMs) => ({
+      'retry-after': new Date(Math.ceil((wall + waitMs) / 1000) * 1000).toUTCString(),
+    }),
   },
   {
     name: 'retry-after-ms',
