@@ -168,7 +168,10 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const holdUntilGone = (res: ServerResponse) =>
     new Promise<void>((resolve) => {
       const unpark = parkOnClock(clock);
+      // Each listener is taken off when either fires: the proxy's one close signal outlives every held request.
       const done = () => {
+        res.off('close', done);
+        closing.signal.removeEventListener('abort', done);
         unpark();
         resolve();
       };

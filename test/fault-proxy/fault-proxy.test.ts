@@ -7,6 +7,7 @@ import { type EngineFaultError, isEngineFaultError } from '../../src/faults/faul
 import type { EndpointFaultRule } from '../../src/fault-proxy/endpoint-fault-rule.ts';
 import { type FaultProxy, startFaultProxy } from '../../src/fault-proxy/fault-proxy.ts';
 import { okReply } from '../support/reset-header-forms.ts';
+import { waitFor } from '../support/wait-for.ts';
 import { startWireFixtureServer, type WireFixtureServer } from '../support/wire-fixture-server.ts';
 
 /*
@@ -225,5 +226,37 @@ describe('streams pass through; a stream_error rule cuts one after its first eve
     expect(whole.at(-1)).toBe('message_stop');
     expect(whole).toContain('content_block_delta');
     expect(real.requests('stream')).toHaveLength(2);
+  });
+  it('eleven hangs one after another leave no listener behind (no MaxListenersExceededWarning)', async () => {
+    const proxy = await proxyFor('openai', { id: 'hangs', provider: 'openai' }, [
+      { endpoint: 'hangs', kind: 'hang_before_headers', count: 11 },
+    ]);
+    const warnings: string[] = [];
+    const onWarning = (w: Error) => warnings.push(w.name);
+    process.on('warning', onWarning);
+    try {
+      for (let i = 0; i < 11; i++) {
+        // The client gives up on each hang; the proxy must let go of it (its response closes).
+        const aborted = new AbortController();
+        const pending = fetch(`${proxy.baseURL}/chat/completions`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${KEY}` },
+          body: JSON.stringify({ model: 'gpt-4o', messages: [{ role: 'user', content: 'x' }] }),
+          signal: aborted.signal,
+        }).catch((e: unknown) => e);
+        // Held by the proxy (counted as it starts the hang) before the client gives up.
+        await waitFor(
+          () => (proxy.stats().faulted.hang_before_headers ?? 0) === i + 1,
+          'the proxy to hold the call',
+        );
+        aborted.abort();
+        expect(await pending).toBeInstanceOf(Error);
+      }
+      // Node emits the warning on the next tick after the 11th listener is added.
+      await new Promise((r) => setImmediate(r));
+    } finally {
+      process.off('warning', onWarning);
+    }
+    expect(warnings).not.toContain('MaxListenersExceededWarning');
   });
 });

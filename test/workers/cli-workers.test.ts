@@ -200,6 +200,32 @@ describe('breakwater run --workers', () => {
     }
   }, 180_000);
 
+  it("a scenario's faults: (a fault proxy in front of a real endpoint) are refused in one line, not dropped", async () => {
+    const faulted = join(dir, 'faulted.yaml');
+    writeFileSync(
+      faulted,
+      `${SMALL.replace('primary, provider: openai, model: gpt-4o, emulator: openai,', 'primary, provider: openai, model: gpt-4o, baseURL: "http://127.0.0.1:9/v1",')}
+faults:
+  - { endpoint: primary, kind: overloaded, count: 2 }
+`,
+    );
+    const runId = `faults-refused-${process.pid}`;
+    const run = await runCli(
+      ['run', faulted, '--workers', '2', '--database-url', POSTGRES_URL, '--run-id', runId],
+      cleanEnv(),
+    );
+    expect(run.code).toBe(1);
+    oneLine(run.stderr);
+    expect(run.stderr).toContain("--workers does not go with the scenario's faults: (primary)");
+    expect(run.stderr).toContain('run in one process');
+    const database = await openDatabase({ url: POSTGRES_URL });
+    try {
+      expect(await createRunStore(database).getRun(runId)).toBeUndefined();
+    } finally {
+      await database.close();
+    }
+  }, 60_000);
+
   it('breakwater worker --coordination-url naming another server than its run’s is refused in one line, naming both', async () => {
     const database = await openDatabase({ url: POSTGRES_URL });
     const source = join(dir, 'scenario.yaml');

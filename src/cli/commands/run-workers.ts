@@ -69,6 +69,13 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
   try {
     const scenarioSource = resolveScenario(options.scenario ?? 'agent8-storm');
     const scenario = loadScenario(scenarioSource);
+    // Top-level `faults:` are acted out by a fault proxy in the process that runs the scenario: spread over workers,
+    // each would need its own proxy and its own count of faults, so they are refused rather than dropped.
+    if (scenario.faults?.length)
+      throw new CliError(
+        `--workers does not go with the scenario's faults: (${scenario.faults.map((f) => f.endpoint).join(', ')}) yet; ` +
+          'drop them or run in one process',
+      );
     const started = await startWorkerRun({
       scenario,
       scenarioSource,
