@@ -84,10 +84,14 @@ function toTurnInput(turn: Turn, itemId: string): TurnInput {
 export async function recordRun(input: RecordRunInput): Promise<RecordedRun> {
   const { clock } = input;
   const events: RuntimeEvent[] = [];
-  const supervisor = createSupervisor(input.config, { clock, onEvent: (e) => events.push(e) });
+  // Whole ms, as the run's event recorder stores them (a virtual clock's timers may fall between two).
+  const supervisor = createSupervisor(input.config, {
+    clock,
+    onEvent: (e) => events.push(Number.isInteger(e.at) ? e : { ...e, at: Math.round(e.at) }),
+  });
   const detach = input.attach?.(supervisor);
   const handles = input.agents.map((a) => supervisor.spawnAgent(a));
-  const createdAt = clock.now();
+  const createdAt = Math.round(clock.now());
   events.push({
     type: 'run.started',
     at: createdAt,
@@ -103,7 +107,7 @@ export async function recordRun(input: RecordRunInput): Promise<RecordedRun> {
   const roundTurns: TurnInput[][] = [];
   const total = handles.length * input.items.length;
   for (let round = 1; round <= input.rounds; round++) {
-    events.push({ type: 'round.started', at: clock.now(), data: { round } });
+    events.push({ type: 'round.started', at: Math.round(clock.now()), data: { round } });
     let done = 0;
     input.onProgress?.({ round, rounds: input.rounds, done, total });
     const finished = await Promise.all(
@@ -122,11 +126,11 @@ export async function recordRun(input: RecordRunInput): Promise<RecordedRun> {
       ),
     );
     roundTurns.push(finished);
-    events.push({ type: 'round.committed', at: clock.now(), data: { round, turns: finished.length } });
+    events.push({ type: 'round.committed', at: Math.round(clock.now()), data: { round, turns: finished.length } });
   }
   await supervisor.stop();
   await detach?.();
-  const finishedAt = clock.now();
+  const finishedAt = Math.round(clock.now());
   events.push({ type: 'run.finished', at: finishedAt, data: { runId: input.runId, status: 'completed' } });
   return {
     run: {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createScaledClock } from '../../src/clock/scaled-clock.ts';
+import { createVirtualClock, type VirtualClock } from '../../src/clock/virtual-clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import type { ReportCheck, RunReport } from '../../src/report/report-types.ts';
 import { buildRunReport } from '../../src/report/run-report.ts';
@@ -12,12 +12,12 @@ import { type RecordedRun, recordRun, testEndpoint, writeRecordedRun } from './r
 /*
  * buildRunReport on event logs recorded from real runs: a supervisor with six agents against the
  * emulator over real HTTP (a 429 storm, then a credit exhaustion). Every number the report gives is
- * checked against the emulator's own record of what it received.
+ * checked against the emulator's own record of what it received. The runs are on a virtual clock (time
+ * stands still while a request is on the wire, jumps when everything waits for it), so how many calls
+ * overlap does not depend on how fast this machine starts them.
  */
 
 const T0 = Date.parse('2026-08-17T07:00:00+09:00');
-/** Simulated ms per real ms: a 2 s Retry-After passes in 100 real ms. */
-const SCALE = 20;
 
 const SEED_AGENTS = [
   { name: 'codex', tier: 'ops', chain: 'light' },
@@ -40,11 +40,12 @@ const agentCalls = (recorded: RecordedRun) =>
 
 describe('a 429 storm on sonnet (6 agents, tokens = 3, real HTTP)', () => {
   let emulator: Emulator;
+  let clock: VirtualClock;
   let recorded: RecordedRun;
   let report: RunReport;
 
   beforeAll(async () => {
-    const clock = createScaledClock({ origin: T0, scale: SCALE });
+    clock = createVirtualClock({ origin: T0 });
     emulator = await startEmulator({
       clock,
       profile: {
@@ -78,6 +79,7 @@ describe('a 429 storm on sonnet (6 agents, tokens = 3, real HTTP)', () => {
     report = buildRunReport(recorded.run, recorded.events, { turns: recorded.roundTurns.flat() });
   });
   afterAll(async () => {
+    clock?.stop();
     await emulator?.close();
   });
 
@@ -154,11 +156,12 @@ describe('a 429 storm on sonnet (6 agents, tokens = 3, real HTTP)', () => {
 
 describe('credit exhaustion of the primary key (real HTTP)', () => {
   let emulator: Emulator;
+  let clock: VirtualClock;
   let recorded: RecordedRun;
   let report: RunReport;
 
   beforeAll(async () => {
-    const clock = createScaledClock({ origin: T0, scale: SCALE });
+    clock = createVirtualClock({ origin: T0 });
     emulator = await startEmulator({
       clock,
       profile: {
@@ -190,6 +193,7 @@ describe('credit exhaustion of the primary key (real HTTP)', () => {
     report = buildRunReport(recorded.run, recorded.events, { turns: recorded.roundTurns.flat() });
   });
   afterAll(async () => {
+    clock?.stop();
     await emulator?.close();
   });
 
