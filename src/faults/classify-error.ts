@@ -125,6 +125,7 @@ function classify(error: unknown, ctx: ClassifyContext): Fault {
   if (perDay !== undefined) {
     // The provider's window is a day, not our credit cooldown: the key is useless until its midnight.
     fields.disableForMs = msUntilDailyReset(ctx.now, GEMINI_DAILY_RESET_ZONE);
+    fields.disableReason = `per-day quota ${perDay} exhausted, until Gemini's daily reset at 00:00 ${GEMINI_DAILY_RESET_ZONE}`;
     fields.message = `per-day quota ${perDay} exhausted; key disabled until Gemini's daily reset at 00:00 ${GEMINI_DAILY_RESET_ZONE} (in ${hoursMinutes(fields.disableForMs)}): ${fields.message}`;
   }
   return buildFault(ctx, kind, fields);
@@ -213,6 +214,7 @@ interface FaultFields {
   retryAfterMs?: number;
   retryAfterCappedFromMs?: number;
   disableForMs?: number;
+  disableReason?: string;
   requestId?: string;
   code?: string;
 }
@@ -228,6 +230,8 @@ function buildFault(ctx: ClassifyContext, kind: FaultKind, fields: FaultFields):
   if (fields.retryAfterCappedFromMs !== undefined)
     fault.retryAfterCappedFromMs = fields.retryAfterCappedFromMs;
   if (fields.disableForMs !== undefined) fault.disableForMs = fields.disableForMs;
+  // The quota id comes from the provider's body: scrubbed like every other text from it.
+  if (fields.disableReason !== undefined) fault.disableReason = scrubSecrets(fields.disableReason);
   if (fields.requestId !== undefined) fault.requestId = scrubSecrets(fields.requestId);
   if (fields.code !== undefined) fault.code = scrubSecrets(fields.code);
   if (ctx.endpointId !== undefined) fault.endpointId = ctx.endpointId;

@@ -72,6 +72,11 @@ export interface Fault {
    * When set, endpoint health disables the key for this long instead of its `creditCooldownMs`.
    */
   readonly disableForMs?: number;
+  /**
+   * Why the key is disabled for `disableForMs`, in a few words for the health views (`per-day quota … exhausted,
+   * until Gemini's daily reset at 00:00 America/Los_Angeles`). Set with `disableForMs`.
+   */
+  readonly disableReason?: string;
   readonly requestId?: string;
   /** The provider's own error code/type (e.g. `insufficient_quota`, `overloaded_error`, `RESOURCE_EXHAUSTED`). */
   readonly code?: string;

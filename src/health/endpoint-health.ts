@@ -451,7 +451,9 @@ export class EndpointHealthTracker {
           disableForMs !== undefined && disableForMs > 0 ? disableForMs : this.#settings.creditCooldownMs;
         const until = now + forMs;
         this.#disabledUntil = Math.max(this.#disabledUntil, until);
-        this.#disabledReason = fault.kind === 'auth' ? 'key refused (auth)' : 'credit exhausted';
+        // A provider's own window says why (a per-day quota until its reset); the views show it as the reason.
+        this.#disabledReason =
+          fault.kind === 'auth' ? 'key refused (auth)' : (fault.disableReason ?? 'credit exhausted');
         this.#send({ type: 'FORCE_OPEN', at: now, untilMs: this.#disabledUntil });
         this.#limiter?.release('other');
         return;

@@ -50,6 +50,8 @@ const geminiCompat: WireCase[] = [
       status: 429,
       code: 'RESOURCE_EXHAUSTED',
       disableForMs: 12 * 3_600_000,
+      disableReason:
+        "per-day quota GenerateRequestsPerDayPerProjectPerModel-FreeTier exhausted, until Gemini's daily reset at 00:00 America/Los_Angeles",
       message:
         /^per-day quota \S+PerDay\S* exhausted; key disabled until .*\(in 12 h 0 min\): .*exceeded your current quota/,
     },

@@ -24,6 +24,8 @@ const cases: WireCase[] = [
       status: 429,
       code: 'RESOURCE_EXHAUSTED',
       disableForMs: 90 * 60_000,
+      disableReason:
+        "per-day quota GenerateRequestsPerDayPerProjectPerModel-FreeTier exhausted, until Gemini's daily reset at 00:00 America/Los_Angeles",
       message:
         /^per-day quota GenerateRequestsPerDayPerProjectPerModel-FreeTier exhausted; key disabled until Gemini's daily reset at 00:00 America\/Los_Angeles \(in 1 h 30 min\): You exceeded your current quota/,
     },

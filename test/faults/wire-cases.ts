@@ -21,6 +21,7 @@ export interface Expected {
   readonly retryAfterMs?: number;
   readonly retryAfterCappedFromMs?: number;
   readonly disableForMs?: number;
+  readonly disableReason?: string;
   readonly requestId?: string;
   readonly code?: string;
   /** The scrubbed, one-line message must match. */
@@ -93,6 +94,7 @@ export function assertFault(fault: Fault, want: Expected, secrets: readonly stri
   expect(fault.retryAfterMs).toBe(want.retryAfterMs);
   expect(fault.retryAfterCappedFromMs).toBe(want.retryAfterCappedFromMs);
   expect(fault.disableForMs).toBe(want.disableForMs);
+  expect(fault.disableReason).toBe(want.disableReason);
   expect(fault.requestId).toBe(want.requestId);
   expect(fault.code).toBe(want.code);
   expect(fault.message).toMatch(want.message);

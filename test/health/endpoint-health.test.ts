@@ -141,11 +141,20 @@ describe('endpoint health — cooldown, breaker, probes', () => {
 
     const daily = tracker();
     const untilReset = 5 * 3_600_000;
-    daily.call(fault('credit_exhausted', { status: 429, disableForMs: untilReset } as never));
+    daily.call(
+      fault('credit_exhausted', {
+        status: 429,
+        disableForMs: untilReset,
+        disableReason: 'per-day quota Q exhausted, until the daily reset',
+      } as never),
+    );
     expect(daily.health.readiness(daily.clock.now(), 100)).toEqual({
       until: T0 + untilReset,
       cause: 'disabled',
     });
+    expect(daily.health.view(daily.clock.now()).disabledReason).toBe(
+      'per-day quota Q exhausted, until the daily reset',
+    );
   });
 });
 
