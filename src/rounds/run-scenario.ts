@@ -125,6 +125,11 @@ export interface ScenarioRunResult {
   readonly emulatorStats?: EmulatorStats;
   /** How long the run took in real time, ms. */
   readonly realMs: number;
+  /**
+   * On a virtual clock (`virtualTime`): how many times it jumped past real work it could not see finish (its
+   * 30 s safety valve). 0 means the timeline did not depend on the machine's speed.
+   */
+  readonly forcedClockJumps?: number;
 }
 
 /** What is stored with a run so it can be resumed (and, for a run spread over workers, joined). */
@@ -443,7 +448,13 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       unsubscribe();
       await rec.flush();
       const stats = emulator?.stats();
-      return { runId, run, ...(stats ? { emulatorStats: stats } : {}), realMs: Date.now() - realStart };
+      return {
+        runId,
+        run,
+        ...(stats ? { emulatorStats: stats } : {}),
+        realMs: Date.now() - realStart,
+        ...(options.virtualTime ? { forcedClockJumps: (clock as VirtualClock).forcedJumps } : {}),
+      };
     } catch (e) {
       const status = options.signal?.aborted ? 'interrupted' : 'failed';
       emit?.({ type: 'run.finished', at: clock.now(), data: { runId, status } });

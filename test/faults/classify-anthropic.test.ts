@@ -244,7 +244,7 @@ const cases: WireCase[] = [
       headers: { 'content-type': 'text/html' },
       body: '<html><body><h1>502 Bad Gateway</h1></body></html>',
     },
-    expect: { kind: 'server_error', status: 502, message: /502 Bad Gateway/ },
+    expect: { kind: 'server_error', status: 502, message: /^502 Bad Gateway$/ },
   },
   {
     name: 'a504-timeout-error',
