@@ -126,7 +126,11 @@ export async function recordRun(input: RecordRunInput): Promise<RecordedRun> {
       ),
     );
     roundTurns.push(finished);
-    events.push({ type: 'round.committed', at: Math.round(clock.now()), data: { round, turns: finished.length } });
+    events.push({
+      type: 'round.committed',
+      at: Math.round(clock.now()),
+      data: { round, turns: finished.length },
+    });
   }
   await supervisor.stop();
   await detach?.();

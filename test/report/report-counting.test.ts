@@ -12,6 +12,7 @@ import { loadScenario, parseScenario } from '../../src/scenarios/load-scenario.t
 import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
 import type { RunRecord } from '../../src/store/store-types.ts';
 import { driveUntil, emulatorEndpoint } from '../support/runtime-harness.ts';
+import { writeRecordedRun } from './record-run.ts';
 
 /*
  * Issue 18, "Reports that count what happened", on recorded runs: the in-flight check's threshold is
@@ -168,6 +169,7 @@ describe('thresholds: the scenario, then the options, win over the configured li
 
 describe('HALF-OPEN probes are upstream calls (a breaker opens on a dead endpoint, then recovers)', () => {
   let emulator: Emulator;
+  let probeDatabase: BreakwaterDatabase | undefined;
   let events: RuntimeEvent[];
   let report: RunReport;
 
@@ -207,24 +209,29 @@ describe('HALF-OPEN probes are upstream calls (a breaker opens on a dead endpoin
     await driveUntil(clock, () => vllm()?.breaker === 'closed', { stepMs: 1_000, maxSimulatedMs: 120_000 });
     await supervisor.stop();
     events.push({ type: 'run.finished', at: clock.now(), data: { runId: 'probes', status: 'completed' } });
-    report = buildRunReport(
-      {
-        runId: 'probes',
-        scenario: 'probes',
-        config: {},
-        status: 'completed',
-        currentRound: 1,
-        totalRounds: 1,
-        machineVersion: 'agent@test',
-        createdAt: T0,
-        updatedAt: T0,
-        finishedAt: T0,
-        failure: null,
-      },
-      events,
-    );
+    const run: RunRecord = {
+      runId: 'probes',
+      scenario: 'probes',
+      config: {},
+      status: 'completed',
+      currentRound: 1,
+      totalRounds: 1,
+      machineVersion: 'agent@test',
+      createdAt: T0,
+      updatedAt: T0,
+      finishedAt: T0,
+      failure: null,
+    };
+    // Counted on the recorded run: its event log written to a store and the report read back from it.
+    probeDatabase = await openDatabase({ dataDir: ':memory:' });
+    const store = createRunStore(probeDatabase);
+    await writeRecordedRun(store, { run, events, turns: [], roundTurns: [], stats: emulator.stats() });
+    report = await loadRunReport(store, 'probes');
+    // The same as the report of the events in memory: nothing is lost or added on the way.
+    expect(report.calls).toEqual(buildRunReport(run, events).calls);
   });
   afterAll(async () => {
+    await probeDatabase?.close();
     await emulator?.close();
   });
 
