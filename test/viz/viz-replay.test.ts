@@ -72,7 +72,9 @@ async function scrubTo(page: Page, t: number): Promise<void> {
 describeBrowser('replay page in Chromium (event log in PGlite)', () => {
   beforeAll(async () => {
     clock = createManualClock(Date.parse('2026-08-17T07:32:00+09:00'));
-    emulator = await startEmulator({ profile: { seed: 31 }, clock });
+    // Calls take simulated time (as real ones take real time), so a probe in flight leaves the breaker HALF-OPEN
+    // for a span of the timeline: with none, HALF-OPEN and the probe's answer would share one instant.
+    emulator = await startEmulator({ profile: { seed: 31, latency: { minMs: 400, maxMs: 400 } }, clock });
     // A real run: the storm and the recovery, against the emulator.
     const scenario = breakerScenario(emulator, clock);
     await scenario.storm();

@@ -3,7 +3,7 @@ import type { Emulator } from '../../src/emulator/index.ts';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import type { Turn } from '../../src/runtime/turn.ts';
-import { driveUntil, emulatorEndpoint, settle } from '../support/runtime-harness.ts';
+import { driveUntil, emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*
  * One short, real scenario shared by the visualizer's tests: a supervisor with two agents against the
@@ -70,8 +70,12 @@ export function breakerScenario(
       void ops.ask('Flush the outbox summary.').then((t) => {
         opsTurn = t;
       });
-      await settle(
+      // Simulated time moves in small steps (an emulator with latency answers only when it does), far short of the
+      // 30 s the 429 asks for.
+      await driveUntil(
+        clock,
         () => analyst.state() === 'cooling' && sonnet().breaker === 'open' && opsTurn !== undefined,
+        { stepMs: 100, maxSimulatedMs: 10_000 },
       );
     },
     async recover(options = {}) {
