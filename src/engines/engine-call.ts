@@ -82,7 +82,10 @@ export async function runEngineCall(
     wallNow,
     ctx.credential,
   );
-  const maxRetryAfterMs = config.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS;
+  const scale = ctx.wireScale ?? 1;
+  // The cap is on the run's clock (what an endpoint may be parked for there): in the wire's own ms it is the cap
+  // divided by the scale, so a wait scaled afterwards never passes it.
+  const maxRetryAfterMs = (config.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS) / scale;
   call.streamed = streamed;
   // A stream's reader calls it per event: the body is alive (the idle deadline counts from the last one).
   const touch = () => {
@@ -113,7 +116,7 @@ export async function runEngineCall(
           maxResetInMs: maxRetryAfterMs,
         }),
         call.clockAtHeaders ?? now,
-        ctx.wireScale ?? 1,
+        scale,
       ),
       latencyMs: now - startedAt,
     };
@@ -133,7 +136,7 @@ export async function runEngineCall(
           ...(call.headers ? { headers: call.headers } : {}),
           ...(call.bodyText !== undefined ? { bodyText: call.bodyText } : {}),
         }),
-        ctx.wireScale ?? 1,
+        scale,
       ),
     );
   } finally {
@@ -148,26 +151,27 @@ export async function runEngineCall(
 function onRunClock(state: RateLimitState, now: number, scale: number): RateLimitState {
   if (scale === 1) return Object.freeze(state);
   const window = (w: RateLimitWindow | undefined) =>
-    w && w.resetAt !== undefined ? { ...w, resetAt: now + (w.resetAt - now) * scale } : w;
+    w && w.resetAt !== undefined ? { ...w, resetAt: now + Math.round((w.resetAt - now) * scale) } : w;
   const out: Record<string, unknown> = {};
   for (const k of ['requests', 'tokens', 'inputTokens', 'outputTokens'] as const)
     if (state[k]) out[k] = window(state[k]);
-  if (state.retryAfterMs !== undefined) out.retryAfterMs = state.retryAfterMs * scale;
-  if (state.cappedFromMs !== undefined) out.cappedFromMs = state.cappedFromMs * scale;
+  if (state.retryAfterMs !== undefined) out.retryAfterMs = Math.round(state.retryAfterMs * scale);
+  if (state.cappedFromMs !== undefined) out.cappedFromMs = Math.round(state.cappedFromMs * scale);
   return Object.freeze(out as RateLimitState);
 }
 
 /** A fault's waits (retry-after, a per-day disable) on the run's clock: see {@link onRunClock}. */
 function faultOnRunClock(fault: Fault, scale: number): Fault {
   if (scale === 1) return fault;
-  return {
+  const on = (ms: number) => Math.round(ms * scale);
+  return Object.freeze({
     ...fault,
-    ...(fault.retryAfterMs !== undefined ? { retryAfterMs: fault.retryAfterMs * scale } : {}),
+    ...(fault.retryAfterMs !== undefined ? { retryAfterMs: on(fault.retryAfterMs) } : {}),
     ...(fault.retryAfterCappedFromMs !== undefined
-      ? { retryAfterCappedFromMs: fault.retryAfterCappedFromMs * scale }
+      ? { retryAfterCappedFromMs: on(fault.retryAfterCappedFromMs) }
       : {}),
-    ...(fault.disableForMs !== undefined ? { disableForMs: fault.disableForMs * scale } : {}),
-  };
+    ...(fault.disableForMs !== undefined ? { disableForMs: on(fault.disableForMs) } : {}),
+  });
 }
 
 /**

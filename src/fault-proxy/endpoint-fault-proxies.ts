@@ -16,6 +16,12 @@ export interface ProxyFaultedEndpointsOptions {
   readonly clock: Clock;
   /** Seed of the rules' `probability` draws. Default 1. */
   readonly seed?: number;
+  /**
+   * Simulated ms per real ms of the waits each endpoint's rules write on the wire (see `FaultProxyOptions.wireScale`):
+   * the run's time scale for an endpoint in wall time (a real server), 1 for one on the run's clock (the emulator).
+   * Default: 1 for every endpoint.
+   */
+  readonly wireScale?: (endpointId: string) => number;
 }
 
 /**
@@ -54,6 +60,7 @@ export async function proxyFaultedEndpoints<E extends EndpointConfig>(
         rules: mine,
         clock: options.clock,
         ...(options.seed !== undefined ? { seed: options.seed } : {}),
+        ...(options.wireScale ? { wireScale: options.wireScale(endpoint.id) } : {}),
       });
       proxies.push(proxy);
       out.push({ ...endpoint, baseURL: proxy.baseURL });

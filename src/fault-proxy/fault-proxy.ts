@@ -41,6 +41,12 @@ export interface FaultProxyOptions {
   readonly clock?: Clock;
   /** Seed of the `probability` draws. Default 1. */
   readonly seed?: number;
+  /**
+   * Simulated ms per real ms. A rule's `retryAfterMs` is simulated time, like everything in a scenario; the proxy
+   * stands in front of a real endpoint whose waits the engine reads as real time (and scales by this), so the
+   * proxy writes the rule's wait divided by it. Default 1.
+   */
+  readonly wireScale?: number;
 }
 
 /**
@@ -144,6 +150,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
   const flavor = flavorOf(options.endpoint.provider, options.endpoint.flavor);
   const wire = wireOf(flavor);
   const clock = options.clock ?? systemClock;
+  const wireScale = options.wireScale ?? 1;
   const start = clock.now();
   const rng = createSeededRandom(options.seed ?? 1);
   const rules = new FaultRules(rng);
@@ -182,7 +189,8 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
 
   const sendError = (res: ServerResponse, rule: FaultRule, model: string) => {
     const ctx = context();
-    const retryMs = rule.retryAfterMs ?? 1_000;
+    // On the wire in the real endpoint's time (the engine scales it back onto the run's clock).
+    const retryMs = (rule.retryAfterMs ?? 1_000) / wireScale;
     const spec: ErrorSpec =
       rule.kind === 'rate_limit' || rule.kind === 'rate_limit_no_retry_after'
         ? {

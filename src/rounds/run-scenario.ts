@@ -325,9 +325,14 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       },
     });
     // Fault rules aimed at endpoints by id: a local proxy in front of each one acts them out.
+    // A proxy in front of a wall-time endpoint writes its rules' simulated waits as real ms (the engine scales them
+    // back); one in front of the emulator writes them on the run's clock, as the emulator does.
     const faulted = await proxyFaultedEndpoints(runtime.endpoints, spec.faults ?? [], {
       clock,
       ...(spec.emulator?.seed !== undefined ? { seed: spec.emulator.seed } : {}),
+      ...(wallTimeEndpoints.size > 0
+        ? { wireScale: (id: string) => (wallTimeEndpoints.has(id) ? timeScale : 1) }
+        : {}),
     });
     owned.unshift(...faulted.proxies);
     const resolved: ScenarioSpec = {

@@ -46,7 +46,13 @@ afterAll(async () => {
 });
 
 /** One agent, one item; `limited` answers 429, `backup` answers. */
-function scenario(name: string, provider: FormProvider, limitedRoute: string, timeScale = 1): string {
+function scenario(
+  name: string,
+  provider: FormProvider,
+  limitedRoute: string,
+  timeScale = 1,
+  extra = '',
+): string {
   const endpoint = (id: string, route: string) =>
     `    - { id: ${id}, provider: ${provider}, model: ${MODEL[provider]}, apiKey: ${KEYS[provider]}, baseURL: "${server.url(route)}" }`;
   return `
@@ -64,7 +70,7 @@ agents:
 rounds:
   count: 1
   items: [{ id: I1, title: Status of the payment API }]
-`;
+${extra}`;
 }
 
 interface Observed {
@@ -150,6 +156,35 @@ describe('a scenario starting in the past, against a server sending each reset-h
       expectAbout(seen.cooldownMs, WAIT_MS * 15, TOLERANCE_MS * 15);
     });
   }
+
+  // The cap is on the run's clock: 14 real minutes at timeScale 15 are 210 min there, past the 15 min cap.
+  it('a 14 min retry-after at timeScale 15 is capped at 15 min of the run clock, and said once', async () => {
+    const form = RESET_HEADER_FORMS.find((f) => f.name === 'retry-after-seconds') as ResetHeaderForm;
+    server.route('scaled-long', () => rateLimitReply(form, Date.now(), 14 * 60_000));
+    const logs: string[] = [];
+    const seen = await run(scenario('scaled-long', 'openai', 'scaled-long', 15), { logs });
+    expect(seen.status).toBe('completed');
+    expect(seen.fault.data.retryAfterMs).toBe(15 * 60_000);
+    expectAbout(seen.fault.data.retryAfterCappedFromMs, 14 * 60_000 * 15, TOLERANCE_MS * 15);
+    expectAbout(seen.cooldownMs, 15 * 60_000, TOLERANCE_MS * 15);
+    const warnings = logs.map((l) => JSON.parse(l)).filter((l) => /maxRetryAfterMs/.test(l.msg));
+    expect(warnings).toHaveLength(1);
+  });
+
+  // A `faults:` rule's wait is simulated time like the rest of the scenario: the proxy in front of the real server
+  // writes it in real ms (2000 / 15) and the engine scales it back, so it is not scaled twice (30 s).
+  it('a faults: rate_limit with retryAfterMs 2000 at timeScale 15 cools the endpoint for 2 s of the run clock', async () => {
+    const faults = `faults:
+  - { endpoint: limited, kind: rate_limit, retryAfterMs: 2000, count: 1 }
+`;
+    const seen = await run(scenario('proxy-scaled', 'openai', 'ok-openai', 15, faults));
+    expect(seen.status).toBe('completed');
+    expect(seen.fault.endpoint).toBe('limited');
+    expect(seen.fault.data.faultKind).toBe('rate_limited');
+    // retry-after-ms is written in whole real ms (134 for 133.3), so 2010 on the run's clock.
+    expectAbout(seen.fault.data.retryAfterMs, 2_000, 30);
+    expectAbout(seen.cooldownMs, 2_000, 30);
+  });
 
   it('an absurd reset (a year ahead) cools the endpoint for the 15 min cap, not a year', async () => {
     const form = RESET_HEADER_FORMS.find((f) => f.name === 'anthropic-ratelimit-reset') as ResetHeaderForm;
