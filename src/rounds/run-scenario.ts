@@ -8,8 +8,6 @@ import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import { createScaledClock } from '../clock/scaled-clock.ts';
 import { createVirtualClock, type VirtualClock } from '../clock/virtual-clock.ts';
-import { createEngine } from '../engines/create-engine.ts';
-import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import { type Emulator, type EmulatorStats, startEmulator } from '../emulator/index.ts';
 import { createSeededRandom, hash32 } from '../emulator/seeded-random.ts';
 import type { AgentInfo, RuntimeEventListener } from '../events/runtime-event.ts';
@@ -34,6 +32,7 @@ import { type RoundProgress, runRounds } from './round-runner.ts';
 import { applyRunRestore, loadRunRestore } from './run-restore.ts';
 import { storeCallMemo } from './store-call-memo.ts';
 import type { TurnExecutor } from './turn-executor.ts';
+import { wireTimeEngines } from './wire-time-engines.ts';
 
 /** Which policy runs the turns. */
 export type RunPolicy = 'breakwater' | 'status-quo';
@@ -288,25 +287,14 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     // of them use simulated time: read against the real wall, the real ms a response spent in transit would shift
     // every reset by as many simulated ms, and the timeline would depend on the machine's load.
     const wallNow = options.virtualTime && !options.emulatorUrl ? () => clock.now() : undefined;
-    // An endpoint outside the emulator (a real server, or one behind a fault proxy) lives in wall time: the waits
-    // it sends are real ms, each `timeScale` ms of the run's scaled clock (a 7 s retry-after at timeScale 15 is
-    // 105 s here, not 0.47 s of real time).
-    const wallTimeEndpoints = new Set(
-      !options.virtualTime && timeScale !== 1
-        ? spec.runtime.endpoints.filter((e) => !e.emulator).map((e) => e.id)
-        : [],
-    );
-    // Both policies' engines read the wire the same way (the status-quo worker too: its comparison is only fair on
-    // the same clock).
-    const buildEngine =
-      wallNow || wallTimeEndpoints.size > 0
-        ? (c: ParsedEndpointConfig) =>
-            createEngine(c, {
-              clock,
-              ...(wallNow ? { wallNow } : {}),
-              ...(wallTimeEndpoints.has(c.id) ? { wireScale: timeScale } : {}),
-            })
-        : undefined;
+    // Endpoints outside the emulator live in wall time; both policies' engines read the wire the same way (the
+    // status-quo worker too: its comparison is only fair on the same clock).
+    const { wallTimeEndpoints, createEngine: buildEngine } = wireTimeEngines(spec.runtime.endpoints, {
+      clock,
+      timeScale,
+      ...(options.virtualTime ? { virtualTime: true } : {}),
+      ...(wallNow ? { wallNow } : {}),
+    });
     const baseURLs = await emulatorBaseURLs(
       spec,
       options,

@@ -33,6 +33,7 @@ import { planWorkerCoordination, probeCoordination } from './worker-coordination
 import { listenForRounds, notifyRound } from './round-wakeup.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
 import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
+import { type WireTimeEngines, wireTimeEngines } from '../rounds/wire-time-engines.ts';
 
 /** What a worker did, turn by turn (the live output of `breakwater worker`). */
 export interface WorkerTurnNote {
@@ -91,6 +92,8 @@ interface RunContext {
   readonly plans: readonly RoundPlan[];
   readonly definitions: readonly AgentDefinition[];
   readonly clock: ScaledClock;
+  /** The engine factory reading wall-time endpoints' waits onto the run's clock (see `wireTimeEngines`). */
+  readonly createEngine: WireTimeEngines['createEngine'];
   readonly recorder: WorkerEventRecorder;
   /** Where this worker shares the run's tokens and endpoint health (URL with its credentials). */
   readonly coordination: CoordinationOptions;
@@ -223,6 +226,7 @@ async function joinRun(options: RunWorkerOptions, run: RunRecord): Promise<RunCo
     plans: planRounds(scenario, { origin: config.origin }),
     definitions: scenarioAgents(spec),
     clock,
+    createEngine: wireTimeEngines(scenario.runtime.endpoints, { clock, timeScale: scale }).createEngine,
     recorder: createWorkerEventRecorder(database, run.runId),
     coordination: coordination.options,
   };
@@ -322,6 +326,7 @@ async function workParts(
     clock: ctx.clock,
     memo,
     restored: restore.agents,
+    ...(ctx.createEngine ? { createEngine: ctx.createEngine } : {}),
     coordination: {
       ...ctx.coordination,
       pool: ctx.workers.pool,

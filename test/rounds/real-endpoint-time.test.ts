@@ -162,7 +162,7 @@ describe('a scenario starting in the past, against a server sending each reset-h
     const form = RESET_HEADER_FORMS.find((f) => f.name === 'retry-after-seconds') as ResetHeaderForm;
     server.route('scaled-long', () => rateLimitReply(form, Date.now(), 14 * 60_000));
     const logs: string[] = [];
-    const seen = await run(scenario('scaled-long', 'openai', 'scaled-long', 15), { logs });
+    const seen = await run(scenario('scaled-long', form.provider, 'scaled-long', 15), { logs });
     expect(seen.status).toBe('completed');
     expect(seen.fault.data.retryAfterMs).toBe(15 * 60_000);
     expectAbout(seen.fault.data.retryAfterCappedFromMs, 14 * 60_000 * 15, TOLERANCE_MS * 15);

@@ -1,0 +1,58 @@
+import type { Clock } from '../clock/clock.ts';
+import { createEngine } from '../engines/create-engine.ts';
+import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import type { Engine } from '../engines/engine-types.ts';
+
+/** Options of {@link wireTimeEngines}. */
+export interface WireTimeEnginesOptions {
+  /** The run's clock. */
+  readonly clock: Clock;
+  /** Simulated ms per real ms of the run's clock (the scenario's `timeScale`). */
+  readonly timeScale: number;
+  /** Whether the run is on a virtual clock (then nothing lives in wall time: real providers are refused). Default false. */
+  readonly virtualTime?: boolean;
+  /** The wall clock the engines read providers' instants against. Default: `Date.now`. */
+  readonly wallNow?: () => number;
+}
+
+/** What {@link wireTimeEngines} decides for a run's endpoints. */
+export interface WireTimeEngines {
+  /** Ids of the endpoints outside the emulator: they live in wall time, so their waits are scaled onto the run's clock. */
+  readonly wallTimeEndpoints: ReadonlySet<string>;
+  /** The engine factory to give every executor of the run; undefined when the default one reads the wire right. */
+  readonly createEngine: ((config: ParsedEndpointConfig) => Engine) | undefined;
+}
+
+/**
+ * How a run's engines read the waits on the wire. An endpoint outside the emulator (a real server, or one behind a
+ * fault proxy) lives in wall time: the waits it sends are real ms, each `timeScale` ms of the run's scaled clock (a
+ * 7 s retry-after at timeScale 15 is 105 s there, not 0.47 s of real time). Emulator endpoints are on the run's
+ * clock already. One owner, so the in-process run, the status-quo comparison and every worker read them alike.
+ *
+ * @example
+ * ```ts
+ * const { createEngine } = wireTimeEngines(spec.runtime.endpoints, { clock, timeScale: spec.timeScale ?? 1 });
+ * createBreakwaterExecutor({ config, agents, clock, ...(createEngine ? { createEngine } : {}) });
+ * ```
+ */
+export function wireTimeEngines(
+  endpoints: readonly { readonly id: string; readonly emulator?: unknown }[],
+  options: WireTimeEnginesOptions,
+): WireTimeEngines {
+  const { clock, timeScale, wallNow } = options;
+  const wallTimeEndpoints: ReadonlySet<string> = new Set(
+    !options.virtualTime && timeScale !== 1 ? endpoints.filter((e) => !e.emulator).map((e) => e.id) : [],
+  );
+  const needed = wallNow !== undefined || wallTimeEndpoints.size > 0;
+  return Object.freeze({
+    wallTimeEndpoints,
+    createEngine: needed
+      ? (c: ParsedEndpointConfig) =>
+          createEngine(c, {
+            clock,
+            ...(wallNow ? { wallNow } : {}),
+            ...(wallTimeEndpoints.has(c.id) ? { wireScale: timeScale } : {}),
+          })
+      : undefined,
+  });
+}
