@@ -3,6 +3,7 @@
  */
 import type { Clock } from '../clock/clock.ts';
 import type { CallCredential } from '../engines/call-credential.ts';
+import type { EngineWireOptions } from '../engines/create-engine.ts';
 import { deferredSdkEngine } from '../engines/deferred-engine.ts';
 import { type ParsedEndpointConfig, parseEndpointConfig } from '../engines/endpoint-config.ts';
 import type { EndpointDescriptor, Engine } from '../engines/engine-types.ts';
@@ -104,7 +105,8 @@ export function parseByokTemplates(
 /**
  * The provider engine of a BYOK key: built once per key from a key-less config and the key's sealed
  * credential (its SDK client holds only the credential's marker). Not `createEngine`: that reads the key
- * from the config, and a BYOK key is never in a config.
+ * from the config, and a BYOK key is never in a config. `wire` says how it reads the waits on the wire (a
+ * template outside the emulator in a time-scaled scenario lives in wall time): as `createEngine` does.
  *
  * @example
  * ```ts
@@ -116,6 +118,14 @@ export function buildByokEngine(
   endpoint: EndpointDescriptor,
   clock: Clock,
   credential: CallCredential,
+  wire: EngineWireOptions = {},
 ): Engine {
-  return deferredSdkEngine(config, endpoint, clock, Date.now, credential);
+  return deferredSdkEngine(
+    config,
+    endpoint,
+    clock,
+    wire.wallNow ?? Date.now,
+    credential,
+    wire.wireScale ?? 1,
+  );
 }

@@ -1,3 +1,4 @@
+import type { EngineWireOptions } from '../engines/create-engine.ts';
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock/clock.ts';
@@ -60,6 +61,11 @@ export interface KeyVaultOptions {
   readonly idleTtlMs?: number;
   /** How a key for each provider name becomes an endpoint. Names are case-insensitive. Required, at least one. */
   readonly templates: Readonly<Record<ProviderName, ByokTemplate>>;
+  /**
+   * How the engine of a key for each template reads the waits on the wire (`wireScale`, `wallNow`: see
+   * `CreateEngineOptions`); called with the template's name. Default: wall time, unscaled.
+   */
+  readonly wireOf?: (templateName: string) => EngineWireOptions;
   /** Check every injected key with a tiny probe call (max 1 output token) before accepting it. Default: true. */
   readonly validate?: boolean;
   /** Where the vault logs injections, refusals and expiries (masked keys, fingerprints only). Default: none. */
@@ -396,7 +402,13 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
           masked: maskKeyBytes(bytes),
           ttlMs,
           credential,
-          provider: buildByokEngine(config, descriptor, clock, credential),
+          provider: buildByokEngine(
+            config,
+            descriptor,
+            clock,
+            credential,
+            options.wireOf?.(template.name) ?? {},
+          ),
           engine: Object.freeze({ endpoint: descriptor, call: (r: EngineRequest) => callLive(entry, r) }),
           state: 'checking',
           lastUsedAt: ttlClock.now(),

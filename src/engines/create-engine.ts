@@ -32,6 +32,9 @@ export interface CreateEngineOptions {
   readonly wireScale?: number;
 }
 
+/** How an engine reads the waits and instants on the wire: the part of {@link CreateEngineOptions} a BYOK key's engine takes too. */
+export type EngineWireOptions = Pick<CreateEngineOptions, 'wallNow' | 'wireScale'>;
+
 /**
  * Creates the {@link Engine} of one endpoint: Anthropic (`@anthropic-ai/sdk`), OpenAI and every
  * OpenAI-compatible server (`openai`, via `baseURL`), or Gemini native (`@google/genai`). The config

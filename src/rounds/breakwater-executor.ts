@@ -8,6 +8,7 @@ import type { CallMemo } from '../runtime/agent-actors.ts';
 import type { AgentDefinition } from '../runtime/agent-definition.ts';
 import { createSupervisor, type Supervisor } from '../runtime/create-supervisor.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
+import type { SupervisorOptions } from '../runtime/supervisor-types.ts';
 import type { AgentHandle, AskOptions } from '../runtime/agent-handle-types.ts';
 import { type AgentMemory, emptyMemory, type Turn } from '../runtime/turn.ts';
 import type { TurnExecutor } from './turn-executor.ts';
@@ -27,6 +28,8 @@ export interface BreakwaterExecutorOptions {
   readonly logger?: Logger;
   readonly memo?: CallMemo;
   readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
+  /** How BYOK keys' engines read the wire, by template (see `SupervisorOptions.byokWire`). Default: unscaled. */
+  readonly byokWire?: SupervisorOptions['byokWire'];
   readonly inspect?: (event: InspectionEvent) => void;
   /** Share tokens and endpoint health with other processes. Default: this process alone. */
   readonly coordination?: CoordinationOptions;
@@ -59,6 +62,7 @@ export function createBreakwaterExecutor(options: BreakwaterExecutorOptions): Br
     ...(options.logger ? { logger: options.logger } : {}),
     ...(options.memo ? { memo: options.memo } : {}),
     ...(options.createEngine ? { createEngine: options.createEngine } : {}),
+    ...(options.byokWire ? { byokWire: options.byokWire } : {}),
     ...(options.inspect ? { inspect: options.inspect } : {}),
     ...(options.coordination ? { coordination: options.coordination } : {}),
     ...(options.random ? { random: options.random } : {}),

@@ -289,7 +289,11 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     const wallNow = options.virtualTime && !options.emulatorUrl ? () => clock.now() : undefined;
     // Endpoints outside the emulator live in wall time; both policies' engines read the wire the same way (the
     // status-quo worker too: its comparison is only fair on the same clock).
-    const { wallTimeEndpoints, createEngine: buildEngine } = wireTimeEngines(spec.runtime.endpoints, {
+    const {
+      wallTimeEndpoints,
+      createEngine: buildEngine,
+      byokWire,
+    } = wireTimeEngines(spec.runtime, {
       clock,
       timeScale,
       ...(options.virtualTime ? { virtualTime: true } : {}),
@@ -384,6 +388,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
               // jitter comes from the scenario's seed instead of Math.random.
               ...(options.virtualTime ? { random: jitterRandom(spec, options.jitterSeed) } : {}),
               ...(buildEngine ? { createEngine: buildEngine } : {}),
+              ...(byokWire ? { byokWire } : {}),
             });
       if (breakwater && restore) applyRunRestore(breakwater.supervisor, restore);
       executor =

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock/clock.ts';
-import { createEngine } from '../engines/create-engine.ts';
+import { createEngine, type EngineWireOptions } from '../engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import type { Engine } from '../engines/engine-types.ts';
 
@@ -21,6 +21,14 @@ export interface WireTimeEngines {
   readonly wallTimeEndpoints: ReadonlySet<string>;
   /** The engine factory to give every executor of the run; undefined when the default one reads the wire right. */
   readonly createEngine: ((config: ParsedEndpointConfig) => Engine) | undefined;
+  /** Its twin for BYOK keys, by template name (`SupervisorOptions.byokWire`); undefined when not needed. */
+  readonly byokWire: ((templateName: string) => EngineWireOptions) | undefined;
+}
+
+/** The endpoints and BYOK templates of a run: those with `emulator:` are on the run's clock. */
+export interface WireTimeRuntime {
+  readonly endpoints: readonly { readonly id: string; readonly emulator?: unknown }[];
+  readonly byok?: { readonly templates?: Readonly<Record<string, object>> };
 }
 
 /**
@@ -31,20 +39,29 @@ export interface WireTimeEngines {
  *
  * @example
  * ```ts
- * const { createEngine } = wireTimeEngines(spec.runtime.endpoints, { clock, timeScale: spec.timeScale ?? 1 });
+ * const { createEngine } = wireTimeEngines(spec.runtime, { clock, timeScale: spec.timeScale ?? 1 });
  * createBreakwaterExecutor({ config, agents, clock, ...(createEngine ? { createEngine } : {}) });
  * ```
  */
-export function wireTimeEngines(
-  endpoints: readonly { readonly id: string; readonly emulator?: unknown }[],
-  options: WireTimeEnginesOptions,
-): WireTimeEngines {
+export function wireTimeEngines(runtime: WireTimeRuntime, options: WireTimeEnginesOptions): WireTimeEngines {
   const { clock, timeScale, wallNow } = options;
+  const scaled = !options.virtualTime && timeScale !== 1;
   const wallTimeEndpoints: ReadonlySet<string> = new Set(
-    !options.virtualTime && timeScale !== 1 ? endpoints.filter((e) => !e.emulator).map((e) => e.id) : [],
+    scaled ? runtime.endpoints.filter((e) => !e.emulator).map((e) => e.id) : [],
+  );
+  const templates = Object.entries(runtime.byok?.templates ?? {});
+  const wallTimeTemplates = new Set(
+    scaled ? templates.filter(([, t]) => !(t as { emulator?: unknown }).emulator).map(([name]) => name.toLowerCase()) : [],
   );
   const needed = wallNow !== undefined || wallTimeEndpoints.size > 0;
+  const byokNeeded = wallNow !== undefined || wallTimeTemplates.size > 0;
   return Object.freeze({
+    byokWire: byokNeeded
+      ? (name: string): EngineWireOptions => ({
+          ...(wallNow ? { wallNow } : {}),
+          ...(wallTimeTemplates.has(name.toLowerCase()) ? { wireScale: timeScale } : {}),
+        })
+      : undefined,
     wallTimeEndpoints,
     createEngine: needed
       ? (c: ParsedEndpointConfig) =>

@@ -120,6 +120,7 @@ export function createSupervisor(
     }),
     emit,
     endpointOptions: {},
+    ...(options.byokWire ? { wireOf: options.byokWire } : {}),
     // A key's check call is an upstream call: it takes a token (served first, like a HALF-OPEN probe).
     withToken: async (label, run, signal) => {
       const grant = await scheduler.acquireProbe(label, signal);

@@ -127,6 +127,8 @@ export interface ByokWiringDeps {
   readonly onInjected: () => void;
   /** Runs a key's check call holding a concurrency token (see `KeyVaultOptions.withToken`). Default: none. */
   readonly withToken?: KeyVaultOptions['withToken'];
+  /** How each template's keys read the waits on the wire (see `KeyVaultOptions.wireOf`). Default: unscaled. */
+  readonly wireOf?: KeyVaultOptions['wireOf'];
 }
 
 /**
@@ -183,6 +185,7 @@ export function wireByok(deps: ByokWiringDeps): ByokWiring {
         idleTtlMs: config.byok.idleTtlMs,
         templates: config.byok.templates,
         ...(deps.withToken ? { withToken: deps.withToken } : {}),
+        ...(deps.wireOf ? { wireOf: deps.wireOf } : {}),
       })
     : undefined;
   /** Why the runtime revoked a key, read by the expiry that follows at once. */

@@ -1,3 +1,4 @@
+import type { EngineWireOptions } from '../engines/create-engine.ts';
 import type { TracingOptions } from '../observability/turn-tracer.ts';
 import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import type { Clock } from '../clock/clock.ts';
@@ -37,6 +38,12 @@ export interface SupervisorOptions {
   readonly logger?: Logger;
   /** Builds an endpoint's engine. Default: the unified adapter (`createEngine`). */
   readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
+  /**
+   * How the engine of a BYOK key for each template (by name) reads the waits on the wire: `createEngine`'s twin
+   * for keys injected at run time (`wireScale` for a template in wall time on a time-scaled clock). Default:
+   * wall time, unscaled.
+   */
+  readonly byokWire?: (templateName: string) => EngineWireOptions;
   /** XState inspection events of every actor (each agent, the supervisor's lifecycle): the visualizer's feed. Default none. */
   inspect?(event: ActorInspectionEvent): void;
   /** Memo of finished calls by idempotency key (the durable store). Default: none (in-memory only). */

@@ -92,8 +92,8 @@ interface RunContext {
   readonly plans: readonly RoundPlan[];
   readonly definitions: readonly AgentDefinition[];
   readonly clock: ScaledClock;
-  /** The engine factory reading wall-time endpoints' waits onto the run's clock (see `wireTimeEngines`). */
-  readonly createEngine: WireTimeEngines['createEngine'];
+  /** The engine factories reading wall-time endpoints' (and BYOK keys') waits onto the run's clock. */
+  readonly wire: WireTimeEngines;
   readonly recorder: WorkerEventRecorder;
   /** Where this worker shares the run's tokens and endpoint health (URL with its credentials). */
   readonly coordination: CoordinationOptions;
@@ -226,7 +226,7 @@ async function joinRun(options: RunWorkerOptions, run: RunRecord): Promise<RunCo
     plans: planRounds(scenario, { origin: config.origin }),
     definitions: scenarioAgents(spec),
     clock,
-    createEngine: wireTimeEngines(scenario.runtime.endpoints, { clock, timeScale: scale }).createEngine,
+    wire: wireTimeEngines(scenario.runtime, { clock, timeScale: scale }),
     recorder: createWorkerEventRecorder(database, run.runId),
     coordination: coordination.options,
   };
@@ -326,7 +326,8 @@ async function workParts(
     clock: ctx.clock,
     memo,
     restored: restore.agents,
-    ...(ctx.createEngine ? { createEngine: ctx.createEngine } : {}),
+    ...(ctx.wire.createEngine ? { createEngine: ctx.wire.createEngine } : {}),
+    ...(ctx.wire.byokWire ? { byokWire: ctx.wire.byokWire } : {}),
     coordination: {
       ...ctx.coordination,
       pool: ctx.workers.pool,

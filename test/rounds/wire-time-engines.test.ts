@@ -1,0 +1,42 @@
+import { describe, expect, it } from 'vitest';
+import { createManualClock } from '../../src/clock/clock.ts';
+import { wireTimeEngines } from '../../src/rounds/wire-time-engines.ts';
+
+// Which of a run's endpoints and BYOK templates live in wall time (their waits scaled onto the run's clock).
+
+const runtime = {
+  endpoints: [{ id: 'emu', emulator: 'openai' }, { id: 'real' }],
+  byok: {
+    templates: { OpenAI: { provider: 'openai' }, emuKeys: { provider: 'openai', emulator: 'openai' } },
+  },
+};
+const clock = createManualClock(0);
+
+describe('wireTimeEngines', () => {
+  it('at timeScale 15: endpoints and templates outside the emulator are scaled, the emulator ones are not', () => {
+    const wire = wireTimeEngines(runtime, { clock, timeScale: 15 });
+    expect([...wire.wallTimeEndpoints]).toEqual(['real']);
+    expect(wire.createEngine).toBeTypeOf('function');
+    // Template names are case-insensitive, as the vault resolves them.
+    expect(wire.byokWire?.('openai')).toEqual({ wireScale: 15 });
+    expect(wire.byokWire?.('emukeys')).toEqual({});
+  });
+
+  it('at timeScale 1, or on a virtual clock, nothing is scaled and the default engines are used', () => {
+    for (const wire of [
+      wireTimeEngines(runtime, { clock, timeScale: 1 }),
+      wireTimeEngines(runtime, { clock, timeScale: 15, virtualTime: true }),
+    ]) {
+      expect(wire.wallTimeEndpoints.size).toBe(0);
+      expect(wire.createEngine).toBeUndefined();
+      expect(wire.byokWire).toBeUndefined();
+    }
+  });
+
+  it("a wall clock of the run's own (a virtual clock's) reaches every engine, BYOK keys' too", () => {
+    const wallNow = () => 42;
+    const wire = wireTimeEngines(runtime, { clock, timeScale: 1, virtualTime: true, wallNow });
+    expect(wire.createEngine).toBeTypeOf('function');
+    expect(wire.byokWire?.('openai')).toEqual({ wallNow });
+  });
+});
