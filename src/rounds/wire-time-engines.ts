@@ -51,7 +51,11 @@ export function wireTimeEngines(runtime: WireTimeRuntime, options: WireTimeEngin
   );
   const templates = Object.entries(runtime.byok?.templates ?? {});
   const wallTimeTemplates = new Set(
-    scaled ? templates.filter(([, t]) => !(t as { emulator?: unknown }).emulator).map(([name]) => name.toLowerCase()) : [],
+    scaled
+      ? templates
+          .filter(([, t]) => !(t as { emulator?: unknown }).emulator)
+          .map(([name]) => name.toLowerCase())
+      : [],
   );
   const needed = wallNow !== undefined || wallTimeEndpoints.size > 0;
   const byokNeeded = wallNow !== undefined || wallTimeTemplates.size > 0;

@@ -1,3 +1,4 @@
+import { type CappedWaitCall, warnCapped } from './capped-wait-warning.ts';
 import type { Logger } from 'pino';
 import { fromCallback, fromPromise } from 'xstate';
 import type {
@@ -331,7 +332,7 @@ export function createAgentActors(deps: AgentActorDeps) {
             'call',
           );
         const cappedFromMs = result.rateLimit.cappedFromMs;
-        if (cappedFromMs !== undefined) warnCapped(logger, input, cappedFromMs, engine);
+        if (cappedFromMs !== undefined) warnCapped(logger, cappedCall(input, engine), cappedFromMs);
         if (deps.onCall && (deps.callsHeard?.() ?? true))
           deps.onCall({
             ...callRecord(input, engine, wallStartedAt, started, 'ok', at),
@@ -361,7 +362,7 @@ export function createAgentActors(deps: AgentActorDeps) {
           'call',
         );
         if (fault.retryAfterCappedFromMs !== undefined)
-          warnCapped(logger, input, fault.retryAfterCappedFromMs, engine);
+          warnCapped(logger, cappedCall(input, engine), fault.retryAfterCappedFromMs);
         if (deps.onCall && (deps.callsHeard?.() ?? true))
           deps.onCall(callRecord(input, engine, wallStartedAt, started, 'fault', at, fault));
         const partial = attempt?.failed(fault);
@@ -477,15 +478,9 @@ function callRecord(
   };
 }
 
-/**
- * A provider asked for a longer wait than the endpoint's `maxRetryAfterMs` (a retry-after or a rate-limit reset):
- * the runtime waits the cap instead, and says so once per call (a warning: an absurd header, or a cap too short).
- */
-function warnCapped(logger: Logger, input: CallEngineInput, askedMs: number, engine: Engine): void {
-  logger.warn(
-    { agent: input.agent, endpoint: input.endpointId, askedMs, provider: engine.endpoint.provider },
-    'the provider asked for a longer wait than maxRetryAfterMs; waiting the cap instead',
-  );
+/** Who made a call, for {@link warnCapped}. */
+function cappedCall(input: CallEngineInput, engine: Engine): CappedWaitCall {
+  return { agent: input.agent, endpoint: input.endpointId, provider: engine.endpoint.provider };
 }
 
 /** The fields every `call` log line starts with. */

@@ -1,3 +1,4 @@
+import { warnCapped } from './capped-wait-warning.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock/clock.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
@@ -120,6 +121,17 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       settlement = { kind: 'fault', fault };
     }
     const at = clock.now();
+    // A probe's answer is read for its waits like any call's: a capped one is said, as an agent's call says it.
+    const cappedFromMs =
+      settlement.kind === 'success'
+        ? settlement.result.rateLimit.cappedFromMs
+        : settlement.fault.retryAfterCappedFromMs;
+    if (cappedFromMs !== undefined && !abandoned)
+      warnCapped(
+        deps.logger,
+        { endpoint: id, provider: entry.health.descriptor.provider, tier: 'probe' },
+        cappedFromMs,
+      );
     entry.health.settleProbe(abandoned ? { kind: 'unused' } : settlement, at);
     scheduler.release(grant.leaseId, settlement);
     deps.onCall?.({
@@ -132,6 +144,9 @@ export function createProbeRunner(deps: ProbeRunnerDeps): ProbeRunner {
       wallStartedAt,
       at,
       ...(settlement.kind === 'fault' ? { fault: settlement.fault } : {}),
+      ...(settlement.kind === 'success' && cappedFromMs !== undefined
+        ? { resetCappedFromMs: cappedFromMs }
+        : {}),
       probe: true,
     });
     if (abandoned) await pause();
