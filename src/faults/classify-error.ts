@@ -133,8 +133,16 @@ function classify(error: unknown, ctx: ClassifyContext): Fault {
 
 /** The first per-day quota id of a Google `QuotaFailure` (`GenerateRequestsPerDayPerProjectPerModel-FreeTier`). */
 function perDayQuotaId(f: ErrorFacts): string | undefined {
-  return f.google?.quotaIds.find((q) => /PerDay/i.test(q));
+  const id = f.google?.quotaIds.find((q) => /PerDay/i.test(q));
+  // The id comes off the wire into the endpoint's disabledReason (health rows, pages): one short line.
+  if (id === undefined) return undefined;
+  // Scrubbed before it is cut (a cut key could be too short for its shape to match), as `oneLine` does.
+  const flat = scrubSecrets(id.replace(/\s+/g, ' ').trim());
+  return flat.length > MAX_QUOTA_ID_CHARS ? `${flat.slice(0, MAX_QUOTA_ID_CHARS - 1)}…` : flat;
 }
+
+/** Longest quota id kept (Google's are about 50 characters: `GenerateRequestsPerDayPerProjectPerModel-FreeTier`). */
+const MAX_QUOTA_ID_CHARS = 120;
 
 function hoursMinutes(ms: number): string {
   const minutes = Math.ceil(ms / 60_000);
@@ -231,7 +239,7 @@ function buildFault(ctx: ClassifyContext, kind: FaultKind, fields: FaultFields):
     fault.retryAfterCappedFromMs = fields.retryAfterCappedFromMs;
   if (fields.disableForMs !== undefined) fault.disableForMs = fields.disableForMs;
   // The quota id comes from the provider's body: scrubbed like every other text from it.
-  if (fields.disableReason !== undefined) fault.disableReason = scrubSecrets(fields.disableReason);
+  if (fields.disableReason !== undefined) fault.disableReason = oneLine(fields.disableReason);
   if (fields.requestId !== undefined) fault.requestId = scrubSecrets(fields.requestId);
   if (fields.code !== undefined) fault.code = scrubSecrets(fields.code);
   if (ctx.endpointId !== undefined) fault.endpointId = ctx.endpointId;

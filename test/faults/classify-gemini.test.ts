@@ -31,6 +31,20 @@ const cases: WireCase[] = [
     },
   },
   {
+    // The id goes into the endpoint's disabledReason (health rows, pages): one line, the key scrubbed, bounded.
+    name: 'g429-per-day-quota-hostile-id',
+    reply: json(429, G.perDayHostileId),
+    ctx: { now: Date.parse('2026-03-02T06:30:00Z') },
+    expect: {
+      kind: 'credit_exhausted',
+      status: 429,
+      code: 'RESOURCE_EXHAUSTED',
+      disableForMs: 90 * 60_000,
+      disableReason: `per-day quota GenerateRequestsPerDay key=AIza…0001 ${'X'.repeat(120 - 'GenerateRequestsPerDay key=AIza…0001 '.length - 1)}… exhausted, until Gemini's daily reset at 00:00 America/Los_Angeles`,
+      message: /^per-day quota GenerateRequestsPerDay key=AIza…0001 X+… exhausted; key disabled until/,
+    },
+  },
+  {
     name: 'g429-retry-delay-over-120s',
     reply: json(429, G.perMinuteLongDelay),
     expect: {

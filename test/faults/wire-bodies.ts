@@ -277,6 +277,18 @@ export const gemini = {
     'You exceeded your current quota, please check your plan and billing details. For more information on this error, head to: https://ai.google.dev/gemini-api/docs/rate-limits.',
     [quotaFailure('GenerateRequestsPerDayPerProjectPerModel-FreeTier', '25'), help, retryInfo('47s')],
   ),
+  /** A per-day quota id as a hostile or broken server could send it: a line break, a key, 400 characters. */
+  perDayHostileId: googleError(
+    429,
+    'RESOURCE_EXHAUSTED',
+    'You exceeded your current quota, please check your plan and billing details.',
+    [
+      quotaFailure(
+        `GenerateRequestsPerDay\nkey=AIzaSyHostileQuotaId00000000000000001 ${'X'.repeat(400)}`,
+        '25',
+      ),
+    ],
+  ),
   perMinute: googleError(
     429,
     'RESOURCE_EXHAUSTED',
