@@ -76,15 +76,17 @@ export interface ManualClock extends Clock {
   /**
    * Marks real work in progress (an engine call from send to its last body byte, as on a virtual clock): counted,
    * never waited on by the clock itself. Whoever drives the clock reads {@link ManualClock.busy} before moving it.
+   * Optional, so a hand-written ManualClock of a user's own still fits: {@link createManualClock}'s has it.
    */
-  hold(): () => void;
-  /** Marks a wait for this clock (a simulated delay, e.g. the emulator's latency): offsets one hold. */
-  park(): () => void;
+  hold?(): () => void;
+  /** Marks a wait for this clock (a simulated delay, e.g. the emulator's latency): offsets one hold. Optional. */
+  park?(): () => void;
   /**
    * Whether real work is in progress that no simulated delay accounts for (more holds than parks): a request on
    * the wire. Moving time then would let a deadline overtake an answer a slow machine has not delivered yet.
+   * Optional: a clock without it is never busy.
    */
-  busy(): boolean;
+  busy?(): boolean;
 }
 
 interface ManualTimer {

@@ -64,10 +64,10 @@ export async function driveUntil(
       throw new Error(`driveUntil: condition not met within ${max} simulated ms`);
     for (let i = 0; i < turns && !done(); i++) await ioTurn();
     if (done()) return;
-    if (clock.busy()) {
+    if (clock.busy?.()) {
       // A request is on the wire: wait for it (and then for what its answer sets going) before time moves.
       const waitingSince = Date.now();
-      while (!done() && clock.busy()) {
+      while (!done() && clock.busy?.()) {
         if (Date.now() - waitingSince > maxInFlight)
           throw new Error(`driveUntil: a request was still on the wire after ${maxInFlight} real ms`);
         await ioTurn();
