@@ -11,6 +11,19 @@ import { ConfigError } from '../errors/config-error.ts';
 import type { ByokTemplate, ProviderName } from './byok-types.ts';
 
 /**
+ * A template's name as the vault keys it: trimmed, lower case (`" OpenAI"` is `openai`). One normalizer for every
+ * place that looks a template up by name.
+ *
+ * @example
+ * ```ts
+ * byokTemplateName(' OpenAI '); // 'openai'
+ * ```
+ */
+export function byokTemplateName(raw: string): string {
+  return raw.trim().toLowerCase();
+}
+
+/**
  * What a provider name may look like: a letter, then letters, digits, `.`, `_` or `-` (max 32).
  *
  * @example
@@ -57,7 +70,7 @@ export function parseByokTemplates(
   }
   const out = new Map<string, ResolvedByokTemplate>();
   for (const [rawName, template] of Object.entries(input)) {
-    const name = rawName.trim().toLowerCase();
+    const name = byokTemplateName(rawName);
     const path = `templates.${rawName}`;
     if (!PROVIDER_NAME_PATTERN.test(name)) {
       throw new ConfigError({

@@ -14,7 +14,12 @@ import { EngineFaultError, type Fault, isEngineFaultError } from '../faults/faul
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { ByokRejectedError, ByokVaultClosedError } from './byok-errors.ts';
 import { checkByokKey, checkSessionId, keyFormatOf, maskKeyBytes, positiveMs } from './byok-input.ts';
-import { buildByokEngine, parseByokTemplates, type ResolvedByokTemplate } from './byok-template.ts';
+import {
+  buildByokEngine,
+  byokTemplateName,
+  parseByokTemplates,
+  type ResolvedByokTemplate,
+} from './byok-template.ts';
 import type {
   ByokExpiryReason,
   ByokListener,
@@ -246,7 +251,7 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
     });
 
   const templateOf = (providerName: unknown): ResolvedByokTemplate => {
-    const name = typeof providerName === 'string' ? providerName.trim().toLowerCase() : '';
+    const name = typeof providerName === 'string' ? byokTemplateName(providerName) : '';
     const template = templates.get(name);
     if (!template) throw unknownProvider();
     return template;

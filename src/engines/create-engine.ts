@@ -70,8 +70,5 @@ export function createEngine(config: EndpointConfig, options: CreateEngineOption
   const endpoint = describeEndpoint(parsed);
   const clock = options.clock ?? systemClock;
   const wallNow = options.wallNow ?? Date.now;
-  const wireScale = options.wireScale ?? 1;
-  if (!(Number.isFinite(wireScale) && wireScale > 0))
-    throw new ConfigError({ source, path: 'wireScale', message: `is ${wireScale}; set a number > 0` });
-  return deferredSdkEngine(parsed, endpoint, clock, wallNow, credential, wireScale);
+  return deferredSdkEngine(parsed, endpoint, clock, wallNow, credential, options.wireScale ?? 1);
 }

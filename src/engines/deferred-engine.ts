@@ -1,3 +1,4 @@
+import { ConfigError } from '../errors/config-error.ts';
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
 import type { CallCredential } from './call-credential.ts';
@@ -23,6 +24,14 @@ export function deferredSdkEngine(
   credential: CallCredential | undefined,
   wireScale = 1,
 ): Engine {
+  // Checked here, where every SDK engine is made (createEngine's and BYOK keys'): 0 would make every wait 0 and
+  // the cap infinite, NaN every cooldown NaN.
+  if (!(Number.isFinite(wireScale) && wireScale > 0))
+    throw new ConfigError({
+      source: `endpoint "${config.id}"`,
+      path: 'wireScale',
+      message: `is ${wireScale}; set a number > 0`,
+    });
   return deferredEngine(endpoint, async () => {
     // Loading an SDK is real work (about a second for all three): a virtual clock must not jump over it, or the
     // first call's lease would run out before it is sent.

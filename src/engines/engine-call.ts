@@ -74,15 +74,17 @@ export async function runEngineCall(
   const wallNow = ctx.wallNow ?? Date.now;
   const startedAt = clock.now();
   const caller = callAbortOf(request);
+  const scale = ctx.wireScale ?? 1;
+  // The deadlines wait for the endpoint, in its own time: a real server's 60 s for its headers are 60 real s, so
+  // `scale` times as many ms of a scaled run's clock (else at timeScale 15 it would get 4 real s to answer).
   const call = beginTimedCall(
     clock,
-    config.headersTimeoutMs,
-    config.idleTimeoutMs,
+    config.headersTimeoutMs * scale,
+    config.idleTimeoutMs * scale,
     caller,
     wallNow,
     ctx.credential,
   );
-  const scale = ctx.wireScale ?? 1;
   // The cap is on the run's clock (what an endpoint may be parked for there): in the wire's own ms it is the cap
   // divided by the scale, so a wait scaled afterwards never passes it.
   const maxRetryAfterMs = (config.maxRetryAfterMs ?? DEFAULT_MAX_RETRY_AFTER_MS) / scale;

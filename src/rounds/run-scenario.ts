@@ -154,6 +154,11 @@ export interface StoredWorkersConfig {
   readonly wallStart: number;
   /** Control URL of the emulator every worker talks to (one emulator, one record of calls). */
   readonly emulatorUrl?: string;
+  /**
+   * Whether that emulator runs on the run's clock (started with the run: its waits are run-clock ms) rather than
+   * its own wall clock (one given by URL: its waits are real ms, scaled like a real server's). Absent: true.
+   */
+  readonly emulatorOnRunClock?: boolean;
   /** The coordination pool of the run's global tokens and endpoint health. */
   readonly pool: string;
   /**
@@ -296,6 +301,8 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     } = wireTimeEngines(spec.runtime, {
       clock,
       timeScale,
+      // An emulator given by URL runs on its own wall clock: its waits are real ms, like a real server's.
+      emulatorOnRunClock: !options.emulatorUrl,
       ...(options.virtualTime ? { virtualTime: true } : {}),
       ...(wallNow ? { wallNow } : {}),
     });

@@ -1,3 +1,4 @@
+import { byokTemplateName } from '../byok/byok-template.ts';
 import type { Clock } from '../clock/clock.ts';
 import { createEngine, type EngineWireOptions } from '../engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
@@ -13,11 +14,17 @@ export interface WireTimeEnginesOptions {
   readonly virtualTime?: boolean;
   /** The wall clock the engines read providers' instants against. Default: `Date.now`. */
   readonly wallNow?: () => number;
+  /**
+   * Whether the emulator runs on the run's clock (in-process, or started with the run): its endpoints' waits are
+   * then run-clock ms already. False for an emulator given by URL (`--emulator-url`): it runs on its own wall
+   * clock, so its endpoints are in wall time like real servers. Default true.
+   */
+  readonly emulatorOnRunClock?: boolean;
 }
 
 /** What {@link wireTimeEngines} decides for a run's endpoints. */
 export interface WireTimeEngines {
-  /** Ids of the endpoints outside the emulator: they live in wall time, so their waits are scaled onto the run's clock. */
+  /** Ids of the endpoints in wall time (outside an emulator on the run's clock): their waits are scaled onto it. */
   readonly wallTimeEndpoints: ReadonlySet<string>;
   /** The engine factory to give every executor of the run; undefined when the default one reads the wire right. */
   readonly createEngine: ((config: ParsedEndpointConfig) => Engine) | undefined;
@@ -46,15 +53,17 @@ export interface WireTimeRuntime {
 export function wireTimeEngines(runtime: WireTimeRuntime, options: WireTimeEnginesOptions): WireTimeEngines {
   const { clock, timeScale, wallNow } = options;
   const scaled = !options.virtualTime && timeScale !== 1;
+  const onRunClock = (e: { readonly emulator?: unknown }) =>
+    (options.emulatorOnRunClock ?? true) && Boolean(e.emulator);
   const wallTimeEndpoints: ReadonlySet<string> = new Set(
-    scaled ? runtime.endpoints.filter((e) => !e.emulator).map((e) => e.id) : [],
+    scaled ? runtime.endpoints.filter((e) => !onRunClock(e)).map((e) => e.id) : [],
   );
   const templates = Object.entries(runtime.byok?.templates ?? {});
   const wallTimeTemplates = new Set(
     scaled
       ? templates
-          .filter(([, t]) => !(t as { emulator?: unknown }).emulator)
-          .map(([name]) => name.toLowerCase())
+          .filter(([, t]) => !onRunClock(t as { emulator?: unknown }))
+          .map(([name]) => byokTemplateName(name))
       : [],
   );
   const needed = wallNow !== undefined || wallTimeEndpoints.size > 0;
@@ -63,7 +72,7 @@ export function wireTimeEngines(runtime: WireTimeRuntime, options: WireTimeEngin
     byokWire: byokNeeded
       ? (name: string): EngineWireOptions => ({
           ...(wallNow ? { wallNow } : {}),
-          ...(wallTimeTemplates.has(name.toLowerCase()) ? { wireScale: timeScale } : {}),
+          ...(wallTimeTemplates.has(byokTemplateName(name)) ? { wireScale: timeScale } : {}),
         })
       : undefined,
     wallTimeEndpoints,

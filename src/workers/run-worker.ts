@@ -226,7 +226,11 @@ async function joinRun(options: RunWorkerOptions, run: RunRecord): Promise<RunCo
     plans: planRounds(scenario, { origin: config.origin }),
     definitions: scenarioAgents(spec),
     clock,
-    wire: wireTimeEngines(scenario.runtime, { clock, timeScale: scale }),
+    wire: wireTimeEngines(scenario.runtime, {
+      clock,
+      timeScale: scale,
+      emulatorOnRunClock: workers.emulatorOnRunClock ?? true,
+    }),
     recorder: createWorkerEventRecorder(database, run.runId),
     coordination: coordination.options,
   };

@@ -114,7 +114,7 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
   const workers: StoredWorkersConfig = {
     count: options.workers,
     wallStart,
-    ...(emulatorUrl ? { emulatorUrl } : {}),
+    ...(emulatorUrl ? { emulatorUrl, emulatorOnRunClock: emulator !== undefined } : {}),
     pool: `run:${runId}:${randomBytes(2).toString('hex')}`,
     leaseTtlMs: options.leaseTtlMs ?? 5_000,
     ...(options.coordination

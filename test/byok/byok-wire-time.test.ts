@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
+import { isConfigError } from '../../src/errors/config-error.ts';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeConfigInput } from '../../src/runtime/runtime-config.ts';
@@ -107,5 +108,38 @@ describe('a BYOK key on a time-scaled clock', () => {
     const fault = await faultOfByokCall('onclock');
     expect(fault.data.faultKind).toBe('rate_limited');
     expect(fault.data.retryAfterMs).toBe(WAIT_MS);
+  });
+
+  it('a wireScale that is not a number > 0 is refused naming the field, and the key is not kept', async () => {
+    const supervisor = createSupervisor(
+      {
+        endpoints: [
+          {
+            id: 'primary',
+            provider: 'openai',
+            model: 'gpt-4o',
+            apiKey: PLATFORM,
+            baseURL: server.url('primary'),
+          },
+        ],
+        chains: { main: ['primary'] },
+        byok: {
+          templates: { walltime: { provider: 'openai', model: 'gpt-4o-mini', baseURL: server.url('x') } },
+        },
+      },
+      { clock: createManualClock(0), byokWire: () => ({ wireScale: 0 }) },
+    );
+    try {
+      const err = await supervisor.byok.inject('default', 'walltime', USER_KEY).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(isConfigError(err)).toBe(true);
+      expect((err as Error).message).toMatch(/wireScale: is 0; set a number > 0/);
+      expect((err as Error).message).not.toContain(USER_KEY);
+      expect(supervisor.byok.list()).toEqual([]);
+    } finally {
+      await supervisor.stop();
+    }
   });
 });

@@ -191,7 +191,9 @@ console.log(turn.outcome, call.endpointId, model.modelId, meta, stats.totalCalls
       (e: { stdout?: string; code?: number }) => ({ stdout: e.stdout ?? String(e), stderr: '' }),
     );
     expect(result.stdout).toBe('');
-  });
+    // A whole-program typecheck of every declaration installed (skipLibCheck false): ~20 s on a quiet 2-core
+    // machine, several times that beside another CPU-heavy process. A bound, not a speed check.
+  }, 240_000);
 
   it('(c) npx breakwater --version and npx breakwater run --help work', async () => {
     const version = await sh('npx', ['--offline', 'breakwater', '--version'], app);
@@ -199,5 +201,5 @@ console.log(turn.outcome, call.endpointId, model.modelId, meta, stats.totalCalls
     const help = await sh('npx', ['--offline', 'breakwater', 'run', '--help'], app);
     expect(help.stdout).toContain('Usage: breakwater run');
     expect(help.stdout).toContain('--policy');
-  });
+  }, 120_000);
 });

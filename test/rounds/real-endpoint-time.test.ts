@@ -1,4 +1,7 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startEmulator } from '../../src/emulator/index.ts';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { type ProviderMode, runScenario } from '../../src/rounds/run-scenario.ts';
@@ -83,7 +86,12 @@ interface Observed {
 
 async function run(
   text: string,
-  options: { providers?: ProviderMode; env?: Record<string, string>; logs?: string[] } = {},
+  options: {
+    providers?: ProviderMode;
+    env?: Record<string, string>;
+    logs?: string[];
+    emulatorUrl?: string;
+  } = {},
 ) {
   const events: RuntimeEvent[] = [];
   const spec = parseScenario(text, 'inline');
@@ -95,6 +103,7 @@ async function run(
     onEvent: (e) => events.push(e),
     ...(options.providers ? { providers: options.providers } : {}),
     ...(options.env ? { env: options.env } : {}),
+    ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
     ...(options.logs
       ? {
           logger: createLogger({
@@ -183,7 +192,10 @@ describe('a scenario starting in the past, against a server sending each reset-h
     expect(seen.fault.data.faultKind).toBe('rate_limited');
     // retry-after-ms is written in whole real ms (134 for 133.3), so 2010 on the run's clock.
     expectAbout(seen.fault.data.retryAfterMs, 2_000, 30);
-    expectAbout(seen.cooldownMs, 2_000, 30);
+    // The cooldown counts from the release, a few real ms (each 15 here) after the fault's instant: one-sided.
+    // Scaled twice it would be 30 s; not scaled back, 134 ms.
+    expect(seen.cooldownMs).toBeGreaterThanOrEqual(1_990);
+    expect(seen.cooldownMs).toBeLessThanOrEqual(3_000);
   });
 
   it('an absurd reset (a year ahead) cools the endpoint for the 15 min cap, not a year', async () => {
@@ -257,4 +269,88 @@ emulator:
       }
     }
   });
+});
+
+describe('an emulator given by URL (--emulator-url)', () => {
+  it("runs on its own wall clock: at timeScale 15 its 7 s retry-after is 105 s of the run's clock", async () => {
+    const external = await startEmulator({
+      profile: { seed: 3, faults: [{ kind: 'rate_limit', retryAfterMs: WAIT_MS, count: 1 }] },
+    });
+    try {
+      const text = `
+name: external-emulator
+timeScale: 15
+runtime:
+  endpoints:
+    - { id: limited, provider: openai, model: gpt-4o, emulator: openai, apiKey: emu-a }
+    - { id: backup, provider: anthropic, model: ${MODEL.anthropic}, emulator: anthropic, apiKey: emu-b }
+  chains: { main: [limited, backup] }
+  concurrency: { limit: 1 }
+agents:
+  - { name: Kai, chain: main, role: "You are Kai." }
+rounds:
+  count: 1
+  items: [{ id: I1, title: Status of the payment API }]
+emulator:
+  acceptAnyKey: true
+`;
+      const seen = await run(text, { emulatorUrl: external.controlURL });
+      expect(seen.status).toBe('completed');
+      expect(seen.fault.endpoint).toBe('limited');
+      expect(seen.fault.data.faultKind).toBe('rate_limited');
+      // retry-after-ms 7000 real ms, × 15.
+      expect(seen.fault.data.retryAfterMs).toBe(WAIT_MS * 15);
+    } finally {
+      await external.close();
+    }
+  });
+});
+
+describe('call deadlines of a wall-time endpoint', () => {
+  it("are the endpoint's own time: headersTimeoutMs 5000 at timeScale 15 waits 5 real seconds, not 0.33", async () => {
+    // Answers after 1 real second: inside 5 real s, far outside 5000 / 15 ms.
+    const slow = createServer((req, res) => {
+      req.resume();
+      const timer = setTimeout(() => {
+        const reply = okReply('openai');
+        res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers });
+        res.end(JSON.stringify(reply.body));
+      }, 1_000);
+      res.on('close', () => clearTimeout(timer));
+    });
+    await new Promise<void>((resolve) => slow.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(slow.address() as AddressInfo).port}/v1`;
+      const text = `
+name: slow-real
+timeScale: 15
+runtime:
+  endpoints:
+    - { id: slow, provider: openai, model: gpt-4o, apiKey: ${KEYS.openai}, baseURL: "${url}", headersTimeoutMs: 5000 }
+  chains: { main: [slow] }
+  concurrency: { limit: 1 }
+agents:
+  - { name: Kai, chain: main, role: "You are Kai." }
+rounds:
+  count: 1
+  items: [{ id: I1, title: Status of the payment API }]
+`;
+      const events: RuntimeEvent[] = [];
+      const spec = parseScenario(text, 'inline');
+      const result = await runScenario({
+        scenario: spec,
+        database,
+        runId: `slow-real-${Date.now()}`,
+        onEvent: (e) => events.push(e),
+      });
+      expect(result.run.status).toBe('completed');
+      const calls = events.filter(
+        (e): e is Extract<RuntimeEvent, { type: 'call.attempt' }> => e.type === 'call.attempt',
+      );
+      expect(calls.map((c) => c.data.outcome)).toEqual(['ok']);
+    } finally {
+      slow.closeAllConnections();
+      await new Promise((resolve) => slow.close(resolve));
+    }
+  }, 30_000);
 });

@@ -7,7 +7,7 @@ import { wireTimeEngines } from '../../src/rounds/wire-time-engines.ts';
 const runtime = {
   endpoints: [{ id: 'emu', emulator: 'openai' }, { id: 'real' }],
   byok: {
-    templates: { OpenAI: { provider: 'openai' }, emuKeys: { provider: 'openai', emulator: 'openai' } },
+    templates: { ' OpenAI ': { provider: 'openai' }, emuKeys: { provider: 'openai', emulator: 'openai' } },
   },
 };
 const clock = createManualClock(0);
@@ -17,8 +17,9 @@ describe('wireTimeEngines', () => {
     const wire = wireTimeEngines(runtime, { clock, timeScale: 15 });
     expect([...wire.wallTimeEndpoints]).toEqual(['real']);
     expect(wire.createEngine).toBeTypeOf('function');
-    // Template names are case-insensitive, as the vault resolves them.
+    // Template names are trimmed and case-insensitive, as the vault resolves them.
     expect(wire.byokWire?.('openai')).toEqual({ wireScale: 15 });
+    expect(wire.byokWire?.('OpenAI')).toEqual({ wireScale: 15 });
     expect(wire.byokWire?.('emukeys')).toEqual({});
   });
 
@@ -31,6 +32,12 @@ describe('wireTimeEngines', () => {
       expect(wire.createEngine).toBeUndefined();
       expect(wire.byokWire).toBeUndefined();
     }
+  });
+
+  it('an emulator given by URL is on its own wall clock: its endpoints and templates are scaled too', () => {
+    const wire = wireTimeEngines(runtime, { clock, timeScale: 15, emulatorOnRunClock: false });
+    expect([...wire.wallTimeEndpoints].sort()).toEqual(['emu', 'real']);
+    expect(wire.byokWire?.('emukeys')).toEqual({ wireScale: 15 });
   });
 
   it("a wall clock of the run's own (a virtual clock's) reaches every engine, BYOK keys' too", () => {
