@@ -50,6 +50,9 @@ describeBrowser('live visualizer in Chromium (supervisor + emulator over real HT
     await scenario.storm();
     await waitForText(page, 'agent-analyst-state', 'cooling');
     await waitForText(page, 'endpoint-sonnet-breaker', 'OPEN');
+    // ops answered before storm() returned; the page redraws in batches (at most 4 a second), so its idle may land
+    // a batch after analyst's cooling.
+    await waitForText(page, 'agent-ops-state', 'idle');
     expect(await textOf(page, 'agent-analyst-state')).toBe('cooling');
     expect(await textOf(page, 'endpoint-sonnet-breaker')).toBe('OPEN');
     expect(await textOf(page, 'endpoint-flash-breaker')).toBe('CLOSED');
