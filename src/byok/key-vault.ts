@@ -390,10 +390,11 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
       const format = keyFormatOf(template.endpoint.provider, template.endpoint.flavor);
       const { bytes, copied } = checkByokKey(keyIn, format);
       let entry: Entry;
+      let credential: CallCredential | undefined;
       try {
         const fingerprint = fingerprintOf(bytes);
         const endpointId = `byok:${sessionId}:${template.name}:${fingerprint}`;
-        const credential = createCallCredential(bytes, { sealer, aad: endpointId });
+        credential = createCallCredential(bytes, { sealer, aad: endpointId });
         const descriptor = Object.freeze({
           ...describeEndpoint({ id: endpointId, ...template.endpoint } as EndpointConfig),
           keyFingerprint: fingerprint,
@@ -419,6 +420,10 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
           lastUsedAt: ttlClock.now(),
           timer: undefined,
         };
+      } catch (e) {
+        // Sealed but never kept (its engine was refused, e.g. a bad wireScale): wiped now, not left to the GC.
+        credential?.dispose();
+        throw e;
       } finally {
         // A string the vault copied is wiped here; bytes handed in stay the caller's to wipe.
         if (copied) bytes.fill(0);

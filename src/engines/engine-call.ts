@@ -84,6 +84,7 @@ export async function runEngineCall(
     caller,
     wallNow,
     ctx.credential,
+    scale,
   );
   // The cap is on the run's clock (what an endpoint may be parked for there): in the wire's own ms it is the cap
   // divided by the scale, so a wait scaled afterwards never passes it.

@@ -26,6 +26,8 @@ export interface TimedCall {
   readonly clock: Clock;
   readonly headersTimeoutMs: number;
   readonly idleTimeoutMs: number;
+  /** Run-clock ms per endpoint ms the deadlines were scaled by (a wall-time endpoint on a scaled clock): for the messages. */
+  readonly wireScale: number;
   /** The caller's cancellation (its signal, or the runtime's); aborting it aborts the request and the body read. */
   readonly caller: CallAbort | undefined;
   /**
@@ -68,11 +70,13 @@ export function beginTimedCall(
   caller: CallAbort | AbortSignal | undefined,
   wallNow: () => number = Date.now,
   credential?: CallCredential,
+  wireScale = 1,
 ): TimedCall {
   return {
     clock,
     headersTimeoutMs,
     idleTimeoutMs,
+    wireScale,
     caller: caller instanceof AbortSignal ? signalAbort(caller) : caller,
     wallNow,
     credential,
@@ -140,11 +144,16 @@ export function runTimedCall<T>(call: TimedCall, fn: () => Promise<T>): Promise<
 export class DeadlineError extends Error {
   readonly code = 'ENGINE_DEADLINE' as const;
   readonly phase: TimedOutPhase;
-  constructor(phase: TimedOutPhase, ms: number) {
+  /** `ms` on the run's clock; `scale` ≠ 1 when that is the endpoint's own deadline scaled (the message says both). */
+  constructor(phase: TimedOutPhase, ms: number, scale = 1) {
+    const span =
+      scale === 1
+        ? `${ms} ms`
+        : `${Math.round(ms / scale)} ms of the endpoint's time (${ms} ms of the run's clock)`;
     super(
       phase === 'headers'
-        ? `no response headers within ${ms} ms (timed out)`
-        : `response body idle for ${ms} ms (timed out)`,
+        ? `no response headers within ${span} (timed out)`
+        : `response body idle for ${span} (timed out)`,
     );
     // SDKs recognise an abort by name; our deadline is an abort from their point of view.
     this.name = 'AbortError';
@@ -200,7 +209,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
 
   timer = clock.setTimeout(() => {
     call.timedOut = 'headers';
-    controller.abort(new DeadlineError('headers', call.headersTimeoutMs));
+    controller.abort(new DeadlineError('headers', call.headersTimeoutMs, call.wireScale));
   }, call.headersTimeoutMs);
 
   const stamp = () => {
@@ -216,7 +225,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
       : await fetch(input, sent);
   } catch (err) {
     release();
-    if (call.timedOut) throw new DeadlineError(call.timedOut, call.headersTimeoutMs);
+    if (call.timedOut) throw new DeadlineError(call.timedOut, call.headersTimeoutMs, call.wireScale);
     throw err;
   } finally {
     clock.clearTimeout(timer);
@@ -241,7 +250,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
     }
     idleTimer = undefined;
     call.timedOut = 'idle';
-    const err = new DeadlineError('idle', idleMs);
+    const err = new DeadlineError('idle', idleMs, call.wireScale);
     try {
       bodyController?.error(err);
     } catch {
@@ -279,7 +288,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
           c.enqueue(value);
         } catch (err) {
           release();
-          c.error(call.timedOut === 'idle' ? new DeadlineError('idle', idleMs) : err);
+          c.error(call.timedOut === 'idle' ? new DeadlineError('idle', idleMs, call.wireScale) : err);
         }
       },
       cancel(reason) {

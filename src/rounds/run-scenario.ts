@@ -32,7 +32,7 @@ import { type RoundProgress, runRounds } from './round-runner.ts';
 import { applyRunRestore, loadRunRestore } from './run-restore.ts';
 import { storeCallMemo } from './store-call-memo.ts';
 import type { TurnExecutor } from './turn-executor.ts';
-import { wireTimeEngines } from './wire-time-engines.ts';
+import { wireTimeEngines, withWallTimeLease } from './wire-time-engines.ts';
 
 /** Which policy runs the turns. */
 export type RunPolicy = 'breakwater' | 'status-quo';
@@ -55,7 +55,10 @@ export interface RunScenarioOptions {
   readonly database?: BreakwaterDatabase;
   readonly databaseUrl?: string;
   readonly dataDir?: string;
-  /** Control URL of an already running emulator to use instead of an in-process one (crash tests). */
+  /**
+   * Control URL of an already running emulator to use instead of an in-process one (crash tests). It runs on its
+   * own wall clock: on a time-scaled run its endpoints' waits are scaled like a real server's.
+   */
   readonly emulatorUrl?: string;
   /**
    * `emulator` (default): `emulator:` endpoints talk to the provider emulator. `real`: the same scenario against
@@ -381,7 +384,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
         policy === 'status-quo'
           ? undefined
           : createBreakwaterExecutor({
-              config: resolved.runtime as RuntimeConfigInput,
+              config: withWallTimeLease(resolved.runtime, wallTimeEndpoints, timeScale) as RuntimeConfigInput,
               agents: definitions,
               clock,
               memo,

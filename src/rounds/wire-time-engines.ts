@@ -1,5 +1,7 @@
 import { byokTemplateName } from '../byok/byok-template.ts';
 import type { Clock } from '../clock/clock.ts';
+import { DAY_MS } from '../config/bounds.ts';
+import { DEFAULT_LEASE_MS } from '../runtime/runtime-config.ts';
 import { createEngine, type EngineWireOptions } from '../engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import type { Engine } from '../engines/engine-types.ts';
@@ -39,10 +41,11 @@ export interface WireTimeRuntime {
 }
 
 /**
- * How a run's engines read the waits on the wire. An endpoint outside the emulator (a real server, or one behind a
- * fault proxy) lives in wall time: the waits it sends are real ms, each `timeScale` ms of the run's scaled clock (a
- * 7 s retry-after at timeScale 15 is 105 s there, not 0.47 s of real time). Emulator endpoints are on the run's
- * clock already. One owner, so the in-process run, the status-quo comparison and every worker read them alike.
+ * How a run's engines read the waits on the wire. An endpoint in wall time (a real server, with or without a fault
+ * proxy in front; every endpoint of an emulator given by URL, which runs on its own wall clock) sends real ms, each
+ * `timeScale` ms of the run's scaled clock (a 7 s retry-after at timeScale 15 is 105 s there, not 0.47 s of real
+ * time). The endpoints of an emulator on the run's clock (in-process, or started with a workers run) are on it
+ * already. One owner, so the in-process run, the status-quo comparison, every worker and BYOK keys read them alike.
  *
  * @example
  * ```ts
@@ -85,4 +88,29 @@ export function wireTimeEngines(runtime: WireTimeRuntime, options: WireTimeEngin
           })
       : undefined,
   });
+}
+
+/**
+ * The run's runtime config with a token lease that lets a wall-time endpoint answer. The lease runs on the run's
+ * clock, so its 120 s would cut a real server's call after 8 real s at timeScale 15 (the call's own deadlines are in
+ * the endpoint's time already): a run with wall-time endpoints gets its `concurrency.leaseMs` in the endpoints'
+ * time, × timeScale (at most a day). Other endpoints' calls are still cut by their own deadlines first.
+ *
+ * @example
+ * ```ts
+ * const config = withWallTimeLease(spec.runtime, wire.wallTimeEndpoints, spec.timeScale ?? 1);
+ * ```
+ */
+export function withWallTimeLease<R extends { readonly concurrency?: object }>(
+  runtime: R,
+  wallTimeEndpoints: ReadonlySet<string>,
+  timeScale: number,
+): R {
+  if (wallTimeEndpoints.size === 0 || timeScale === 1) return runtime;
+  const concurrency = (runtime.concurrency ?? {}) as { readonly leaseMs?: number };
+  const leaseMs = concurrency.leaseMs ?? DEFAULT_LEASE_MS;
+  return {
+    ...runtime,
+    concurrency: { ...concurrency, leaseMs: Math.min(DAY_MS, Math.round(leaseMs * timeScale)) },
+  };
 }

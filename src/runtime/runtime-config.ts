@@ -13,6 +13,16 @@ import { boundedArray, boundedNumber, DAY_MS, durationMs, LIMITS, nonNegativeMs 
 const count = (max: number, what: string) => boundedNumber({ int: true, gt: 0, max, what });
 const nonNegativeCount = (max: number, what: string) => boundedNumber({ int: true, min: 0, max, what });
 
+/**
+ * Default `concurrency.leaseMs`: how long a token may be held before it is taken back, ms.
+ *
+ * @example
+ * ```ts
+ * defineConfig(config).concurrency.leaseMs === DEFAULT_LEASE_MS; // without a leaseMs of its own
+ * ```
+ */
+export const DEFAULT_LEASE_MS = 120_000;
+
 const breakerSchema = z
   .strictObject({
     /** OPEN when failures ÷ calls in the window exceed this. Default 0.3 (seed 003). */
@@ -71,14 +81,14 @@ const concurrencySchema = z
      * A token whose holder has not released it after this long is taken back: its call is cancelled and the
      * endpoint records a `timeout`, ms. Default 120 000.
      */
-    leaseMs: durationMs().default(120_000),
+    leaseMs: durationMs().default(DEFAULT_LEASE_MS),
     /**
      * After cancelling an overrun call, how long its holder has to give the token back before it is taken
      * anyway (only a call that ignores cancellation ever waits this long), ms. Default 5 000.
      */
     reclaimGraceMs: durationMs().default(5_000),
   })
-  .default({ limit: 3, adaptive: false, leaseMs: 120_000, reclaimGraceMs: 5_000 });
+  .default({ limit: 3, adaptive: false, leaseMs: DEFAULT_LEASE_MS, reclaimGraceMs: 5_000 });
 
 const agentDefaultsSchema = z
   .strictObject({

@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator } from '../../src/emulator/index.ts';
+import { DeadlineError } from '../../src/engines/timed-fetch.ts';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { type ProviderMode, runScenario } from '../../src/rounds/run-scenario.ts';
@@ -306,9 +307,9 @@ emulator:
   });
 });
 
-describe('call deadlines of a wall-time endpoint', () => {
-  it("are the endpoint's own time: headersTimeoutMs 5000 at timeScale 15 waits 5 real seconds, not 0.33", async () => {
-    // Answers after 1 real second: inside 5 real s, far outside 5000 / 15 ms.
+describe('call deadlines and the token lease of a wall-time endpoint', () => {
+  /** A server answering after 1 real second, and a run at timeScale 15 against it. */
+  async function slowRun(endpointExtra: string, concurrency = '{ limit: 1 }') {
     const slow = createServer((req, res) => {
       req.resume();
       const timer = setTimeout(() => {
@@ -326,9 +327,9 @@ name: slow-real
 timeScale: 15
 runtime:
   endpoints:
-    - { id: slow, provider: openai, model: gpt-4o, apiKey: ${KEYS.openai}, baseURL: "${url}", headersTimeoutMs: 5000 }
+    - { id: slow, provider: openai, model: gpt-4o, apiKey: ${KEYS.openai}, baseURL: "${url}"${endpointExtra} }
   chains: { main: [slow] }
-  concurrency: { limit: 1 }
+  concurrency: ${concurrency}
 agents:
   - { name: Kai, chain: main, role: "You are Kai." }
 rounds:
@@ -336,21 +337,46 @@ rounds:
   items: [{ id: I1, title: Status of the payment API }]
 `;
       const events: RuntimeEvent[] = [];
-      const spec = parseScenario(text, 'inline');
+      const runId = `slow-real-${Date.now()}`;
       const result = await runScenario({
-        scenario: spec,
+        scenario: parseScenario(text, 'inline'),
         database,
-        runId: `slow-real-${Date.now()}`,
+        runId,
         onEvent: (e) => events.push(e),
       });
-      expect(result.run.status).toBe('completed');
       const calls = events.filter(
         (e): e is Extract<RuntimeEvent, { type: 'call.attempt' }> => e.type === 'call.attempt',
       );
-      expect(calls.map((c) => c.data.outcome)).toEqual(['ok']);
+      // The committed turns, with their faults' messages.
+      const turns = JSON.stringify(await createRunStore(database).listTurns(runId));
+      return { status: result.run.status, calls, turns };
     } finally {
       slow.closeAllConnections();
       await new Promise((resolve) => slow.close(resolve));
     }
+  }
+
+  it("headersTimeoutMs is the endpoint's own time: 5000 at timeScale 15 waits 5 real seconds, not 0.33", async () => {
+    const seen = await slowRun(', headersTimeoutMs: 5000');
+    expect(seen.status).toBe('completed');
+    expect(seen.calls.map((c) => c.data.outcome)).toEqual(['ok']);
+  }, 30_000);
+
+  it('a deadline missed is a timeout, and its error says both times (500 ms of the endpoint, 7500 of the run)', async () => {
+    const seen = await slowRun(', headersTimeoutMs: 500');
+    expect(seen.calls[0]?.data.outcome).toBe('fault');
+    expect(seen.calls[0]?.data.faultKind).toBe('timeout');
+    // The SDK reports its own "Request timed out."; the adapter's error (in logs and causes) names both times.
+    expect(new DeadlineError('headers', 7_500, 15).message).toBe(
+      "no response headers within 500 ms of the endpoint's time (7500 ms of the run's clock) (timed out)",
+    );
+    expect(new DeadlineError('idle', 30_000).message).toBe('response body idle for 30000 ms (timed out)');
+  }, 60_000);
+
+  it("the token lease is the endpoint's time too: leaseMs 10000 at timeScale 15 does not cut a 1 s call", async () => {
+    // On the run's clock alone the lease would take the token back after 0.67 real s, cancelling the call.
+    const seen = await slowRun(', headersTimeoutMs: 5000', '{ limit: 1, leaseMs: 10000 }');
+    expect(seen.status).toBe('completed');
+    expect(seen.calls.map((c) => c.data.outcome)).toEqual(['ok']);
   }, 30_000);
 });

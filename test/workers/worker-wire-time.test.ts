@@ -91,4 +91,52 @@ rounds:
     expect(cooldownMs).toBeGreaterThanOrEqual(WAIT_MS * 15 - 15_000);
     expect(cooldownMs).toBeLessThanOrEqual(WAIT_MS * 15 + 15_000);
   }, 60_000);
+
+  it('stores whether the emulator is on the run clock: one it starts is, one given by URL is not (its waits are scaled)', async () => {
+    const source = join(dir, 'emulated.yaml');
+    writeFileSync(
+      source,
+      `
+name: worker-emulated
+timeScale: 15
+runtime:
+  endpoints:
+    - { id: primary, provider: openai, model: gpt-4o, emulator: openai, apiKey: emu-a }
+  chains: { main: [primary] }
+agents:
+  - { name: Kai, chain: main, role: "You are Kai." }
+rounds:
+  count: 1
+  items: [{ id: I1, title: Item 1 }]
+emulator:
+  acceptAnyKey: true
+`,
+    );
+    const store = createRunStore(database);
+    const stored = async (runId: string) =>
+      ((await store.getRun(runId))?.config as { workers?: { emulatorOnRunClock?: boolean } } | undefined)
+        ?.workers;
+    const own = await startWorkerRun({
+      scenario: loadScenario(source),
+      scenarioSource: source,
+      database,
+      workers: 1,
+    });
+    try {
+      expect(own.emulator).toBeDefined();
+      expect((await stored(own.runId))?.emulatorOnRunClock).toBe(true);
+      const given = await startWorkerRun({
+        scenario: loadScenario(source),
+        scenarioSource: source,
+        database,
+        workers: 1,
+        emulatorUrl: own.emulator!.controlURL,
+      });
+      expect(given.emulator).toBeUndefined();
+      expect((await stored(given.runId))?.emulatorOnRunClock).toBe(false);
+      for (const id of [own.runId, given.runId]) await store.setRunStatus(id, 'failed');
+    } finally {
+      await own.emulator?.close();
+    }
+  });
 });
