@@ -32,7 +32,7 @@ import { type RoundProgress, runRounds } from './round-runner.ts';
 import { applyRunRestore, loadRunRestore } from './run-restore.ts';
 import { storeCallMemo } from './store-call-memo.ts';
 import type { TurnExecutor } from './turn-executor.ts';
-import { wireTimeEngines, withWallTimeLease } from './wire-time-engines.ts';
+import { wireTimeEngines } from './wire-time-engines.ts';
 
 /** Which policy runs the turns. */
 export type RunPolicy = 'breakwater' | 'status-quo';
@@ -297,11 +297,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     const wallNow = options.virtualTime && !options.emulatorUrl ? () => clock.now() : undefined;
     // Endpoints outside the emulator live in wall time; both policies' engines read the wire the same way (the
     // status-quo worker too: its comparison is only fair on the same clock).
-    const {
-      wallTimeEndpoints,
-      createEngine: buildEngine,
-      byokWire,
-    } = wireTimeEngines(spec.runtime, {
+    const wire = wireTimeEngines(spec.runtime, {
       clock,
       timeScale,
       // An emulator given by URL runs on its own wall clock: its waits are real ms, like a real server's.
@@ -309,6 +305,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       ...(options.virtualTime ? { virtualTime: true } : {}),
       ...(wallNow ? { wallNow } : {}),
     });
+    const { createEngine: buildEngine, byokWire } = wire;
     const baseURLs = await emulatorBaseURLs(
       spec,
       options,
@@ -332,9 +329,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     const faulted = await proxyFaultedEndpoints(runtime.endpoints, spec.faults ?? [], {
       clock,
       ...(spec.emulator?.seed !== undefined ? { seed: spec.emulator.seed } : {}),
-      ...(wallTimeEndpoints.size > 0
-        ? { wireScale: (id: string) => (wallTimeEndpoints.has(id) ? timeScale : 1) }
-        : {}),
+      wireScale: wire.wireScaleOf,
     });
     owned.unshift(...faulted.proxies);
     const resolved: ScenarioSpec = {
@@ -384,7 +379,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
         policy === 'status-quo'
           ? undefined
           : createBreakwaterExecutor({
-              config: withWallTimeLease(resolved.runtime, wallTimeEndpoints, timeScale) as RuntimeConfigInput,
+              config: wire.withLease(resolved.runtime) as RuntimeConfigInput,
               agents: definitions,
               clock,
               memo,

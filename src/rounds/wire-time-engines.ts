@@ -32,6 +32,15 @@ export interface WireTimeEngines {
   readonly createEngine: ((config: ParsedEndpointConfig) => Engine) | undefined;
   /** Its twin for BYOK keys, by template name (`SupervisorOptions.byokWire`); undefined when not needed. */
   readonly byokWire: ((templateName: string) => EngineWireOptions) | undefined;
+  /** Run-clock ms per wire ms of one endpoint: the time scale for a wall-time one, else 1 (fault proxies use it). */
+  wireScaleOf(endpointId: string): number;
+  /**
+   * The run's runtime config with a token lease that lets a wall-time endpoint answer. The lease runs on the run's
+   * clock, so its 120 s would cut a real server's call after 8 real s at timeScale 15 (the call's own deadlines are
+   * in the endpoint's time already): with wall-time endpoints, `concurrency.leaseMs` × timeScale (at most a day).
+   * Other endpoints' calls are still cut by their own deadlines first.
+   */
+  withLease<R extends { readonly concurrency?: object }>(runtime: R): R;
 }
 
 /** The endpoints and BYOK templates of a run: those with `emulator:` are on the run's clock. */
@@ -71,6 +80,7 @@ export function wireTimeEngines(runtime: WireTimeRuntime, options: WireTimeEngin
   );
   const needed = wallNow !== undefined || wallTimeEndpoints.size > 0;
   const byokNeeded = wallNow !== undefined || wallTimeTemplates.size > 0;
+  const wireScaleOf = (endpointId: string) => (wallTimeEndpoints.has(endpointId) ? timeScale : 1);
   return Object.freeze({
     byokWire: byokNeeded
       ? (name: string): EngineWireOptions => ({
@@ -81,36 +91,14 @@ export function wireTimeEngines(runtime: WireTimeRuntime, options: WireTimeEngin
     wallTimeEndpoints,
     createEngine: needed
       ? (c: ParsedEndpointConfig) =>
-          createEngine(c, {
-            clock,
-            ...(wallNow ? { wallNow } : {}),
-            ...(wallTimeEndpoints.has(c.id) ? { wireScale: timeScale } : {}),
-          })
+          createEngine(c, { clock, ...(wallNow ? { wallNow } : {}), wireScale: wireScaleOf(c.id) })
       : undefined,
+    wireScaleOf,
+    withLease<R extends { readonly concurrency?: object }>(config: R): R {
+      if (wallTimeEndpoints.size === 0) return config;
+      const concurrency = (config.concurrency ?? {}) as { readonly leaseMs?: number };
+      const leaseMs = Math.min(DAY_MS, Math.round((concurrency.leaseMs ?? DEFAULT_LEASE_MS) * timeScale));
+      return { ...config, concurrency: { ...concurrency, leaseMs } };
+    },
   });
-}
-
-/**
- * The run's runtime config with a token lease that lets a wall-time endpoint answer. The lease runs on the run's
- * clock, so its 120 s would cut a real server's call after 8 real s at timeScale 15 (the call's own deadlines are in
- * the endpoint's time already): a run with wall-time endpoints gets its `concurrency.leaseMs` in the endpoints'
- * time, × timeScale (at most a day). Other endpoints' calls are still cut by their own deadlines first.
- *
- * @example
- * ```ts
- * const config = withWallTimeLease(spec.runtime, wire.wallTimeEndpoints, spec.timeScale ?? 1);
- * ```
- */
-export function withWallTimeLease<R extends { readonly concurrency?: object }>(
-  runtime: R,
-  wallTimeEndpoints: ReadonlySet<string>,
-  timeScale: number,
-): R {
-  if (wallTimeEndpoints.size === 0 || timeScale === 1) return runtime;
-  const concurrency = (runtime.concurrency ?? {}) as { readonly leaseMs?: number };
-  const leaseMs = concurrency.leaseMs ?? DEFAULT_LEASE_MS;
-  return {
-    ...runtime,
-    concurrency: { ...concurrency, leaseMs: Math.min(DAY_MS, Math.round(leaseMs * timeScale)) },
-  };
 }

@@ -33,7 +33,7 @@ import { planWorkerCoordination, probeCoordination } from './worker-coordination
 import { listenForRounds, notifyRound } from './round-wakeup.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
 import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
-import { type WireTimeEngines, wireTimeEngines, withWallTimeLease } from '../rounds/wire-time-engines.ts';
+import { type WireTimeEngines, wireTimeEngines } from '../rounds/wire-time-engines.ts';
 
 /** What a worker did, turn by turn (the live output of `breakwater worker`). */
 export interface WorkerTurnNote {
@@ -325,11 +325,7 @@ async function workParts(
     throw e;
   }
   const executor = createBreakwaterExecutor({
-    config: withWallTimeLease(
-      ctx.spec.runtime,
-      ctx.wire.wallTimeEndpoints,
-      ctx.spec.timeScale ?? 1,
-    ) as RuntimeConfigInput,
+    config: ctx.wire.withLease(ctx.spec.runtime) as RuntimeConfigInput,
     agents: [...ctx.definitions],
     clock: ctx.clock,
     memo,

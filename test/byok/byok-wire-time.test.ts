@@ -42,6 +42,24 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
+/** The platform endpoint (out of credit) and one BYOK template, `name`, served at `route`. */
+function byokConfig(name: string, route: string): RuntimeConfigInput {
+  return {
+    endpoints: [
+      {
+        id: 'primary',
+        provider: 'openai',
+        model: 'gpt-4o',
+        apiKey: PLATFORM,
+        baseURL: server.url('primary'),
+      },
+    ],
+    chains: { main: ['primary'] },
+    agentDefaults: { maxWaitMs: 1_000 },
+    byok: { templates: { [name]: { provider: 'openai', model: 'gpt-4o-mini', baseURL: server.url(route) } } },
+  } as RuntimeConfigInput;
+}
+
 async function faultOfByokCall(
   template: 'walltime' | 'onclock',
 ): Promise<Extract<RuntimeEvent, { type: 'call.attempt' }>> {
@@ -54,22 +72,7 @@ async function faultOfByokCall(
   );
   const clock = createManualClock(Date.parse('2026-03-02T09:00:00Z'));
   const events: RuntimeEvent[] = [];
-  const config = {
-    endpoints: [
-      {
-        id: 'primary',
-        provider: 'openai',
-        model: 'gpt-4o',
-        apiKey: PLATFORM,
-        baseURL: server.url('primary'),
-      },
-    ],
-    chains: { main: ['primary'] },
-    agentDefaults: { maxWaitMs: 1_000 },
-    byok: {
-      templates: { [template]: { provider: 'openai', model: 'gpt-4o-mini', baseURL: server.url(template) } },
-    },
-  } as RuntimeConfigInput;
+  const config = byokConfig(template, template);
   const supervisor = createSupervisor(config, {
     clock,
     random: () => 0.5,
@@ -111,24 +114,10 @@ describe('a BYOK key on a time-scaled clock', () => {
   });
 
   it('a wireScale that is not a number > 0 is refused naming the field, and the key is not kept', async () => {
-    const supervisor = createSupervisor(
-      {
-        endpoints: [
-          {
-            id: 'primary',
-            provider: 'openai',
-            model: 'gpt-4o',
-            apiKey: PLATFORM,
-            baseURL: server.url('primary'),
-          },
-        ],
-        chains: { main: ['primary'] },
-        byok: {
-          templates: { walltime: { provider: 'openai', model: 'gpt-4o-mini', baseURL: server.url('x') } },
-        },
-      },
-      { clock: createManualClock(0), byokWire: () => ({ wireScale: 0 }) },
-    );
+    const supervisor = createSupervisor(byokConfig('walltime', 'x'), {
+      clock: createManualClock(0),
+      byokWire: () => ({ wireScale: 0 }),
+    });
     try {
       const err = await supervisor.byok.inject('default', 'walltime', USER_KEY).then(
         () => undefined,

@@ -21,6 +21,16 @@ describe('wireTimeEngines', () => {
     expect(wire.byokWire?.('openai')).toEqual({ wireScale: 15 });
     expect(wire.byokWire?.('OpenAI')).toEqual({ wireScale: 15 });
     expect(wire.byokWire?.('emukeys')).toEqual({});
+    expect([wire.wireScaleOf('real'), wire.wireScaleOf('emu')]).toEqual([15, 1]);
+    // The token lease in the wall-time endpoints' time: the default 120 s, or the config's own, × 15; a day at most.
+    expect(wire.withLease({} as { concurrency?: object }).concurrency).toEqual({ leaseMs: 1_800_000 });
+    expect(wire.withLease({ concurrency: { limit: 2, leaseMs: 10_000 } }).concurrency).toEqual({
+      limit: 2,
+      leaseMs: 150_000,
+    });
+    expect(wire.withLease({ concurrency: { leaseMs: 86_400_000 } }).concurrency).toEqual({
+      leaseMs: 86_400_000,
+    });
   });
 
   it('at timeScale 1, or on a virtual clock, nothing is scaled and the default engines are used', () => {
@@ -31,6 +41,8 @@ describe('wireTimeEngines', () => {
       expect(wire.wallTimeEndpoints.size).toBe(0);
       expect(wire.createEngine).toBeUndefined();
       expect(wire.byokWire).toBeUndefined();
+      const config = { concurrency: { leaseMs: 10_000 } };
+      expect(wire.withLease(config)).toBe(config);
     }
   });
 
