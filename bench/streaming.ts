@@ -260,7 +260,7 @@ async function main(): Promise<void> {
         console.log(
           `c=${c} ${m}`,
           summarize(s.ttfts),
-          `${round((s.chunks / s.wallMs) * 1000, 0)} chunks/s; per call: client CPU ${round(s.cpuUs / s.calls, 0)} µs, ` +
+          `${round((s.chunks / s.wallMs) * 1000, 0)} chunks/s, ${round(s.chunks / s.calls, 1)} chunks per call; per call: client CPU ${round(s.cpuUs / s.calls, 0)} µs, ` +
             `client main thread busy ${round((s.busyMs * 1000) / s.calls, 0)} µs, emulator CPU ${round(s.emulatorCpuUs / s.calls, 0)} µs`,
         );
       }

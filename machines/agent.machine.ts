@@ -41,6 +41,7 @@ export type {
   CallOutcome,
   CheckHealthInput,
   CheckHealthOutput,
+  GrantedAnswer,
   RunToolsInput,
   RunToolsOutput,
   TokenAnswer,
@@ -54,6 +55,65 @@ const FINAL_FAULTS: ReadonlySet<FaultKind> = new Set(['bad_request', 'cancelled'
 
 type Done<T> = { output: T };
 const outputOf = <T>(event: unknown): T => (event as Done<T>).output;
+/** The token answer an event carries: `TOKEN.ANSWER`'s, or the grant an `ASK` came with. */
+const answerOf = (event: AgentEvent): TokenAnswer | undefined =>
+  event.type === 'ASK' ? event.ready?.grant : event.type === 'TOKEN.ANSWER' ? event.output : undefined;
+
+type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
+
+/**
+ * The turn an `ASK` starts (pure: the runtime calls it too, to ask for a token before the agent takes the ASK).
+ *
+ * @example
+ * ```ts
+ * const turn = turnOfAsk({ type: 'ASK', turnId: 't1', key: 'Kai:t1', prompt: 'Item 3?', at: clock.now() });
+ * ```
+ */
+export function turnOfAsk(event: AskEvent): ActiveTurn {
+  const turn: ActiveTurn = {
+    turnId: event.turnId,
+    key: event.key,
+    prompt: event.prompt,
+    startedAt: event.at,
+    messages: event.messages ?? [{ role: 'user', content: event.prompt }],
+    ...(event.messages ? { given: event.messages.length } : {}),
+    step: 0,
+    stepAttempts: 0,
+    attempts: 0,
+    faults: [],
+    waitMs: 0,
+    waitingSince: event.at,
+    inputTokens: 0,
+    outputTokens: 0,
+  };
+  return event.stream ? { ...turn, stream: true as const } : turn;
+}
+
+/**
+ * What the agent asks the token scheduler for, for its current turn (pure: the runtime calls it too, for the
+ * grant an `ASK` may come with).
+ *
+ * @example
+ * ```ts
+ * const request = tokenRequestOf({ ...snapshot.context, turn });
+ * ```
+ */
+export function tokenRequestOf(context: AgentContext): AcquireTokenInput {
+  const t = context.turn!;
+  const last = t.faults[t.faults.length - 1];
+  // The first attempt of a step is free; a re-attempt after a capacity fault on another endpoint is a
+  // fallback (the failed endpoint cools, nobody hits it); anything else is a retry, charged to the budget.
+  const retry = t.stepAttempts > 0 && !(last && CAPACITY_FAULTS.has(last.kind));
+  return {
+    agent: context.settings.name,
+    tier: context.settings.tier,
+    chain: context.settings.chain,
+    retry,
+    attempt: t.stepAttempts,
+    maxWaitMs: context.settings.maxWaitMs,
+    prompt: promptOf(context),
+  };
+}
 
 /** What the next engine call's prompt is made of: the runtime builds the request (and its token estimate). */
 function promptOf(ctx: AgentContext): PromptParts {
@@ -196,10 +256,10 @@ const agentSetup = setup({
     }),
   },
   guards: {
-    granted: ({ event }) => outputOf<TokenAnswer>(event).kind === 'granted',
+    granted: ({ event }) => answerOf(event)?.kind === 'granted',
     grantedPrimary: ({ event }) => {
-      const a = outputOf<TokenAnswer>(event);
-      return a.kind === 'granted' && a.index === 0;
+      const a = answerOf(event);
+      return a?.kind === 'granted' && a.index === 0;
     },
     mustCool: ({ event }) => outputOf<TokenAnswer>(event).kind === 'cool',
     leaseLost: ({ event }) => {
@@ -224,27 +284,11 @@ const agentSetup = setup({
   actions: {
     startTurn: assign(({ event }) => {
       if (event.type !== 'ASK') return {};
-      const turn: ActiveTurn = {
-        turnId: event.turnId,
-        key: event.key,
-        prompt: event.prompt,
-        startedAt: event.at,
-        messages: event.messages ?? [{ role: 'user', content: event.prompt }],
-        ...(event.messages ? { given: event.messages.length } : {}),
-        step: 0,
-        stepAttempts: 0,
-        attempts: 0,
-        faults: [],
-        waitMs: 0,
-        waitingSince: event.at,
-        inputTokens: 0,
-        outputTokens: 0,
-      };
-      return { turn: event.stream ? { ...turn, stream: true as const } : turn, recheckAt: undefined };
+      return { turn: event.ready?.turn ?? turnOfAsk(event), recheckAt: undefined };
     }),
     takeGrant: assign(({ context, event }) => {
-      const a = outputOf<TokenAnswer>(event);
-      if (a.kind !== 'granted') return {};
+      const a = answerOf(event);
+      if (a?.kind !== 'granted') return {};
       const t = context.turn!;
       return {
         turn: {
@@ -474,27 +518,19 @@ export const agentMachine = agentSetup.createMachine({
   initial: 'idle',
   states: {
     idle: {
-      on: { ASK: { target: 'queued', actions: 'startTurn' } },
+      on: {
+        // With a token taken at once (`ready`) the agent calls in the same step; otherwise it queues for one.
+        ASK: [
+          { guard: 'grantedPrimary', target: 'calling', actions: ['startTurn', 'takeGrant'] },
+          { guard: 'granted', target: 'fallback', actions: ['startTurn', 'takeGrant'] },
+          { target: 'queued', actions: 'startTurn' },
+        ],
+      },
     },
     queued: {
       invoke: {
         src: 'acquireToken',
-        input: ({ context }) => {
-          const t = context.turn!;
-          const last = t.faults[t.faults.length - 1];
-          // The first attempt of a step is free; a re-attempt after a capacity fault on another endpoint is a
-          // fallback (the failed endpoint cools, nobody hits it); anything else is a retry, charged to the budget.
-          const retry = t.stepAttempts > 0 && !(last && CAPACITY_FAULTS.has(last.kind));
-          return {
-            agent: context.settings.name,
-            tier: context.settings.tier,
-            chain: context.settings.chain,
-            retry,
-            attempt: t.stepAttempts,
-            maxWaitMs: context.settings.maxWaitMs,
-            prompt: promptOf(context),
-          };
-        },
+        input: ({ context }) => tokenRequestOf(context),
       },
       on: {
         'TOKEN.ANSWER': [

@@ -156,6 +156,9 @@ export type TokenAnswer =
   | { readonly kind: 'cool'; readonly endpointId: string; readonly until: number; readonly at: number }
   | { readonly kind: 'denied'; readonly reason: string; readonly at: number };
 
+/** A {@link TokenAnswer} that granted a token. */
+export type GrantedAnswer = Extract<TokenAnswer, { readonly kind: 'granted' }>;
+
 /** Input of the `wakeAt` timer actor: resolves once the clock reaches `at`. */
 export interface WakeAtInput {
   readonly at: number;
@@ -210,6 +213,12 @@ export type AgentEvent =
       messages?: readonly ChatMessage[];
       /** The caller streams the turn. Default: not streamed. */
       stream?: true;
+      /**
+       * A token the runtime took at once for the turn's first call (a token was free and nobody waited): the
+       * agent goes from idle straight to calling, in one step. `turn` is the turn it was asked for (the same
+       * prompt parts, so the request built for the token estimate is the one sent). Absent: the turn queues.
+       */
+      ready?: { readonly grant: GrantedAnswer; readonly turn: ActiveTurn };
     }
   | { type: 'CANCEL'; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }

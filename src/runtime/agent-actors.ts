@@ -1,9 +1,15 @@
 import { type CappedWaitCall, warnCapped } from './capped-wait-warning.ts';
 import type { Logger } from 'pino';
 import { fromCallback, fromPromise } from 'xstate';
+import {
+  type AcquireTokenInput,
+  type AgentContext,
+  type AgentEvent,
+  type GrantedAnswer,
+  tokenRequestOf,
+  turnOfAsk,
+} from '../../machines/agent.machine.ts';
 import type {
-  AcquireTokenInput,
-  AgentEvent,
   AnswerDegradedInput,
   AnswerDegradedOutput,
   CallEngineInput,
@@ -15,6 +21,10 @@ import type {
   TokenAnswer,
   WakeAtInput,
 } from '../../machines/agent.machine.ts';
+
+type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
+/** What an `ASK` carries when its first call's token was taken at once (see {@link AgentActors.grantAtOnce}). */
+export type ReadyAsk = NonNullable<AskEvent['ready']>;
 import type { Clock } from '../clock/clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
 import { CallCancel } from '../engines/call-abort.ts';
@@ -449,8 +459,50 @@ export function createAgentActors(deps: AgentActorDeps) {
     return { healthy: endpoints.usable(deps.endpointsOf(input.agent, input.chain), now), at: now };
   });
 
-  return { acquireToken, callEngine, runTools, answerDegraded, wakeAt, checkHealth };
+  /**
+   * The first call's token for the turn `ask` starts, taken now when the scheduler can grant one at once (a token
+   * free, nobody waiting, an endpoint ready): the agent then goes from idle to calling in one step, with no
+   * `queued` state, no `acquireToken` actor and no event in between. Undefined (nothing taken) otherwise, and
+   * always with a memo (its read comes before any token), or when the agent is not idle. A grant its agent does
+   * not claim in the same step (it was not idle after all) is given back.
+   */
+  const grantAtOnce = (context: AgentContext, idle: boolean, ask: AskEvent): ReadyAsk | undefined => {
+    if (!idle || memo || !scheduler.tryGrant) return undefined;
+    const turn = turnOfAsk(ask);
+    const input = tokenRequestOf({ ...context, turn });
+    const session = deps.sessionOf(input.agent);
+    const request = buildRequest(input.prompt);
+    const grant = scheduler.tryGrant({
+      holder: input.agent,
+      tier: input.tier,
+      chain: input.chain,
+      ...(session !== undefined ? { session } : {}),
+      estimatedTokens: estimateRequestTokens(request),
+      maxWaitMs: input.maxWaitMs,
+      retry: input.retry,
+      attempt: input.attempt,
+    });
+    if (!grant) return undefined;
+    built.set(input.agent, { parts: input.prompt, request });
+    queueMicrotask(() => scheduler.releaseUnclaimed(grant.leaseId));
+    const answer: GrantedAnswer = {
+      kind: 'granted',
+      leaseId: grant.leaseId,
+      endpointId: grant.endpointId,
+      index: grant.index,
+      at: grant.grantedAt,
+    };
+    return { grant: answer, turn };
+  };
+
+  return {
+    actors: { acquireToken, callEngine, runTools, answerDegraded, wakeAt, checkHealth },
+    grantAtOnce,
+  };
 }
+
+/** What {@link createAgentActors} makes: the machine's actors, and the grant an `ASK` may come with. */
+export type AgentActors = ReturnType<typeof createAgentActors>;
 
 /** The call log's record of one attempt (built only when someone hears it: a call on the hot path makes none). */
 function callRecord(

@@ -1,11 +1,12 @@
 import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import type { Actor } from 'xstate';
-import type { AgentContext, agentMachine } from '../../machines/agent.machine.ts';
+import type { AgentContext, AgentEvent, agentMachine } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ChatMessage } from '../engines/engine-types.ts';
 import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import { onAbort } from './abort-fanout.ts';
+import type { AgentActors } from './agent-actors.ts';
 import type { KeepAlive } from './keep-alive.ts';
 import type { ConversationAskOptions } from './one-off-call.ts';
 import type {
@@ -36,6 +37,8 @@ export interface ManagedHandle extends AgentHandle {
   /** Stops the agent; `by` says who (for the error later asks get). */
   stopAs(by: 'agent' | 'supervisor'): void;
 }
+
+type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
 
 interface PendingAsk {
   readonly turnId: string;
@@ -70,6 +73,8 @@ export interface AgentHandleHooks {
   readonly stopActor: (actor: Actor<typeof agentMachine>) => void;
   /** Spans of turns and attempts (OpenTelemetry); absent when tracing is off. */
   readonly tracer?: TurnTracer | undefined;
+  /** The first call's token of a turn, when it can be had at once (see `AgentActors.grantAtOnce`). */
+  readonly grantAtOnce?: AgentActors['grantAtOnce'];
 }
 
 /** Forwards an actor's snapshots and its failure to its handle. */
@@ -337,7 +342,7 @@ export class LlmAgentHandle implements ManagedHandle {
     this.#current = ask;
     ask.started = true;
     this.#o.tracer?.begin(ask.turnId, this.name, this.tier, ask.trace, ask.prompt);
-    this.actor.send({
+    const event: AskEvent = {
       type: 'ASK',
       turnId: ask.turnId,
       key: ask.key,
@@ -345,7 +350,12 @@ export class LlmAgentHandle implements ManagedHandle {
       at: this.#o.clock.now(),
       ...(ask.messages ? { messages: ask.messages } : {}),
       ...(ask.stream ? { stream: true as const } : {}),
-    });
+    };
+    // A token free now: the agent takes the ASK straight into calling (one step, no queued state in between).
+    const grantAtOnce = this.#o.grantAtOnce;
+    const snap = grantAtOnce ? this.actor.getSnapshot() : undefined;
+    const ready = snap && grantAtOnce!(snap.context, snap.value === 'idle', event);
+    this.actor.send(ready ? { ...event, ready } : event);
   }
 
   #cancel(ask: PendingAsk): void {

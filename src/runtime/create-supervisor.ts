@@ -263,32 +263,31 @@ export function createSupervisor(
   const definitions = new Map<string, AgentDefinition>();
   const cache = new AnswerCache();
   const trees: Record<string, NonNullable<LlmAgentDefinition['decisionTree']>> = {};
-  const agentLogic = agentMachine.provide({
-    actors: createAgentActors({
-      // A streamed turn's channel is its agent's running ask's own (never a map by turn id: a caller-chosen id
-      // may be shared by two turns, which must not see each other's text).
-      streamOf: (agent, turnId) => {
-        const h = handles.get(agent);
-        return h instanceof LlmAgentHandle ? h.streamSink(turnId) : undefined;
-      },
-      endpoints,
-      scheduler,
-      timers,
-      clock,
-      logger,
-      definitions,
-      degraded: createDegradedResponder({ cache, trees }),
-      sessionOf: (agent) => sessions.get(agent),
-      endpointsOf: (agent, chain) => endpointsOf(chain, sessions.get(agent)),
-      ...(options.memo ? { memo: options.memo } : {}),
-      ...(tracer ? { traceIdsOf: (turnId: string) => tracer.idsOf(turnId) } : {}),
-      onCall: (c) => {
-        if (eventListeners.size > 0) emit(callEvent(c));
-        tracer?.attempt(c, endpoints.get(c.endpointId)?.health.breakerState);
-      },
-      callsHeard: () => eventListeners.size > 0 || tracer !== undefined,
-    }),
+  const agentActors = createAgentActors({
+    // A streamed turn's channel is its agent's running ask's own (never a map by turn id: a caller-chosen id
+    // may be shared by two turns, which must not see each other's text).
+    streamOf: (agent, turnId) => {
+      const h = handles.get(agent);
+      return h instanceof LlmAgentHandle ? h.streamSink(turnId) : undefined;
+    },
+    endpoints,
+    scheduler,
+    timers,
+    clock,
+    logger,
+    definitions,
+    degraded: createDegradedResponder({ cache, trees }),
+    sessionOf: (agent) => sessions.get(agent),
+    endpointsOf: (agent, chain) => endpointsOf(chain, sessions.get(agent)),
+    ...(options.memo ? { memo: options.memo } : {}),
+    ...(tracer ? { traceIdsOf: (turnId: string) => tracer.idsOf(turnId) } : {}),
+    onCall: (c) => {
+      if (eventListeners.size > 0) emit(callEvent(c));
+      tracer?.attempt(c, endpoints.get(c.endpointId)?.health.breakerState);
+    },
+    callsHeard: () => eventListeners.size > 0 || tracer !== undefined,
   });
+  const agentLogic = agentMachine.provide({ actors: agentActors.actors });
 
   const handles = new Map<string, ManagedHandle>();
   const listeners = new Set<(c: AgentStateChange) => void>();
@@ -320,6 +319,7 @@ export function createSupervisor(
     },
     onStopped: forget,
     stopActor: (actor) => lifecycle.send({ type: 'AGENT.STOP', agent: actor }),
+    grantAtOnce: agentActors.grantAtOnce,
     tracer,
   };
 

@@ -174,6 +174,24 @@ export class MemoryTokenScheduler implements TokenScheduler {
     return ticket;
   }
 
+  tryGrant(request: TokenRequest): Grant | undefined {
+    // Anyone waiting (a request, a parked one, a probe) is served first: the newcomer goes through `request`.
+    if (
+      this.#closed ||
+      this.#pumping ||
+      request.retry ||
+      this.#leases.size >= this.#limit ||
+      this.#waiting.size > 0 ||
+      this.#probes.size > 0
+    )
+      return undefined;
+    const now = this.#o.clock.now();
+    const sel = this.#select(request, now);
+    if (sel.kind !== 'ready') return undefined;
+    if (request.attempt === 0) this.#o.budget?.recordCall(now);
+    return this.#open(request, sel.endpointId, sel.index, now, now);
+  }
+
   acquireProbe(endpointId: string, signal?: AbortSignal): Promise<Grant> {
     if (this.#closed) return Promise.reject(new SchedulerClosedError());
     const grant = this.#probes.wait(endpointId, signal);
@@ -375,10 +393,22 @@ export class MemoryTokenScheduler implements TokenScheduler {
   }
 
   #grant(w: Waiter, endpointId: string, index: number, now: number): void {
-    const { holder, tier, estimatedTokens } = w.request;
+    this.#open(w.request, endpointId, index, now, w.enqueuedAt, w);
+  }
+
+  /** Opens a lease for `request` on `endpointId` (settling `w`, if it waited) and reports the grant. */
+  #open(
+    request: TokenRequest,
+    endpointId: string,
+    index: number,
+    now: number,
+    askedAt: number,
+    w?: Waiter,
+  ): Grant {
+    const { holder, tier, estimatedTokens } = request;
     const grant = this.#leases.open({ holder, tier, endpointId, index, estimatedTokens, probe: false }, now);
     this.#o.endpoints.get(endpointId)?.health.take(estimatedTokens, now);
-    this.#settle(w, { kind: 'granted', grant });
+    if (w) this.#settle(w, { kind: 'granted', grant });
     this.#o.onReport?.({
       type: 'token.granted',
       at: now,
@@ -386,9 +416,10 @@ export class MemoryTokenScheduler implements TokenScheduler {
       tier,
       endpointId,
       leaseId: grant.leaseId,
-      waitedMs: now - w.enqueuedAt,
+      waitedMs: now - askedAt,
       held: this.#leases.size,
     });
+    return grant;
   }
 
   #grantProbe(endpointId: string, now: number): Grant {

@@ -123,6 +123,13 @@ export interface TokenScheduler {
    * state is left): `withdraw` before the decision rejects it with `reason`; after, it does nothing.
    */
   request(request: TokenRequest): TokenTicket;
+  /**
+   * A grant now, or `undefined` with nothing changed: only when a token is free, nobody waits ahead (no request,
+   * no probe) and an endpoint of the chain is ready. A first attempt only (`retry: false`; a retry goes through
+   * {@link TokenScheduler.request}, which charges the budget). It lets an agent go from idle straight to calling
+   * in one step. Optional: a scheduler that cannot decide synchronously (a shared store) leaves it out.
+   */
+  tryGrant?(request: TokenRequest): Grant | undefined;
   /** A token for a HALF-OPEN probe of `endpointId`: served before every tier. */
   acquireProbe(endpointId: string, signal?: AbortSignal): Promise<Grant>;
   /**

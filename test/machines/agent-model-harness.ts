@@ -15,6 +15,7 @@ import {
 } from 'xstate';
 import {
   type AcquireTokenInput,
+  type ActiveTurn,
   type AgentContext,
   type AgentEvent,
   type AgentInput,
@@ -26,6 +27,8 @@ import {
   type CheckHealthInput,
   type CheckHealthOutput,
   agentMachine,
+  type GrantedAnswer,
+  turnOfAsk,
   type RunToolsInput,
   type RunToolsOutput,
   type TokenAnswer,
@@ -176,7 +179,14 @@ export type TokenAnswerName = keyof typeof TOKEN_ANSWERS;
 
 /** Events of the model: the agent's own events, and `xstate.*` ones standing for what its actors and timers do. */
 export type ModelEvent =
-  | { type: 'ASK'; turnId: string; key: string; prompt: string; at: number }
+  | {
+      type: 'ASK';
+      turnId: string;
+      key: string;
+      prompt: string;
+      at: number;
+      ready?: { grant: GrantedAnswer; turn: ActiveTurn };
+    }
   | { type: 'CANCEL'; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }
   | { type: 'RECHECK' }
@@ -193,6 +203,12 @@ const threw = (invoke: string): ModelEvent => ({
 
 export const ev = {
   ask: (): ModelEvent => ({ type: 'ASK', turnId: 'turn', key: 'model:turn', prompt: 'EUR/USD?', at: T0 }),
+  /** An ASK that comes with its first call's token (the runtime got one at once): idle → calling in one step. */
+  askReady: (index: 0 | 1): ModelEvent => {
+    const ask = { type: 'ASK' as const, turnId: 'turn', key: 'model:turn', prompt: 'EUR/USD?', at: T0 };
+    const grant = TOKEN_ANSWERS[index === 0 ? 'primary' : 'backup'];
+    return { ...ask, ready: { grant, turn: turnOfAsk(ask) } };
+  },
   cancel: (): ModelEvent => ({ type: 'CANCEL', at: T0 }),
   memory: (): ModelEvent => ({ type: 'MEMORY.SET', slots: { focus: 'rates' } }),
   token: (name: TokenAnswerName): ModelEvent => ({ type: 'TOKEN.ANSWER', output: TOKEN_ANSWERS[name] }),
@@ -223,11 +239,13 @@ export const ev = {
 };
 
 /** Everything that can happen to an agent in any state; the traversal keeps what the state handles. */
-export function modelEvents(_s: AgentSnapshot): ModelEvent[] {
+export function modelEvents(s: AgentSnapshot): ModelEvent[] {
   const calls = Object.keys(CALL_OUTCOMES) as CallOutcomeName[];
   const answers = Object.keys(TOKEN_ANSWERS) as TokenAnswerName[];
   return [
     ev.ask(),
+    // The runtime takes a token at once only for an idle agent (`grantAtOnce`).
+    ...(s.value === 'idle' ? [ev.askReady(0), ev.askReady(1)] : []),
     ev.cancel(),
     ev.memory(),
     ...answers.map((a) => ev.token(a)),
@@ -247,15 +265,17 @@ export function modelEvents(_s: AgentSnapshot): ModelEvent[] {
 }
 
 export function serializeEvent(e: ModelEvent): string {
-  const x = e as { type: string; output?: unknown };
+  const x = e as { type: string; output?: unknown; ready?: { grant: GrantedAnswer } };
   const detail =
-    x.type === 'CALL.DONE'
-      ? outcomeName(x.output as CallOutcome)
-      : x.type === 'TOKEN.ANSWER'
-        ? tokenAnswerName(x.output as TokenAnswer)
-        : x.type === `xstate.done.actor.${CHECKING_INVOKE}`
-          ? `healthy ${(x.output as CheckHealthOutput).healthy}`
-          : '';
+    x.type === 'ASK' && x.ready
+      ? `ready ${tokenAnswerName(x.ready.grant)}`
+      : x.type === 'CALL.DONE'
+        ? outcomeName(x.output as CallOutcome)
+        : x.type === 'TOKEN.ANSWER'
+          ? tokenAnswerName(x.output as TokenAnswer)
+          : x.type === `xstate.done.actor.${CHECKING_INVOKE}`
+            ? `healthy ${(x.output as CheckHealthOutput).healthy}`
+            : '';
   return detail ? `${x.type} (${detail})` : x.type;
 }
 

@@ -16,6 +16,7 @@ import type {
   RunToolsInput,
   TokenAnswer,
 } from '../../machines/agent.machine.ts';
+import { type GrantedAnswer, turnOfAsk } from '../../machines/agent.machine.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import type { FaultKind } from '../../src/faults/fault.ts';
 import type { Turn, TurnOutcome } from '../../src/runtime/turn.ts';
@@ -116,13 +117,23 @@ async function perform(live: Live, event: ModelEvent): Promise<void> {
     book.turnSeq++;
     book.toolRounds = 0;
     book.stepFaults = [];
-    agent.send({
-      type: 'ASK',
+    const ask = {
+      type: 'ASK' as const,
       turnId: `turn-${book.turnSeq}`,
       key: `model:turn-${book.turnSeq}`,
       prompt: 'Where does EUR/USD trade this morning?',
       at: now,
-    });
+    };
+    const ready = (e as { ready?: { grant: GrantedAnswer } }).ready;
+    if (!ready) agent.send(ask);
+    else {
+      // The runtime took the first call's token before the ASK (as `grantAtOnce` does).
+      const answer = ready.grant;
+      const leaseId = `lease-${++book.leaseSeq}`;
+      book.lastGrant = { leaseId, endpointId: answer.endpointId };
+      book.granted.push(leaseId);
+      agent.send({ ...ask, ready: { grant: { ...answer, leaseId, at: now }, turn: turnOfAsk(ask) } });
+    }
   } else if (e.type === 'CANCEL') agent.send({ type: 'CANCEL', at: now });
   else if (e.type === 'RECHECK') agent.send({ type: 'RECHECK' });
   else if (e.type === 'MEMORY.SET') agent.send(e as never);

@@ -116,7 +116,8 @@ describe('applyEvent folds a real run (supervisor + emulator, manual clock)', ()
       .map((e) => (e.data as { state: string }).state);
     expect(breakers).toEqual(['open', 'halfOpen', 'closed']);
     const states = analyst.segments.map((s) => s.state);
-    expect(states.slice(0, 4)).toEqual(['queued', 'calling', 'queued', 'cooling']);
+    // A token was free: the ASK went straight to calling (no queued step); the 429 sends it to queue, then cool.
+    expect(states.slice(0, 3)).toEqual(['calling', 'queued', 'cooling']);
     expect(states.slice(-2)).toEqual(['calling', 'idle']);
     expect(states).not.toContain('degraded');
     // Segments tile time: each ends where the next begins; only the last is open.
