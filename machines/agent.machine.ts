@@ -239,9 +239,6 @@ const agentSetup = setup({
     acquireToken: fromCallback<AgentEvent, AcquireTokenInput>(() => {
       throw new Error('acquireToken is provided by the runtime');
     }),
-    callEngine: fromCallback<AgentEvent, CallEngineInput>(() => {
-      throw new Error('callEngine is provided by the runtime');
-    }),
     runTools: fromPromise<RunToolsOutput, RunToolsInput>(async () => {
       throw new Error('runTools is provided by the runtime');
     }),
@@ -282,6 +279,13 @@ const agentSetup = setup({
     healthy: ({ event }) => outputOf<CheckHealthOutput>(event).healthy,
   },
   actions: {
+    /**
+     * Starts the engine call of `calling` / `fallback` (its input: {@link callInputOf}); the call reports
+     * `CALL.DONE` (failures as data) or `CALL.FAILED` (a bug) to the agent. An effect the runtime provides.
+     */
+    startCall: () => {},
+    /** Leaving `calling` / `fallback`: a call still running is aborted (its grant is released with that outcome). */
+    stopCall: () => {},
     startTurn: assign(({ event }) => {
       if (event.type !== 'ASK') return {};
       return { turn: event.ready?.turn ?? turnOfAsk(event), recheckAt: undefined };
@@ -443,29 +447,39 @@ const agentSetup = setup({
 const CANCEL = { target: '#agent.idle', actions: ['cancelTurn', 'emitLastTurn'] } as const;
 
 /**
+ * What the engine call of `calling` / `fallback` is given (pure: the runtime's `startCall` reads it).
+ *
+ * @example
+ * ```ts
+ * const input = callInputOf(snapshot.context);
+ * ```
+ */
+export function callInputOf(context: AgentContext): CallEngineInput {
+  const t = context.turn!;
+  const input: CallEngineInput = {
+    agent: context.settings.name,
+    turnId: t.turnId,
+    tier: context.settings.tier,
+    leaseId: t.leaseId!,
+    endpointId: t.endpointId!,
+    chainPosition: t.endpointIndex ?? 0,
+    prompt: promptOf(context),
+    waitMs: t.waitMs,
+  };
+  // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
+  return t.stream ? { ...input, stream: true as const, step: t.step, partial: t.partial } : input;
+}
+
+/**
  * `calling` and `fallback` are the same state: they differ only in which endpoint of the chain was granted.
- * The `callEngine` actor owns the grant from here: it releases it with the call's outcome (also when the
- * agent is cancelled or stopped, through its abort signal), so the machine never touches a token.
+ * The call is an entry/exit pair of effects, not an invoked actor (an actor per call cost a third of the agent's
+ * work per turn): `startCall` owns the grant from here and releases it with the call's outcome, `stopCall` aborts
+ * a call still running when the state is left (cancelled, stopped), so the machine never touches a token. A
+ * snapshot persisted mid-call resumes in `queued` (`restoredAgentSnapshot`): its lease died with its process.
  */
 const engineCall = agentSetup.createStateConfig({
-  invoke: {
-    src: 'callEngine',
-    input: ({ context }) => {
-      const t = context.turn!;
-      const input: CallEngineInput = {
-        agent: context.settings.name,
-        turnId: t.turnId,
-        tier: context.settings.tier,
-        leaseId: t.leaseId!,
-        endpointId: t.endpointId!,
-        chainPosition: t.endpointIndex ?? 0,
-        prompt: promptOf(context),
-        waitMs: t.waitMs,
-      };
-      // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
-      return t.stream ? { ...input, stream: true as const, step: t.step, partial: t.partial } : input;
-    },
-  },
+  entry: 'startCall',
+  exit: 'stopCall',
   on: {
     'CALL.DONE': [
       { guard: 'leaseLost', target: 'queued', actions: 'forgetLease' },
@@ -501,14 +515,19 @@ const engineCall = agentSetup.createStateConfig({
  *   from the degraded layer, labelled, then checks its chain's health every `probeIntervalMs` and returns to
  *   `idle` by itself.
  *
- * Every effect is an actor registered by name (`acquireToken`, `callEngine`, `runTools`, `answerDegraded`,
- * `wakeAt`, `checkHealth`); the runtime provides them with `agentMachine.provide({ actors })`. Waits are
- * invoked `wakeAt` timers at absolute instants kept in context: XState re-runs an invoked actor that was in
- * flight when a snapshot is restored, so a restored cooling agent wakes at its stored deadline.
+ * Every effect is registered by name and provided by the runtime: actors (`acquireToken`, `runTools`,
+ * `answerDegraded`, `wakeAt`, `checkHealth`) and, for the engine call on the hot path, the entry/exit effects
+ * `startCall` / `stopCall` (an actor per call cost a third of the agent's work). Waits are invoked `wakeAt` timers
+ * at absolute instants kept in context: XState re-runs an invoked actor that was in flight when a snapshot is
+ * restored, so a restored cooling agent wakes at its stored deadline; a snapshot stored mid-call is restored in
+ * `queued` (`restoredAgentSnapshot`), its lease having died with its process.
  *
  * @example
  * ```ts
- * const logic = agentMachine.provide({ actors: { acquireToken, callEngine, runTools, answerDegraded, wakeAt, checkHealth } });
+ * const logic = agentMachine.provide({
+ *   actors: { acquireToken, runTools, answerDegraded, wakeAt, checkHealth },
+ *   actions: { startCall, stopCall },
+ * });
  * ```
  */
 export const agentMachine = agentSetup.createMachine({

@@ -95,7 +95,7 @@ export interface AgentContext {
 }
 
 /**
- * What the `callEngine` actor resolves with: failures travel as data, never thrown. `leaseLost`: the grant was
+ * What the engine call (`startCall`) reports with `CALL.DONE`: failures travel as data, never thrown. `leaseLost`: the grant was
  * gone before the call could start (a restored actor, a lease taken back): nothing was sent, ask again.
  */
 export type CallOutcome =
@@ -225,7 +225,7 @@ export type AgentEvent =
   /** From `acquireToken`: the scheduler's answer (or the request failed: a bug). */
   | { type: 'TOKEN.ANSWER'; output: TokenAnswer }
   | { type: 'TOKEN.FAILED'; error: unknown }
-  /** From `callEngine`: how the call ended, failures as data (or it threw: a bug). */
+  /** From the engine call (`startCall`): how the call ended, failures as data (or it threw: a bug). */
   | { type: 'CALL.DONE'; output: CallOutcome }
   | { type: 'CALL.FAILED'; error: unknown }
   /** From `wakeAt`: the deadline is reached. */

@@ -1,11 +1,12 @@
 import { type CappedWaitCall, warnCapped } from './capped-wait-warning.ts';
 import type { Logger } from 'pino';
-import { fromCallback, fromPromise } from 'xstate';
+import { type AnyActorRef, fromCallback, fromPromise } from 'xstate';
 import {
   type AcquireTokenInput,
   type AgentContext,
   type AgentEvent,
   type GrantedAnswer,
+  callInputOf,
   tokenRequestOf,
   turnOfAsk,
 } from '../../machines/agent.machine.ts';
@@ -23,6 +24,14 @@ import type {
 } from '../../machines/agent.machine.ts';
 
 type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
+
+/** The engine call an agent is in (one at most: an agent runs one call at a time). */
+interface RunningCall {
+  readonly cancel: CallCancel;
+  /** The agent left the call's state: nothing more is reported to it. */
+  left: boolean;
+  ended: boolean;
+}
 /** What an `ASK` carries when its first call's token was taken at once (see {@link AgentActors.grantAtOnce}). */
 export type ReadyAsk = NonNullable<AskEvent['ready']>;
 import type { Clock } from '../clock/clock.ts';
@@ -114,7 +123,7 @@ function tokenAnswer(d: TokenDecision): TokenAnswer {
 /**
  * The real implementations of the agent machine's named actors:
  * - `acquireToken`: asks the scheduler; a grant its holder leaves before calling is given back at once;
- * - `callEngine`: claims the grant, calls the engine with a signal that aborts when the agent is cancelled or
+ * - `startCall` / `stopCall` (the entry and exit of `calling` / `fallback`): the engine call; it claims the grant, calls the engine with a signal that aborts when the agent is cancelled or
  *   the lease is taken back, and always releases the grant with how the call ended (one log line per attempt,
  *   `confirmed_model` on success, as seed 000 counts them);
  * - `runTools`, `answerDegraded`, `checkHealth`, and `wakeAt` (a deadline in the runtime's timer heap).
@@ -124,7 +133,7 @@ export function createAgentActors(deps: AgentActorDeps) {
   // The request an agent's token was estimated for: its call sends the same one (built once, not twice), unless
   // what it is built from changed in between.
   const built = new Map<string, { parts: PromptParts; request: Omit<EngineRequest, 'signal'> }>();
-  // Answers read from the memo before any token, by their memo grant, until `callEngine` takes them.
+  // Answers read from the memo before any token, by their memo grant, until the call (`startCall`) takes them.
   const memoized = new Map<string, EngineResult>();
   const requestFor = (agent: string, parts: PromptParts): Omit<EngineRequest, 'signal'> => {
     const b = built.get(agent);
@@ -153,7 +162,7 @@ export function createAgentActors(deps: AgentActorDeps) {
   /**
    * Asks the scheduler for a token and an endpoint. With a memo, the memo is read FIRST, holding nothing: a call
    * whose answer is memoized (a resumed round) gets a memo grant (`memo:<key>`) that takes no token, and its
-   * `callEngine` answers from the memo without going upstream.
+   * call answers from the memo without going upstream.
    */
   const acquireToken = fromCallback<AgentEvent, AcquireTokenInput>(({ input, sendBack }) => {
     let left = false;
@@ -231,40 +240,47 @@ export function createAgentActors(deps: AgentActorDeps) {
   });
 
   /**
-   * The engine call, spending its grant. Its cancellation is the only one of the call: the agent leaving `calling`
-   * (cancel, stop) and the lease running out both abort it; the grant is released exactly once, with how the call
-   * ended. It is a {@link CallCancel}, not an AbortController: an engine of the adapter listens to it directly, so no
-   * AbortSignal is made for a call that is never cancelled (any other engine still gets `request.signal`).
+   * The engine call, spending its grant: `startCall` on entering `calling` / `fallback`, `stopCall` on leaving.
+   * Its cancellation is the only one of the call: the agent leaving the state (cancel, stop) and the lease running
+   * out both abort it; the grant is released exactly once, with how the call ended. It is a {@link CallCancel}, not
+   * an AbortController: an engine of the adapter listens to it directly, so no AbortSignal is made for a call that
+   * is never cancelled (any other engine still gets `request.signal`). Effects, not an invoked actor: an actor per
+   * call (its scope, mailbox and start/stop) was a third of an agent's work per turn.
    */
-  const callEngine = fromCallback<AgentEvent, CallEngineInput>(({ input, sendBack }) => {
-    const cancel = new CallCancel();
-    let left = false;
-    let ended = false;
+  const running = new WeakMap<object, RunningCall>();
+  const startCall = ({ context, self }: { context: AgentContext; self: AnyActorRef }): void => {
+    const input = callInputOf(context);
+    const call: RunningCall = { cancel: new CallCancel(), left: false, ended: false };
+    running.set(self, call);
     let answered: [string, EngineResult] | undefined;
     const report = (outcome: CallOutcome) => {
-      if (!left) sendBack({ type: 'CALL.DONE', output: outcome });
+      if (!call.left) self.send({ type: 'CALL.DONE', output: outcome });
     };
-    callEngineBody(input, cancel, (key, result) => {
+    callEngineBody(input, call.cancel, (key, result) => {
       answered = [key, result];
     }).then(
       (outcome) => {
-        ended = true;
+        call.ended = true;
         // The token is back already (the body released it); the answer is made durable before it is reported.
         // Without a memo there is nothing to wait for: reported now, not a promise and two microtasks later.
         if (answered && memo) remember(answered[0], answered[1]).then(() => report(outcome));
         else report(outcome);
       },
       (e: unknown) => {
-        ended = true;
-        if (!left) sendBack({ type: 'CALL.FAILED', error: sanitized(logger, clock, 'callEngine', e) });
+        call.ended = true;
+        if (!call.left) self.send({ type: 'CALL.FAILED', error: sanitized(logger, clock, 'callEngine', e) });
       },
     );
-    return () => {
-      left = true;
-      // Aborting costs an event dispatch: only a call still running needs it.
-      if (!ended) cancel.abort(new Error('the agent left the call (cancelled or stopped)'));
-    };
-  });
+  };
+  /** The agent left its call (the state, or the agent itself: stopped, crashed): a call still running is cut. */
+  const stopCall = ({ self }: { self: AnyActorRef }): void => {
+    const call = running.get(self);
+    if (!call) return;
+    running.delete(self);
+    call.left = true;
+    // Aborting costs an event dispatch: only a call still running needs it.
+    if (!call.ended) call.cancel.abort(new Error('the agent left the call (cancelled or stopped)'));
+  };
   const callEngineBody = async (
     input: CallEngineInput,
     cancel: CallCancel,
@@ -496,8 +512,11 @@ export function createAgentActors(deps: AgentActorDeps) {
   };
 
   return {
-    actors: { acquireToken, callEngine, runTools, answerDegraded, wakeAt, checkHealth },
+    actors: { acquireToken, runTools, answerDegraded, wakeAt, checkHealth },
+    actions: { startCall, stopCall },
     grantAtOnce,
+    /** Cuts the call of an agent that stopped without leaving its state (its machine failed). */
+    leaveCall: (agent: AnyActorRef) => stopCall({ self: agent }),
   };
 }
 

@@ -75,6 +75,8 @@ export interface AgentHandleHooks {
   readonly tracer?: TurnTracer | undefined;
   /** The first call's token of a turn, when it can be had at once (see `AgentActors.grantAtOnce`). */
   readonly grantAtOnce?: AgentActors['grantAtOnce'];
+  /** Cuts the engine call of an agent that stopped without leaving its state (see `AgentActors.leaveCall`). */
+  readonly leaveCall?: AgentActors['leaveCall'];
 }
 
 /** Forwards an actor's snapshots and its failure to its handle. */
@@ -249,7 +251,7 @@ export class LlmAgentHandle implements ManagedHandle {
   }
 
   /**
-   * The channel of the streamed turn this agent runs now, if its id is `turnId` (the `callEngine` actor pushes
+   * The channel of the streamed turn this agent runs now, if its id is `turnId` (the engine call, `startCall`, pushes
    * into it). The agent runs one turn at a time, so the running ask is the only one a call can belong to. @internal
    */
   streamSink(turnId: string): TurnStreamSink | undefined {
@@ -304,6 +306,8 @@ export class LlmAgentHandle implements ManagedHandle {
     if (current && !current.settled) this.#settle(current, this.#unstarted(current, now));
     this.#current = undefined;
     this.#o.stopActor(this.actor);
+    // CANCEL left the call's state (its exit cut the call); a call of an agent that did not take it is cut here.
+    this.#o.leaveCall?.(this.actor);
     // One agent stopped is news (its name is free again); the whole runtime stopping is not, per agent.
     if (by === 'agent') this.#observe('stopped');
     else this.#state = 'stopped';
@@ -323,6 +327,8 @@ export class LlmAgentHandle implements ManagedHandle {
     const now = this.#o.clock.now();
     const ask = this.#current;
     this.#current = undefined;
+    // The machine failed in the middle of its work: its states' exits never ran, so its call is cut from here.
+    this.#o.leaveCall?.(this.actor);
     if (ask)
       this.#settle(ask, {
         ...unstartedCancelledTurn(this.name, this.tier, ask, now),

@@ -1,4 +1,10 @@
-import type { AgentContext, AgentSettings } from '../../machines/agent.machine.ts';
+import {
+  type ActiveTurn,
+  type AgentContext,
+  type AgentSettings,
+  agentMachine,
+  tokenRequestOf,
+} from '../../machines/agent.machine.ts';
 import type { AgentMemory, ToolResultRecord } from './turn.ts';
 
 /**
@@ -52,5 +58,32 @@ export function restoredAgentSnapshot(
   memory: AgentMemory,
 ): Record<string, unknown> {
   const snap = (stored ?? {}) as { context?: Record<string, unknown> } & Record<string, unknown>;
-  return { ...snap, context: { ...(snap.context ?? {}), settings, memory } };
+  const context: Record<string, unknown> = { ...(snap.context ?? {}), settings, memory };
+  if (snap.value !== 'calling' && snap.value !== 'fallback') return { ...snap, context };
+  // Stored mid-call: that call's lease died with the process that held it (and the call is no actor to re-run).
+  // The agent resumes asking for a token, as a call that found its lease gone does; the idempotency key of the
+  // call is the same, so an answer committed before the crash is read back, not asked again.
+  const turn = context.turn as ActiveTurn | null | undefined;
+  if (!turn) return { ...snap, context };
+  const { leaseId: _lease, ...rest } = turn;
+  const queued = { ...context, turn: rest } as unknown as AgentContext;
+  const children: Record<string, unknown> = {};
+  // One stored by an earlier breakwater (same agent@2 context) held the call as an invoked `callEngine` child.
+  for (const [id, child] of Object.entries((snap.children as Record<string, { src?: unknown }>) ?? {}))
+    if (child?.src !== 'callEngine') children[id] = child;
+  // XState restores the children a snapshot lists (it does not invoke a state's actors again): `queued`'s token
+  // request is listed as it would have been persisted there, under that invoke's own id.
+  children[QUEUED_INVOKE_ID] = {
+    src: 'acquireToken',
+    snapshot: { status: 'active', input: tokenRequestOf(queued) },
+    syncSnapshot: false,
+  };
+  return { ...snap, value: 'queued', children, context: queued };
 }
+
+/** The id XState gives `queued`'s invoked `acquireToken` (the key of its child in a persisted snapshot). */
+const QUEUED_INVOKE_ID: string = (() => {
+  const id = agentMachine.states.queued?.invoke[0]?.id;
+  if (!id) throw new Error('the agent machine has no token request in `queued`');
+  return id;
+})();

@@ -287,7 +287,7 @@ export function createSupervisor(
     },
     callsHeard: () => eventListeners.size > 0 || tracer !== undefined,
   });
-  const agentLogic = agentMachine.provide({ actors: agentActors.actors });
+  const agentLogic = agentMachine.provide({ actors: agentActors.actors, actions: agentActors.actions });
 
   const handles = new Map<string, ManagedHandle>();
   const listeners = new Set<(c: AgentStateChange) => void>();
@@ -320,6 +320,7 @@ export function createSupervisor(
     onStopped: forget,
     stopActor: (actor) => lifecycle.send({ type: 'AGENT.STOP', agent: actor }),
     grantAtOnce: agentActors.grantAtOnce,
+    leaveCall: agentActors.leaveCall,
     tracer,
   };
 

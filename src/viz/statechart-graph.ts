@@ -14,6 +14,7 @@ interface GraphNode {
     readonly type: string;
     readonly initial?: { readonly target?: readonly { readonly id: string }[] };
     readonly invoke?: readonly { readonly src: unknown }[];
+    readonly entry?: readonly unknown[];
   };
   readonly children: readonly GraphNode[];
   readonly edges: readonly {
@@ -45,6 +46,10 @@ export function statechartOf(machine: AnyStateMachine): VizChart {
   const node = (n: GraphNode): VizChartNode => {
     const invokes = (n.stateNode.invoke ?? []).map((i) => (typeof i.src === 'string' ? i.src : 'actor'));
     invokesById.set(n.id, invokes);
+    // Named entry actions (the engine call's `startCall`); XState's own built-ins (`xstate.assign`, …) are not shown.
+    const entry = (n.stateNode.entry ?? [])
+      .map((a) => (typeof a === 'string' ? a : (a as { type?: unknown } | null)?.type))
+      .filter((t): t is string => typeof t === 'string' && !t.startsWith('xstate.'));
     const initial = n.stateNode.initial?.target?.[0]?.id;
     return {
       id: n.id,
@@ -53,6 +58,7 @@ export function statechartOf(machine: AnyStateMachine): VizChart {
       type: n.stateNode.type,
       initial: initial ? pathOf(initial) : null,
       invokes,
+      entry,
       children: n.children.map(node),
     };
   };
@@ -84,7 +90,7 @@ function guardName(guard: unknown): string | undefined {
   return undefined;
 }
 
-/** `xstate.done.actor.0.agent.calling` → `done(callEngine)`; `xstate.after.coolingDelay.…` → `after coolingDelay`. */
+/** `xstate.done.actor.0.agent.tools` → `done(runTools)`; `xstate.after.coolingDelay.…` → `after coolingDelay`. */
 function readableEvent(text: string, invokes: readonly string[]): string {
   const done = /^xstate\.(done|error)\.actor\.(\d+)\./.exec(text);
   if (done) return `${done[1]}(${invokes[Number(done[2])] ?? 'actor'})`;

@@ -11,8 +11,10 @@ export interface VizChartNode {
   readonly type: string;
   /** Path of the initial child, for compound states. */
   readonly initial: string | null;
-  /** Actors it invokes (`callEngine`). */
+  /** Actors it invokes (`acquireToken`). */
   readonly invokes: readonly string[];
+  /** Named effects it starts on entry (`startCall`: the engine call, stopped by its exit). */
+  readonly entry: readonly string[];
   readonly children: readonly VizChartNode[];
 }
 
@@ -22,7 +24,7 @@ export interface VizChartEdge {
   readonly source: string;
   /** Target path (`calling`). */
   readonly target: string;
-  /** Readable event: `ASK`, `done(callEngine)`, `after coolingDelay`. */
+  /** Readable event: `ASK`, `done(runTools)`, `after coolingDelay`. */
   readonly event: string;
   /** Guards of the merged transitions (`isPrimary`); empty when unguarded. */
   readonly guards: readonly string[];

@@ -22,11 +22,11 @@ import {
   type AgentSettings,
   type AnswerDegradedInput,
   type AnswerDegradedOutput,
-  type CallEngineInput,
   type CallOutcome,
   type CheckHealthInput,
   type CheckHealthOutput,
   agentMachine,
+  callInputOf,
   type GrantedAnswer,
   turnOfAsk,
   type RunToolsInput,
@@ -328,6 +328,7 @@ export class ActorScript {
   readonly started: { kind: ActorKind; input: unknown }[] = [];
   readonly aborted: ActorKind[] = [];
   readonly #pending = new Map<ActorKind, Pending[]>();
+  readonly #calls = new Map<AnyActorRef, () => void>();
 
   #track(
     kind: ActorKind,
@@ -404,7 +405,6 @@ export class ActorScript {
     return agentMachine.provide({
       actors: {
         acquireToken: this.callback<AcquireTokenInput>('acquireToken', 'TOKEN.ANSWER', 'TOKEN.FAILED'),
-        callEngine: this.callback<CallEngineInput>('callEngine', 'CALL.DONE', 'CALL.FAILED'),
         runTools: this.logic<RunToolsOutput, RunToolsInput>('runTools'),
         answerDegraded: this.logic<AnswerDegradedOutput, AnswerDegradedInput>('answerDegraded'),
         checkHealth: this.logic<CheckHealthOutput, CheckHealthInput>('checkHealth'),
@@ -415,6 +415,22 @@ export class ActorScript {
           );
           return () => clock.clearTimeout(handle);
         }),
+      },
+      // The engine call is an entry/exit pair of effects: scripted the same way, settled by the path.
+      actions: {
+        startCall: ({ context, self }) => {
+          const stop = this.#track(
+            'callEngine',
+            callInputOf(context),
+            (output) => self.send({ type: 'CALL.DONE', output } as AgentEvent),
+            (error) => self.send({ type: 'CALL.FAILED', error } as AgentEvent),
+          );
+          this.#calls.set(self, stop);
+        },
+        stopCall: ({ self }) => {
+          this.#calls.get(self)?.();
+          this.#calls.delete(self);
+        },
       },
     });
   }

@@ -56,6 +56,37 @@ describe('stop and restore edges', () => {
     expect(second.state()).toBe('stopped');
   });
 
+  it('an agent stored mid-call resumes asking for a token and finishes that turn (also a snapshot that held the call as a child)', async () => {
+    // The call hangs before its headers (until the deadline): the agent is in `calling` when its state is taken.
+    emulator.addFault({ kind: 'hang_before_headers', match: { flavor: 'openai' }, count: 1 });
+    const first = createSupervisor(config(), { clock, keepAlive: false });
+    const kai = first.spawnAgent({ name: 'Kai', chain: 'main' });
+    void kai.ask('first', { turnId: 'mid-call' });
+    await settle(() => kai.state() === 'calling');
+    const snapshot = kai.persistedSnapshot() as Record<string, unknown>;
+    expect(snapshot.value).toBe('calling');
+    await first.stop({ signal: AbortSignal.abort() });
+    // An earlier breakwater stored the call as an invoked `callEngine` child: such a snapshot restores the same.
+    const older = {
+      ...snapshot,
+      children: { '0.agent.calling': { src: 'callEngine', snapshot: { status: 'active' } } },
+    };
+    for (const stored of [snapshot, older]) {
+      const second = createSupervisor(config(), { clock, keepAlive: false });
+      const turns: string[] = [];
+      second.subscribeEvents((e) => {
+        if (e.type === 'turn.completed') turns.push(`${e.data.turnId} ${e.data.outcome}`);
+      });
+      const again = second.spawnAgent({ name: 'Kai', chain: 'main' }, { snapshot: stored });
+      // Its lease died with the first runtime: it asks for a token again, holding nothing.
+      expect(again.state()).toBe('queued');
+      await driveUntil(clock, () => turns.length > 0, { stepMs: 500, maxSimulatedMs: 60_000 });
+      expect(turns).toEqual(['mid-call answered']);
+      expect(second.tokens().held).toBe(0);
+      await second.stop({ signal: AbortSignal.abort() });
+    }
+  });
+
   it('stop({ signal }) resolves though a no_agent job ignores its signal; its ask settles cancelled', async () => {
     const supervisor = createSupervisor(config(), { clock, keepAlive: false });
     let release!: () => void;

@@ -153,7 +153,11 @@ describe('startVizServer', () => {
         'degraded.resting',
         'degraded.checking',
       ]);
-      expect(chart.root.children.find((c) => c.key === 'calling')!.invokes).toEqual(['callEngine']);
+      // The engine call is the state's entry effect (stopped by its exit), not an invoked actor.
+      expect(chart.root.children.find((c) => c.key === 'calling')).toMatchObject({
+        invokes: [],
+        entry: ['startCall'],
+      });
       expect(chart.edges).toContainEqual({ source: 'idle', target: 'queued', event: 'ASK', guards: [] });
       expect(chart.root.children.find((c) => c.key === 'queued')!.invokes).toEqual(['acquireToken']);
       expect(chart.edges).toContainEqual({

@@ -73,6 +73,27 @@ afterAll(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
+/** The run's failed and degraded turns, one line each (agent, round, item, outcome, error, faults). */
+async function failedTurnsOf(runId: string): Promise<string> {
+  const database = await openDatabase({ url: POSTGRES_URL });
+  try {
+    const rows = await database.db
+      .selectFrom('turns')
+      .select(['agent', 'round', 'item_id', 'outcome', 'answer', 'faults'])
+      .where('run_id', '=', runId)
+      .where('outcome', 'in', ['failed', 'degraded'])
+      .execute();
+    return rows
+      .map(
+        (r) =>
+          `${r.agent} round ${r.round} ${r.item_id}: ${r.outcome} ${JSON.stringify(r.answer)} faults ${JSON.stringify(r.faults)}`,
+      )
+      .join('\n');
+  } finally {
+    await database.close();
+  }
+}
+
 describe('breakwater run --workers', () => {
   it('with the embedded store (PGlite) it refuses in one line, saying why and to pass --database-url', async () => {
     const env = cleanEnv();
@@ -104,7 +125,10 @@ describe('breakwater run --workers', () => {
     expect(run.code).toBe(0);
     const report = JSON.parse(run.stdout.trim().split('\n').pop()!) as RunReport;
     expect(report.status).toBe('completed');
-    expect(report.checks.filter((c) => c.threshold !== null && c.pass === false)).toEqual([]);
+    const failedChecks = report.checks.filter((c) => c.threshold !== null && c.pass === false);
+    // A failed check says which turns failed and why (from the stored run), so a failure in CI can be read.
+    const why = failedChecks.length > 0 ? await failedTurnsOf(report.runId) : '';
+    expect(failedChecks, why).toEqual([]);
     expect(report.allPassed).toBe(true);
     const inFlight = report.checks.find((c) => c.name === 'max LLM calls in flight in any second')!;
     expect(inFlight.pass).toBe(true);

@@ -16,6 +16,7 @@ export interface ChartBox {
   readonly h: number;
   readonly compound: boolean;
   readonly invokes: readonly string[];
+  readonly entry: readonly string[];
 }
 
 /** A transition's curve (parallel transitions between two states are one arrow). */
@@ -80,7 +81,7 @@ export function layoutChart(chart: VizChart): ChartLayout {
   const place = (n: VizChartNode, x: number, y: number, w: number): number => {
     const compound = n.children.length > 0;
     const h = heightOf(n);
-    boxes.push({ path: n.path, key: n.key, x, y, w, h, compound, invokes: n.invokes });
+    boxes.push({ path: n.path, key: n.key, x, y, w, h, compound, invokes: n.invokes, entry: n.entry ?? [] });
     n.children.forEach((c, i) => {
       place(c, x + 10, y + 26 + i * CHILD_STEP, w - 20);
     });

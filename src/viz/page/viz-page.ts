@@ -632,7 +632,9 @@ function renderChart(state: VizState): void {
         s('text', { x: b.x + 8, y: b.y + (b.compound ? 17 : 15) }, b.key),
         b.invokes.length > 0 && !b.compound
           ? s('text', { class: 'invoke', x: b.x + 8, y: b.y + 28 }, `invokes ${b.invokes.join(', ')}`)
-          : null,
+          : b.entry.length > 0 && !b.compound
+            ? s('text', { class: 'invoke', x: b.x + 8, y: b.y + 28 }, `runs ${b.entry.join(', ')}`)
+            : null,
       ),
     );
   }
