@@ -12,7 +12,7 @@
  * breakwater round over the bare round next to it) and reported as the median of those ratios, since the shared
  * machine's speed drifts between rounds far more than the difference measured.
  *
- * Run: `npm run bench:streaming` (options: `--calls 2000 --rounds 10 --warmup 200`).
+ * Run: `npm run bench:streaming` (options: `--calls 6000 --rounds 30 --warmup 200`).
  */
 import { type EventLoopUtilization, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
@@ -26,8 +26,8 @@ import { percentile, round, summarize } from './lib/stats.ts';
 
 const { values: args } = parseArgs({
   options: {
-    calls: { type: 'string', default: '2000' },
-    rounds: { type: 'string', default: '10' },
+    calls: { type: 'string', default: '6000' },
+    rounds: { type: 'string', default: '30' },
     warmup: { type: 'string', default: '200' },
     // For profiling one path: `--modes breakwater --concurrency 32` under `node --cpu-prof` (writes no result).
     modes: { type: 'string', default: 'bare,breakwater' },

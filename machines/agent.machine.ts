@@ -17,6 +17,7 @@ import type {
   CallOutcome,
   CheckHealthInput,
   CheckHealthOutput,
+  GrantedAnswer,
   RunToolsInput,
   RunToolsOutput,
   TokenAnswer,
@@ -128,6 +129,19 @@ function promptOf(ctx: AgentContext): PromptParts {
     maxTokens: s.maxTokens,
     ...(s.temperature !== undefined ? { temperature: s.temperature } : {}),
     idempotencyKey: `${t.key}:call${t.step}`,
+  };
+}
+
+/** `t` holding grant `a`: its lease and endpoint, the wait for it counted. */
+function withGrant(t: ActiveTurn, a: GrantedAnswer): ActiveTurn {
+  return {
+    ...t,
+    leaseId: a.leaseId,
+    endpointId: a.endpointId,
+    endpointIndex: a.index,
+    waitMs: t.waitMs + (t.waitingSince !== undefined ? Math.max(0, a.at - t.waitingSince) : 0),
+    waitingSince: undefined,
+    coolingUntil: undefined,
   };
 }
 
@@ -288,23 +302,13 @@ const agentSetup = setup({
     stopCall: () => {},
     startTurn: assign(({ event }) => {
       if (event.type !== 'ASK') return {};
-      return { turn: event.ready?.turn ?? turnOfAsk(event), recheckAt: undefined };
+      const turn = event.ready?.turn ?? turnOfAsk(event);
+      // An ASK that came with its token starts the turn holding it: one context update, not two.
+      return { turn: event.ready ? withGrant(turn, event.ready.grant) : turn, recheckAt: undefined };
     }),
     takeGrant: assign(({ context, event }) => {
       const a = answerOf(event);
-      if (a?.kind !== 'granted') return {};
-      const t = context.turn!;
-      return {
-        turn: {
-          ...t,
-          leaseId: a.leaseId,
-          endpointId: a.endpointId,
-          endpointIndex: a.index,
-          waitMs: t.waitMs + (t.waitingSince !== undefined ? Math.max(0, a.at - t.waitingSince) : 0),
-          waitingSince: undefined,
-          coolingUntil: undefined,
-        },
-      };
+      return a?.kind === 'granted' ? { turn: withGrant(context.turn!, a) } : {};
     }),
     startCooling: assign(({ context, event }) => {
       const a = outputOf<TokenAnswer>(event);
@@ -456,18 +460,28 @@ const CANCEL = { target: '#agent.idle', actions: ['cancelTurn', 'emitLastTurn'] 
  */
 export function callInputOf(context: AgentContext): CallEngineInput {
   const t = context.turn!;
-  const input: CallEngineInput = {
-    agent: context.settings.name,
-    turnId: t.turnId,
-    tier: context.settings.tier,
-    leaseId: t.leaseId!,
-    endpointId: t.endpointId!,
-    chainPosition: t.endpointIndex ?? 0,
-    prompt: promptOf(context),
-    waitMs: t.waitMs,
-  };
-  // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
-  return t.stream ? { ...input, stream: true as const, step: t.step, partial: t.partial } : input;
+  const agent = context.settings.name;
+  const tier = context.settings.tier;
+  const prompt = promptOf(context);
+  const chainPosition = t.endpointIndex ?? 0;
+  const { turnId, leaseId, endpointId, waitMs } = t as Required<Pick<ActiveTurn, 'leaseId' | 'endpointId'>> &
+    ActiveTurn;
+  // A plain turn's input has no stream fields; a streamed one carries the stream's state (one object either way).
+  return t.stream
+    ? {
+        agent,
+        turnId,
+        tier,
+        leaseId,
+        endpointId,
+        chainPosition,
+        prompt,
+        waitMs,
+        stream: true,
+        step: t.step,
+        partial: t.partial,
+      }
+    : { agent, turnId, tier, leaseId, endpointId, chainPosition, prompt, waitMs };
 }
 
 /**
@@ -540,8 +554,8 @@ export const agentMachine = agentSetup.createMachine({
       on: {
         // With a token taken at once (`ready`) the agent calls in the same step; otherwise it queues for one.
         ASK: [
-          { guard: 'grantedPrimary', target: 'calling', actions: ['startTurn', 'takeGrant'] },
-          { guard: 'granted', target: 'fallback', actions: ['startTurn', 'takeGrant'] },
+          { guard: 'grantedPrimary', target: 'calling', actions: 'startTurn' },
+          { guard: 'granted', target: 'fallback', actions: 'startTurn' },
           { target: 'queued', actions: 'startTurn' },
         ],
       },
