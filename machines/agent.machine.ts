@@ -297,7 +297,9 @@ const agentSetup = setup({
      * Starts the engine call of `calling` / `fallback` (its input: {@link callInputOf}); the call reports
      * `CALL.DONE` (failures as data) or `CALL.FAILED` (a bug) to the agent. An effect the runtime provides.
      */
-    startCall: () => {},
+    startCall: () => {
+      throw new Error('startCall is provided by the runtime');
+    },
     /** Leaving `calling` / `fallback`: a call still running is aborted (its grant is released with that outcome). */
     stopCall: () => {},
     startTurn: assign(({ event }) => {

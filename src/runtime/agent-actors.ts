@@ -484,20 +484,30 @@ export function createAgentActors(deps: AgentActorDeps) {
    */
   const grantAtOnce = (context: AgentContext, idle: boolean, ask: AskEvent): ReadyAsk | undefined => {
     if (!idle || memo || !scheduler.tryGrant) return undefined;
-    const turn = turnOfAsk(ask);
-    const input = tokenRequestOf({ ...context, turn });
-    const session = deps.sessionOf(input.agent);
-    const request = buildRequest(input.prompt);
-    const grant = scheduler.tryGrant({
-      holder: input.agent,
-      tier: input.tier,
-      chain: input.chain,
-      ...(session !== undefined ? { session } : {}),
-      estimatedTokens: estimateRequestTokens(request),
-      maxWaitMs: input.maxWaitMs,
-      retry: input.retry,
-      attempt: input.attempt,
-    });
+    let turn: ReturnType<typeof turnOfAsk>;
+    let input: AcquireTokenInput;
+    let request: ReturnType<typeof buildRequest>;
+    let grant: ReturnType<NonNullable<TokenScheduler['tryGrant']>>;
+    try {
+      turn = turnOfAsk(ask);
+      input = tokenRequestOf({ ...context, turn });
+      const session = deps.sessionOf(input.agent);
+      request = buildRequest(input.prompt);
+      grant = scheduler.tryGrant({
+        holder: input.agent,
+        tier: input.tier,
+        chain: input.chain,
+        ...(session !== undefined ? { session } : {}),
+        estimatedTokens: estimateRequestTokens(request),
+        maxWaitMs: input.maxWaitMs,
+        retry: input.retry,
+        attempt: input.attempt,
+      });
+    } catch {
+      // A request that cannot be built (a prompt that is not text, arguments JSON cannot hold): the ASK queues
+      // without a grant, and `acquireToken` meets the same error where it reports it (the turn fails, settled).
+      return undefined;
+    }
     if (!grant) return undefined;
     built.set(input.agent, { parts: input.prompt, request });
     queueMicrotask(() => scheduler.releaseUnclaimed(grant.leaseId));

@@ -31,7 +31,15 @@ export interface AgentDurableState {
  * ```
  */
 export function durableAgentState(persisted: unknown): AgentDurableState {
-  const snap = (persisted ?? {}) as { context?: AgentContext } & Record<string, unknown>;
+  const whole = (persisted ?? {}) as { context?: AgentContext } & Record<string, unknown>;
+  // Stored mid-call already in the form it resumes in (queued, asking for a token): a breakwater that restores
+  // snapshots as they are (an earlier version, a worker not yet upgraded) resumes it too, instead of waiting in
+  // `calling` for a call that died with this process.
+  const snap = (
+    whole.context ? resumedMidCall(whole, whole.context as unknown as Record<string, unknown>) : whole
+  ) as {
+    context?: AgentContext;
+  } & Record<string, unknown>;
   const context = snap.context;
   if (!context) return { snapshot: { ...snap }, slots: {}, toolResults: [] };
   const { settings: _settings, memory, lastTurn: _lastTurn, ...rest } = context;
@@ -58,7 +66,17 @@ export function restoredAgentSnapshot(
   memory: AgentMemory,
 ): Record<string, unknown> {
   const snap = (stored ?? {}) as { context?: Record<string, unknown> } & Record<string, unknown>;
-  const context: Record<string, unknown> = { ...(snap.context ?? {}), settings, memory };
+  return resumedMidCall(snap, { ...(snap.context ?? {}), settings, memory });
+}
+
+/**
+ * `snap` with `context` as it resumes: unchanged unless it was taken mid-call (`calling` / `fallback`), which
+ * resumes in `queued` (see {@link restoredAgentSnapshot}).
+ */
+function resumedMidCall(
+  snap: Record<string, unknown>,
+  context: Record<string, unknown>,
+): Record<string, unknown> {
   if (snap.value !== 'calling' && snap.value !== 'fallback') return { ...snap, context };
   // Stored mid-call: that call's lease died with the process that held it (and the call is no actor to re-run).
   // The agent resumes asking for a token, as a call that found its lease gone does; the idempotency key of the

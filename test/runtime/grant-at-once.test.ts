@@ -79,6 +79,24 @@ describe('an ASK with a token free goes straight to calling', () => {
     expect(store.size).toBe(1);
   });
 
+  it('a request that cannot be built fails that turn, settled, at once or behind another; the agent goes on', async () => {
+    emulator.reset();
+    const supervisor = createSupervisor(config(2));
+    const agent = supervisor.spawnAgent({ name: 'careless', chain: 'main' });
+    // A caller in plain JavaScript passes no prompt: building the request throws, before any token is taken.
+    const broken = await agent.ask(undefined as unknown as string);
+    expect(broken.outcome).toBe('failed');
+    expect((await agent.ask('item 1?')).outcome).toBe('answered');
+    // Behind a running turn (the next ask starts from inside the agent's own update): settled the same way.
+    const [first, second] = await Promise.all([
+      agent.ask('item 2?'),
+      agent.ask(undefined as unknown as string),
+    ]);
+    expect([first.outcome, second.outcome]).toEqual(['answered', 'failed']);
+    expect(supervisor.tokens().held).toBe(0);
+    await supervisor.stop();
+  });
+
   it('a cancel right after the ASK leaves no token held', async () => {
     emulator.reset();
     const supervisor = createSupervisor(config(1));

@@ -8,6 +8,7 @@ import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { Engine } from '../../src/engines/engine-types.ts';
+import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { driveUntil, emulatorEndpoint, settle } from '../support/runtime-harness.ts';
 
@@ -65,6 +66,17 @@ describe('stop and restore edges', () => {
     await settle(() => kai.state() === 'calling');
     const snapshot = kai.persistedSnapshot() as Record<string, unknown>;
     expect(snapshot.value).toBe('calling');
+    // What is stored durably is already the form it resumes in (a breakwater restoring it as it is resumes it too):
+    // queued, no lease, its token request listed as queued's child.
+    const stored = durableAgentState(snapshot).snapshot as {
+      value: unknown;
+      children: Record<string, { src: string }>;
+      context: { turn: Record<string, unknown> };
+    };
+    expect(stored.value).toBe('queued');
+    expect(Object.values(stored.children).map((c) => c.src)).toEqual(['acquireToken']);
+    expect(stored.context.turn).not.toHaveProperty('leaseId');
+    expect(stored.context.turn.turnId).toBe('mid-call');
     await first.stop({ signal: AbortSignal.abort() });
     // An earlier breakwater stored the call as an invoked `callEngine` child: such a snapshot restores the same.
     const older = {
