@@ -462,28 +462,18 @@ const CANCEL = { target: '#agent.idle', actions: ['cancelTurn', 'emitLastTurn'] 
  */
 export function callInputOf(context: AgentContext): CallEngineInput {
   const t = context.turn!;
-  const agent = context.settings.name;
-  const tier = context.settings.tier;
-  const prompt = promptOf(context);
-  const chainPosition = t.endpointIndex ?? 0;
-  const { turnId, leaseId, endpointId, waitMs } = t as Required<Pick<ActiveTurn, 'leaseId' | 'endpointId'>> &
-    ActiveTurn;
-  // A plain turn's input has no stream fields; a streamed one carries the stream's state (one object either way).
-  return t.stream
-    ? {
-        agent,
-        turnId,
-        tier,
-        leaseId,
-        endpointId,
-        chainPosition,
-        prompt,
-        waitMs,
-        stream: true,
-        step: t.step,
-        partial: t.partial,
-      }
-    : { agent, turnId, tier, leaseId, endpointId, chainPosition, prompt, waitMs };
+  const input: CallEngineInput = {
+    agent: context.settings.name,
+    turnId: t.turnId,
+    tier: context.settings.tier,
+    leaseId: t.leaseId!,
+    endpointId: t.endpointId!,
+    chainPosition: t.endpointIndex ?? 0,
+    prompt: promptOf(context),
+    waitMs: t.waitMs,
+  };
+  // A plain turn's input stays as it was (the hot path): only a streamed one carries the stream's state.
+  return t.stream ? { ...input, stream: true as const, step: t.step, partial: t.partial } : input;
 }
 
 /**

@@ -5,35 +5,21 @@ import {
   type AcquireTokenInput,
   type AgentContext,
   type AgentEvent,
-  type GrantedAnswer,
+  type AnswerDegradedInput,
+  type AnswerDegradedOutput,
+  type CallEngineInput,
+  type CallOutcome,
+  type CheckHealthInput,
+  type CheckHealthOutput,
   callInputOf,
+  type GrantedAnswer,
+  type RunToolsInput,
+  type RunToolsOutput,
+  type TokenAnswer,
   tokenRequestOf,
   turnOfAsk,
+  type WakeAtInput,
 } from '../../machines/agent.machine.ts';
-import type {
-  AnswerDegradedInput,
-  AnswerDegradedOutput,
-  CallEngineInput,
-  CallOutcome,
-  CheckHealthInput,
-  CheckHealthOutput,
-  RunToolsInput,
-  RunToolsOutput,
-  TokenAnswer,
-  WakeAtInput,
-} from '../../machines/agent.machine.ts';
-
-type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
-
-/** The engine call an agent is in (one at most: an agent runs one call at a time). */
-interface RunningCall {
-  readonly cancel: CallCancel;
-  /** The agent left the call's state: nothing more is reported to it. */
-  left: boolean;
-  ended: boolean;
-}
-/** What an `ASK` carries when its first call's token was taken at once (see {@link AgentActors.grantAtOnce}). */
-export type ReadyAsk = NonNullable<AskEvent['ready']>;
 import type { Clock } from '../clock/clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
 import { CallCancel } from '../engines/call-abort.ts';
@@ -48,6 +34,7 @@ import {
   isLeaseExpiredError,
   type TokenDecision,
   type TokenScheduler,
+  type TokenRequest,
   type TokenTicket,
 } from '../scheduler/token-scheduler.ts';
 import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
@@ -56,6 +43,18 @@ import { buildRequest, estimateRequestTokens, type PromptParts } from './prompt-
 import { beginStreamAttempt, replayMemoized, type StreamAttempt } from './stream-attempt.ts';
 import type { ToolResultRecord } from './turn.ts';
 import type { TurnStreamSink } from './turn-stream.ts';
+
+type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
+
+/** The engine call an agent is in (one at most: an agent runs one call at a time). */
+interface RunningCall {
+  readonly cancel: CallCancel;
+  /** The agent left the call's state: nothing more is reported to it. */
+  left: boolean;
+  ended: boolean;
+}
+/** What an `ASK` carries when its first call's token was taken at once (see {@link AgentActors.grantAtOnce}). */
+export type ReadyAsk = NonNullable<AskEvent['ready']>;
 
 export interface AgentActorDeps {
   readonly endpoints: EndpointRegistry;
@@ -135,6 +134,23 @@ export function createAgentActors(deps: AgentActorDeps) {
   const built = new Map<string, { parts: PromptParts; request: Omit<EngineRequest, 'signal'> }>();
   // Answers read from the memo before any token, by their memo grant, until the call (`startCall`) takes them.
   const memoized = new Map<string, EngineResult>();
+  /** What the scheduler is asked for: the agent's token request, sized by the request it will send. */
+  const schedulerRequest = (
+    input: AcquireTokenInput,
+    request: Omit<EngineRequest, 'signal'>,
+  ): TokenRequest => {
+    const session = deps.sessionOf(input.agent);
+    return {
+      holder: input.agent,
+      tier: input.tier,
+      chain: input.chain,
+      ...(session !== undefined ? { session } : {}),
+      estimatedTokens: estimateRequestTokens(request),
+      maxWaitMs: input.maxWaitMs,
+      retry: input.retry,
+      attempt: input.attempt,
+    };
+  };
   const requestFor = (agent: string, parts: PromptParts): Omit<EngineRequest, 'signal'> => {
     const b = built.get(agent);
     built.delete(agent);
@@ -170,19 +186,9 @@ export function createAgentActors(deps: AgentActorDeps) {
     let ticket: TokenTicket | undefined;
     const request = () => {
       try {
-        const session = deps.sessionOf(input.agent);
         const built0 = buildRequest(input.prompt);
         built.set(input.agent, { parts: input.prompt, request: built0 });
-        ticket = scheduler.request({
-          holder: input.agent,
-          tier: input.tier,
-          chain: input.chain,
-          ...(session !== undefined ? { session } : {}),
-          estimatedTokens: estimateRequestTokens(built0),
-          maxWaitMs: input.maxWaitMs,
-          retry: input.retry,
-          attempt: input.attempt,
-        });
+        ticket = scheduler.request(schedulerRequest(input, built0));
       } catch (e) {
         // Reported as an event (the machine's failure path), not thrown into XState.
         sendBack({ type: 'TOKEN.FAILED', error: sanitized(logger, clock, 'acquireToken', e) });
@@ -484,41 +490,28 @@ export function createAgentActors(deps: AgentActorDeps) {
    */
   const grantAtOnce = (context: AgentContext, idle: boolean, ask: AskEvent): ReadyAsk | undefined => {
     if (!idle || memo || !scheduler.tryGrant) return undefined;
-    let turn: ReturnType<typeof turnOfAsk>;
-    let input: AcquireTokenInput;
-    let request: ReturnType<typeof buildRequest>;
-    let grant: ReturnType<NonNullable<TokenScheduler['tryGrant']>>;
+    let prepared: {
+      turn: ReadyAsk['turn'];
+      input: AcquireTokenInput;
+      request: Omit<EngineRequest, 'signal'>;
+      asked: TokenRequest;
+    };
     try {
-      turn = turnOfAsk(ask);
-      input = tokenRequestOf({ ...context, turn });
-      const session = deps.sessionOf(input.agent);
-      request = buildRequest(input.prompt);
-      grant = scheduler.tryGrant({
-        holder: input.agent,
-        tier: input.tier,
-        chain: input.chain,
-        ...(session !== undefined ? { session } : {}),
-        estimatedTokens: estimateRequestTokens(request),
-        maxWaitMs: input.maxWaitMs,
-        retry: input.retry,
-        attempt: input.attempt,
-      });
+      const turn = turnOfAsk(ask);
+      const input = tokenRequestOf({ ...context, turn });
+      const request = buildRequest(input.prompt);
+      prepared = { turn, input, request, asked: schedulerRequest(input, request) };
     } catch {
       // A request that cannot be built (a prompt that is not text, arguments JSON cannot hold): the ASK queues
       // without a grant, and `acquireToken` meets the same error where it reports it (the turn fails, settled).
       return undefined;
     }
+    const { turn, input, request, asked } = prepared;
+    const grant = scheduler.tryGrant(asked);
     if (!grant) return undefined;
     built.set(input.agent, { parts: input.prompt, request });
     queueMicrotask(() => scheduler.releaseUnclaimed(grant.leaseId));
-    const answer: GrantedAnswer = {
-      kind: 'granted',
-      leaseId: grant.leaseId,
-      endpointId: grant.endpointId,
-      index: grant.index,
-      at: grant.grantedAt,
-    };
-    return { grant: answer, turn };
+    return { grant: tokenAnswer({ kind: 'granted', grant }) as GrantedAnswer, turn };
   };
 
   return {

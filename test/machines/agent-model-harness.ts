@@ -15,7 +15,6 @@ import {
 } from 'xstate';
 import {
   type AcquireTokenInput,
-  type ActiveTurn,
   type AgentContext,
   type AgentEvent,
   type AgentInput,
@@ -179,14 +178,7 @@ export type TokenAnswerName = keyof typeof TOKEN_ANSWERS;
 
 /** Events of the model: the agent's own events, and `xstate.*` ones standing for what its actors and timers do. */
 export type ModelEvent =
-  | {
-      type: 'ASK';
-      turnId: string;
-      key: string;
-      prompt: string;
-      at: number;
-      ready?: { grant: GrantedAnswer; turn: ActiveTurn };
-    }
+  | Extract<AgentEvent, { type: 'ASK' }>
   | { type: 'CANCEL'; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }
   | { type: 'RECHECK' }

@@ -16,6 +16,7 @@ import {
   rateLimitReply,
 } from '../support/reset-header-forms.ts';
 import { startWireFixtureServer, type WireFixtureServer } from '../support/wire-fixture-server.ts';
+import { LIMITED_THEN_BACKUP } from '../support/limited-backup-scenario.ts';
 
 /*
  * Issue 18, "Done when" 1: a scenario whose `start:` is in the past (agent8-storm's 2026-03-02) points
@@ -67,14 +68,7 @@ runtime:
   endpoints:
 ${endpoint('limited', limitedRoute)}
 ${endpoint('backup', `ok-${provider}`)}
-  chains: { main: [limited, backup] }
-  concurrency: { limit: 1 }
-agents:
-  - { name: Kai, chain: main, role: "You are Kai." }
-rounds:
-  count: 1
-  items: [{ id: I1, title: Status of the payment API }]
-${extra}`;
+${LIMITED_THEN_BACKUP}${extra}`;
 }
 
 /** One agent, one item, on emulator endpoints: `limited` of one provider, `backup` of another. */
@@ -93,14 +87,7 @@ runtime:
   endpoints:
     - { id: limited, provider: ${limited}, model: ${MODEL[limited]}, emulator: ${limited}, apiKey: emu-a }
     - { id: backup, provider: ${backup}, model: ${MODEL[backup]}, emulator: ${backup}, apiKey: emu-b }
-  chains: { main: [limited, backup] }
-  concurrency: { limit: 1 }
-agents:
-  - { name: Kai, chain: main, role: "You are Kai." }
-rounds:
-  count: 1
-  items: [{ id: I1, title: Status of the payment API }]
-emulator:
+${LIMITED_THEN_BACKUP}emulator:
   acceptAnyKey: true
 `;
 }

@@ -16,6 +16,7 @@ import {
   rateLimitReply,
 } from '../support/reset-header-forms.ts';
 import { startWireFixtureServer, type WireFixtureServer } from '../support/wire-fixture-server.ts';
+import { LIMITED_THEN_BACKUP } from '../support/limited-backup-scenario.ts';
 
 /*
  * A worker reads a wall-time endpoint's waits as the in-process run does: a real server's 7 s retry-after on a run
@@ -56,14 +57,7 @@ runtime:
   endpoints:
 ${endpoint('limited', 'limited')}
 ${endpoint('backup', 'ok')}
-  chains: { main: [limited, backup] }
-  concurrency: { limit: 1 }
-agents:
-  - { name: Kai, chain: main, role: "You are Kai." }
-rounds:
-  count: 1
-  items: [{ id: I1, title: Status of the payment API }]
-`,
+${LIMITED_THEN_BACKUP}`,
     );
     const { runId } = await startWorkerRun({
       scenario: loadScenario(source),
