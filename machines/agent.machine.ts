@@ -53,6 +53,8 @@ export type {
 const CAPACITY_FAULTS: ReadonlySet<FaultKind> = new Set(['rate_limited', 'credit_exhausted', 'auth']);
 /** Faults no engine swap fixes (`isSwappableFault` in src/faults/fault.ts; a machine imports types only). */
 const FINAL_FAULTS: ReadonlySet<FaultKind> = new Set(['bad_request', 'cancelled']);
+/** Faults that say the endpoint can never take this request: the step skips that endpoint from then on. */
+const UNFIT_FAULTS: ReadonlySet<FaultKind> = new Set(['request_too_large']);
 
 type Done<T> = { output: T };
 const outputOf = <T>(event: unknown): T => (event as Done<T>).output;
@@ -103,9 +105,10 @@ export function tokenRequestOf(context: AgentContext): AcquireTokenInput {
   const t = context.turn!;
   const last = t.faults[t.faults.length - 1];
   // The first attempt of a step is free; a re-attempt after a capacity fault on another endpoint is a
-  // fallback (the failed endpoint cools, nobody hits it); anything else is a retry, charged to the budget.
+  // fallback (the failed endpoint cools, nobody hits it); anything else is a retry, charged to the budget when it
+  // goes to an endpoint it was tried on (one it never tried is a fallback).
   const retry = t.stepAttempts > 0 && !(last && CAPACITY_FAULTS.has(last.kind));
-  return {
+  const request: AcquireTokenInput = {
     agent: context.settings.name,
     tier: context.settings.tier,
     chain: context.settings.chain,
@@ -114,6 +117,27 @@ export function tokenRequestOf(context: AgentContext): AcquireTokenInput {
     maxWaitMs: context.settings.maxWaitMs,
     prompt: promptOf(context),
   };
+  if (t.stepAttempts === 0) return request;
+  const { tried, skip } = stepEndpoints(t, t.stepAttempts >= context.settings.maxAttempts);
+  return { ...request, ...(tried.length > 0 ? { tried } : {}), ...(skip.length > 0 ? { skip } : {}) };
+}
+
+/**
+ * The endpoints the current step failed on (`tried`), and those its next attempt must not go to (`skip`): those
+ * that cannot take its request at all, and once its attempts are spent (`exhausted`) every one it tried, so it goes
+ * on only to endpoints of its chain it never tried (attempts limit retries, not fallbacks).
+ */
+function stepEndpoints(t: ActiveTurn, exhausted: boolean): { tried: string[]; skip: string[] } {
+  const tried: string[] = [];
+  const skip: string[] = [];
+  // Every attempt of the step so far failed (an answer ends the step), so its faults are the last ones.
+  for (let i = Math.max(0, t.faults.length - t.stepAttempts); i < t.faults.length; i++) {
+    const f = t.faults[i]!;
+    if (f.endpointId === undefined) continue;
+    if (!tried.includes(f.endpointId)) tried.push(f.endpointId);
+    if ((exhausted || UNFIT_FAULTS.has(f.kind)) && !skip.includes(f.endpointId)) skip.push(f.endpointId);
+  }
+  return { tried, skip };
 }
 
 /** What the next engine call's prompt is made of: the runtime builds the request (and its token estimate). */
@@ -289,7 +313,6 @@ const agentSetup = setup({
       const out = outputOf<CallOutcome>(event);
       return !out.ok && FINAL_FAULTS.has(out.fault.kind);
     },
-    attemptsExhausted: ({ context }) => (context.turn?.stepAttempts ?? 0) + 1 >= context.settings.maxAttempts,
     healthy: ({ event }) => outputOf<CheckHealthOutput>(event).healthy,
   },
   actions: {
@@ -500,7 +523,8 @@ const engineCall = agentSetup.createStateConfig({
         target: 'idle',
         actions: ['completeFailed', 'emitLastTurn'],
       },
-      { guard: 'attemptsExhausted', target: 'degraded', actions: 'recordAttempt' },
+      // Queued again even with the step's attempts spent: its token request then skips every endpoint it tried,
+      // and the scheduler denies it (degraded) only when no endpoint of its chain it never tried is left.
       { target: 'queued', actions: 'recordAttempt' },
     ],
     'CALL.FAILED': { target: 'idle', actions: ['internalFailure', 'emitLastTurn'] },
@@ -517,7 +541,8 @@ const engineCall = agentSetup.createStateConfig({
  * - `tools`: runs the tool calls the model asked for (no token held), then queues again.
  * - `cooling`: every usable endpoint is cooling; waits for the earliest (`coolingUntil` in context) holding
  *   no token.
- * - `degraded`: no engine can answer within the agent's max wait (or the retry budget is spent): answers
+ * - `degraded`: no engine can answer within the agent's max wait (or its retries, of the budget or of
+ *   `maxAttempts`, are spent and no endpoint of its chain it never tried is left): answers
  *   from the degraded layer, labelled, then checks its chain's health every `probeIntervalMs` and returns to
  *   `idle` by itself.
  *
@@ -645,9 +670,11 @@ function pendingToolCalls(messages: readonly ChatMessage[]): ToolCall[] {
 
 function degradedReason(context: AgentContext, event: unknown): string {
   const answer = (event as Partial<Done<TokenAnswer>>).output;
+  const t = context.turn;
+  const last: Fault | undefined = t?.faults[t.faults.length - 1];
+  const gaveUp = last ? `gave up after ${t!.stepAttempts} attempts; last fault ${last.kind}` : undefined;
+  // Attempts spent and no untried endpoint left: the attempts are the reason, not the empty choice they left.
+  if (gaveUp && t!.stepAttempts >= context.settings.maxAttempts) return gaveUp;
   if (answer && answer.kind === 'denied') return answer.reason;
-  const last: Fault | undefined = context.turn?.faults[context.turn.faults.length - 1];
-  return last
-    ? `gave up after ${context.turn!.stepAttempts} attempts; last fault ${last.kind}`
-    : 'no engine available';
+  return gaveUp ?? 'no engine available';
 }

@@ -135,10 +135,17 @@ export interface AcquireTokenInput {
   readonly agent: string;
   readonly tier: string;
   readonly chain: string;
-  /** A re-attempt charged to the retry budget. */
+  /** A re-attempt, charged to the retry budget when it goes to an endpoint it was `tried` on. */
   readonly retry: boolean;
   /** Upstream attempts already made for this engine call (0 = first). */
   readonly attempt: number;
+  /** Endpoints this engine call already failed on (absent on a first attempt). */
+  readonly tried?: readonly string[];
+  /**
+   * Endpoints the call must not go to: those that answered its request is too large for them, and once its
+   * `maxAttempts` are spent every one it tried. Absent: none.
+   */
+  readonly skip?: readonly string[];
   readonly maxWaitMs: number;
   /** The next call's prompt parts: the runtime estimates its tokens for TPM pacing. */
   readonly prompt: PromptParts;

@@ -39,6 +39,12 @@ export interface BreakerConfig {
   readonly consecutiveToOpen: number;
   /** Fault kinds that count towards `consecutiveToOpen`. Default `['rate_limited', 'network', 'timeout']`. */
   readonly consecutiveKinds: readonly FaultKind[];
+  /**
+   * OPEN at the first stall (a `CALL_FAILED` with `stall`: a call cut by its own deadline, with no headers or a body
+   * that stopped coming), whatever the streak: every call to a stalling endpoint costs its caller a whole deadline,
+   * and only a HALF-OPEN probe can tell it answers again. False: a stall counts like any other timeout. Default true.
+   */
+  readonly openOnStall: boolean;
   /** Minimum cooldown of OPEN, in ms; a longer Retry-After extends it. Default 30 000. */
   readonly openMs: number;
   /** Consecutive good probes in HALF-OPEN that close the circuit. Default 2. */
@@ -61,13 +67,14 @@ export const DEFAULT_BREAKER_CONFIG: BreakerConfig = Object.freeze({
   minCallsInWindow: 5,
   consecutiveToOpen: 3,
   consecutiveKinds: Object.freeze(['rate_limited', 'network', 'timeout'] as FaultKind[]),
+  openOnStall: true,
   openMs: 30_000,
   probesToClose: 2,
   maxOpenMs: 300_000,
 });
 
 /** Why the circuit is (or last was) open. */
-export type BreakerOpenReason = 'failure_rate' | 'consecutive' | 'probe_failed' | 'forced';
+export type BreakerOpenReason = 'failure_rate' | 'consecutive' | 'stalled' | 'probe_failed' | 'forced';
 
 /** The breaker's context: plain data, safe to persist. */
 export interface BreakerContext {
@@ -118,6 +125,8 @@ export type BreakerEvent =
       readonly at: number;
       readonly kind: FaultKind;
       readonly retryAfterMs?: number;
+      /** The call stalled: cut by its own deadline with no response, or its body stopped (see `openOnStall`). */
+      readonly stall?: boolean;
     }
   | { readonly type: 'PROBE_STARTED'; readonly at: number }
   | { readonly type: 'PROBE_SUCCEEDED'; readonly at: number }
@@ -164,6 +173,7 @@ export function resolveBreakerConfig(input: BreakerInput = {}): BreakerConfig {
   }
   if (!Array.isArray(config.consecutiveKinds))
     fail('consecutiveKinds', config.consecutiveKinds, 'a list of fault kinds');
+  if (typeof config.openOnStall !== 'boolean') fail('openOnStall', config.openOnStall, 'true or false');
   return Object.freeze({ ...config, consecutiveKinds: Object.freeze([...config.consecutiveKinds]) });
 }
 
@@ -225,6 +235,7 @@ function tripReason(context: BreakerContext, event: CallEvent): BreakerOpenReaso
   if (!counts(event)) return null;
   const { outcomes, consecutive } = afterCall(context, event);
   const { config } = context;
+  if (event.type === 'CALL_FAILED' && event.stall === true && config.openOnStall) return 'stalled';
   if (consecutive >= config.consecutiveToOpen) return 'consecutive';
   // Evaluated after successes too (as resilience4j does): 2 failures + 3 successes is 40 % of 5 calls.
   const { calls, failures } = outcomeTotals(outcomes, event.at, config.windowMs);

@@ -8,7 +8,7 @@ import { type EmulatorCore, keyFingerprint } from './emulator-core.ts';
 import type { CallRecord, CallStatus, EmulatorFaultKind, EmulatorFlavor } from './emulator-types.ts';
 import { applyFault } from './fault-actions.ts';
 import type { QuotaAdmission } from './quota-windows.ts';
-import { outputTokenProblem } from './request-limits.ts';
+import { outputTokenProblem, quotaRefusal } from './request-limits.ts';
 import { responseHeaders, sendError, wireContext } from './response-writer.ts';
 import { responsesWire } from './responses-wire.ts';
 import { STREAM_FAULTS, writeStream } from './stream-writer.ts';
@@ -196,25 +196,10 @@ export async function handleCall(
     const limits = core.limitsFor(plainKey, call.model);
     const admission = core.quotas.admit(bucket, limits, call.inputTokens, core.time.now());
     if (!admission.ok) {
-      const retryAfterMs = core.time.toReal(admission.retryAfterMs);
-      const status = sendError(
-        core,
-        wire,
-        ctx,
-        res,
-        {
-          kind: 'rate_limit',
-          model: call.model,
-          dimension: admission.dimension,
-          limit: admission.limit,
-          used: admission.used,
-          requested: admission.requested || 1,
-          retryAfterMs,
-        },
-        plainKey,
-        call.model,
-        retryAfterMs,
+      const { spec, retryAfterMs } = quotaRefusal(flavor, call.model, admission, (ms) =>
+        core.time.toReal(ms),
       );
+      const status = sendError(core, wire, ctx, res, spec, plainKey, call.model, retryAfterMs);
       return finish(status);
     }
 

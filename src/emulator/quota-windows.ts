@@ -17,6 +17,11 @@ export interface QuotaRejection {
   limit: number;
   used: number;
   requested: number;
+  /**
+   * The call asks for more than the whole limit: no wait makes it fit (OpenAI's "Request too large"). Its
+   * `retryAfterMs` is then the window: a provider that names a wait names nothing shorter.
+   */
+  tooLarge: boolean;
   /** Until enough counted entries leave the window for this call to fit. */
   retryAfterMs: number;
 }
@@ -79,6 +84,16 @@ export class QuotaWindows {
       // OTPM cannot know the output yet: refuse only once the window is already full.
       const fits = d === 'otpm' ? used < lim : used + requested <= lim;
       if (fits) continue;
+      if (d !== 'otpm' && requested > lim)
+        return {
+          ok: false,
+          dimension: d,
+          limit: lim,
+          used,
+          requested,
+          tooLarge: true,
+          retryAfterMs: this.#windowMs,
+        };
       let freed = 0;
       let wait = live[0] ? live[0].at + this.#windowMs - now : 0;
       for (const e of live) {
@@ -89,7 +104,15 @@ export class QuotaWindows {
           break;
         }
       }
-      return { ok: false, dimension: d, limit: lim, used, requested, retryAfterMs: Math.max(0, wait) };
+      return {
+        ok: false,
+        dimension: d,
+        limit: lim,
+        used,
+        requested,
+        tooLarge: false,
+        retryAfterMs: Math.max(0, wait),
+      };
     }
     live.push(probe);
     return { ok: true, entry: probe };

@@ -1,4 +1,6 @@
 import type { EmulatorFlavor } from './emulator-types.ts';
+import type { QuotaRejection } from './quota-windows.ts';
+import type { ErrorSpec } from './wire-module.ts';
 import type { WireRequest } from './wire-request.ts';
 
 /**
@@ -36,4 +38,45 @@ export function outputTokenProblem(flavor: EmulatorFlavor, req: WireRequest): st
     default:
       return `max_tokens is too large: ${n}. This model supports at most ${cap} completion tokens, whereas you provided ${n}.`;
   }
+}
+
+/** A quota's refusal as the provider's 429 says it: the error to render and the retry-after to send (real ms). */
+export interface QuotaRefusal {
+  readonly spec: Extract<ErrorSpec, { kind: 'rate_limit' }>;
+  /** Absent: no retry-after header (OpenAI's "Request too large" names no wait: none would help). */
+  readonly retryAfterMs?: number;
+}
+
+/**
+ * The 429 for a call the quota refused. A call larger than the whole per-minute limit is not a rate limit that
+ * passes: OpenAI (and the OpenAI-compatible wire) answers it "Request too large for <model> … Limit X, Requested Y",
+ * type `tokens`, code `rate_limit_exceeded`, with no wait (provider-wire-facts §2: not retryable). The others
+ * document nothing of their own for it, so they send their usual rate-limit 429, with the whole window as the wait
+ * (nothing shorter lets the call in) instead of a "try again in 0s" that would be retried at once.
+ *
+ * @example
+ * ```ts
+ * const { spec, retryAfterMs } = quotaRefusal('openai', 'gpt-4o', rejection, (ms) => core.time.toReal(ms));
+ * ```
+ */
+export function quotaRefusal(
+  flavor: EmulatorFlavor,
+  model: string,
+  r: QuotaRejection,
+  toReal: (emulatedMs: number) => number,
+): QuotaRefusal {
+  const retryAfterMs = toReal(r.retryAfterMs);
+  const counts = { dimension: r.dimension, limit: r.limit, used: r.used, requested: r.requested || 1 };
+  const openaiWire = flavor === 'openai' || flavor === 'vllm' || flavor === 'ollama';
+  if (r.tooLarge && openaiWire)
+    return {
+      spec: {
+        kind: 'rate_limit',
+        model,
+        ...counts,
+        retryAfterMs: 0,
+        message: `Request too large for ${model} in organization org-emulator on tokens per min (TPM): Limit ${r.limit}, Requested ${r.requested}. The input or output tokens must be reduced in order to run successfully. Visit https://platform.openai.com/account/rate-limits to learn more.`,
+      },
+    };
+  return { spec: { kind: 'rate_limit', model, ...counts, retryAfterMs }, retryAfterMs };
 }

@@ -152,7 +152,8 @@ export function kindFromProviderError(
 
   if (isCreditExhausted(d, status, f, hasRetryAfterHeader)) return 'credit_exhausted';
   if (status === 429) {
-    if (d === 'openai' && REQUEST_TOO_LARGE_TEXT.test(text(f))) return 'bad_request';
+    // Larger than the endpoint's per-minute limit: no wait makes it fit there, another endpoint may take it.
+    if (d === 'openai' && REQUEST_TOO_LARGE_TEXT.test(text(f))) return 'request_too_large';
     if (f.google?.reasons.includes('MODEL_CAPACITY_EXHAUSTED')) return 'overloaded';
     return 'rate_limited';
   }

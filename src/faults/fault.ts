@@ -9,6 +9,9 @@ import type { ProviderKind } from '../engines/engine-types.ts';
  * - `network`: connection refused/reset/DNS.
  * - `timeout`: no headers before the deadline, or the body stalled past the idle timer.
  * - `auth`: bad or unauthorized key.
+ * - `request_too_large`: the request needs more than this endpoint can ever take (OpenAI's 429 "Request too large
+ *   … Limit X, Requested Y": more tokens than its per-minute limit). No retry there fixes it; another endpoint may
+ *   take it, so the turn skips this one for the call and the endpoint's health is untouched.
  * - `bad_request`: the request itself is wrong; no engine swap fixes it.
  * - `cancelled`: the caller aborted.
  *
@@ -25,6 +28,7 @@ export type FaultKind =
   | 'network'
   | 'timeout'
   | 'auth'
+  | 'request_too_large'
   | 'bad_request'
   | 'cancelled';
 
@@ -37,6 +41,7 @@ export const FAULT_KINDS: readonly FaultKind[] = Object.freeze([
   'network',
   'timeout',
   'auth',
+  'request_too_large',
   'bad_request',
   'cancelled',
 ]);
@@ -95,6 +100,20 @@ export function isTransientFault(kind: FaultKind): boolean {
     kind === 'network' ||
     kind === 'timeout'
   );
+}
+
+/**
+ * A stall: the call got no response (no headers before the deadline) or its body stopped coming (the idle
+ * deadline), or it ran past its lease. Every call to a stalling endpoint costs a whole deadline, so the endpoint is
+ * taken out of rotation at once until a probe finds it answering again. A 408 is an answer, not a stall.
+ *
+ * @example
+ * ```ts
+ * isStallFault({ kind: 'timeout', provider: 'openai', message: 'body idle for 2000 ms' }); // true
+ * ```
+ */
+export function isStallFault(fault: Fault): boolean {
+  return fault.kind === 'timeout' && fault.status === undefined;
 }
 
 /** Kinds that another engine may fix (everything but a bad request or a cancellation). */

@@ -40,7 +40,16 @@ export interface EndpointHealth {
 /** How a call (or a probe) that held the endpoint ended. */
 export type CallSettlement =
   | { readonly kind: 'success'; readonly result: EngineResult }
-  | { readonly kind: 'fault'; readonly fault: Fault }
+  | {
+      readonly kind: 'fault';
+      readonly fault: Fault;
+      /**
+       * The endpoint's health recorded this fault already, the moment the call ended
+       * (`EndpointHealthTracker.noteFault`), while its slot stayed held for the cut connection to go: the settlement
+       * only frees the slot. Default: not recorded yet (the settlement records it).
+       */
+      readonly noted?: true;
+    }
   /** Granted, but nothing went upstream (a memoized answer, a holder that left first): the room is given back. */
   | { readonly kind: 'unused' };
 

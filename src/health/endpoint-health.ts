@@ -1,6 +1,6 @@
 import type { BreakerInput } from '../../machines/breaker.machine.ts';
 import type { EndpointDescriptor, EngineResult, RateLimitWindow } from '../engines/engine-types.ts';
-import type { Fault } from '../faults/fault.ts';
+import { type Fault, isStallFault } from '../faults/fault.ts';
 import { AimdLimiter } from '../resilience/aimd-limiter.ts';
 import { backoffDelay } from '../resilience/backoff.ts';
 import { TokenBucket } from '../resilience/token-bucket.ts';
@@ -225,9 +225,25 @@ export class EndpointHealthTracker {
       this.#hooks.onReadinessChange?.(this.id);
       return;
     }
-    this.#applyFault(outcome.fault, now);
+    if (outcome.noted) this.#limiter?.release(limiterSignal(outcome.fault));
+    else {
+      this.#applyFault(outcome.fault, now);
+      this.#limiter?.release(limiterSignal(outcome.fault));
+    }
     this.#hooks.onReadinessChange?.(this.id);
-    this.#hooks.onFault?.(this.id, outcome.fault);
+    if (!outcome.noted) this.#hooks.onFault?.(this.id, outcome.fault);
+  }
+
+  /**
+   * Records a call's fault now, before its slot is freed ({@link EndpointHealthTracker.settle} with `noted` frees
+   * it later). A call we cut (a stall, a cancellation) keeps its slot a moment for its connection to go, but the
+   * retry its agent asks for at once must already see this endpoint cooling or open, or it is sent straight back
+   * to the endpoint that just stalled.
+   */
+  noteFault(fault: Fault, now: number): void {
+    this.#applyFault(fault, now);
+    this.#hooks.onReadinessChange?.(this.id);
+    this.#hooks.onFault?.(this.id, fault);
   }
 
   /** The breaker is HALF-OPEN with no probe in flight. */
@@ -455,7 +471,6 @@ export class EndpointHealthTracker {
         this.#disabledReason =
           fault.kind === 'auth' ? 'key refused (auth)' : (fault.disableReason ?? 'credit exhausted');
         this.#send({ type: 'FORCE_OPEN', at: now, untilMs: this.#disabledUntil });
-        this.#limiter?.release('other');
         return;
       }
       case 'rate_limited':
@@ -471,19 +486,18 @@ export class EndpointHealthTracker {
         this.#consecutiveFaults++;
         const wait = fault.retryAfterMs !== undefined ? Math.max(fault.retryAfterMs, 0) : step;
         this.#cooldownUntil = Math.max(this.#cooldownUntil, now + wait);
+        // A stall opens the breaker at once (`openOnStall`): out of rotation until a probe finds it answering.
         this.#send({
           type: 'CALL_FAILED',
           at: now,
           kind: fault.kind,
           ...(fault.retryAfterMs !== undefined ? { retryAfterMs: fault.retryAfterMs } : {}),
+          ...(isStallFault(fault) ? { stall: true } : {}),
         });
-        this.#limiter?.release(
-          fault.kind === 'rate_limited' || fault.kind === 'overloaded' ? 'overload' : 'other',
-        );
         return;
       }
       default:
-        this.#limiter?.release('other');
+      // A request too large for this endpoint, a bad request, a cancellation: nothing about its health.
     }
   }
 
@@ -515,6 +529,11 @@ export class EndpointHealthTracker {
     const at = this.#breaker.context.openUntil ?? 0;
     this.#send({ type: 'TICK', at });
   }
+}
+
+/** What a call's fault tells the AIMD limiter: the provider said it is full, or something else went wrong. */
+function limiterSignal(fault: Fault): 'overload' | 'other' {
+  return fault.kind === 'rate_limited' || fault.kind === 'overloaded' ? 'overload' : 'other';
 }
 
 /** A rate-limit window with the calls still in flight taken off `remaining` (the provider has not counted them). */

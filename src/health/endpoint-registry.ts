@@ -111,12 +111,18 @@ export class EndpointRegistry {
 
   /**
    * The first endpoint of `ids` (in order) that may take a call of about `tokens` now; else the one ready
-   * earliest and why; else `none`.
+   * earliest and why; else `none`. Endpoints in `skip` are passed over (a call that must not go there); the others
+   * keep their place in the chain (`index`).
    */
-  select(ids: readonly string[], now: number, tokens: number): Selection {
+  select(ids: readonly string[], now: number, tokens: number, skip?: readonly string[]): Selection {
     let best: Extract<Selection, { kind: 'wait' }> | undefined;
+    let skipped = 0;
     for (let index = 0; index < ids.length; index++) {
       const id = ids[index]!;
+      if (skip !== undefined && skip.length > 0 && skip.includes(id)) {
+        skipped++;
+        continue;
+      }
       const entry = this.#byId.get(id);
       if (!entry) continue;
       const wait = entry.health.readiness(now, tokens);
@@ -124,7 +130,13 @@ export class EndpointRegistry {
       if (!best || wait.until < best.until)
         best = { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause };
     }
-    return best ?? { kind: 'none', reason: `no endpoint of [${ids.join(', ')}] exists any more` };
+    if (best) return best;
+    if (skipped > 0)
+      return {
+        kind: 'none',
+        reason: `no endpoint of [${ids.join(', ')}] is left for this call ([${skip!.filter((id) => ids.includes(id)).join(', ')}] cannot take it or were tried)`,
+      };
+    return { kind: 'none', reason: `no endpoint of [${ids.join(', ')}] exists any more` };
   }
 
   /** True when some endpoint of `ids` could take a call now or after pacing / a free slot only. */

@@ -62,6 +62,12 @@ export class RetryBudget {
     this.#calls.add(this.#advance(now), 1);
   }
 
+  /** Whether {@link RetryBudget.tryRetry} would grant a retry now (nothing is counted). */
+  canRetry(now: number): boolean {
+    this.#advance(now);
+    return this.#retries.total + 1 <= this.#allowed();
+  }
+
   /** Grants a retry and counts it when the budget allows one now; false means do not retry. */
   tryRetry(now: number): boolean {
     const t = this.#advance(now);

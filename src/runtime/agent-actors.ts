@@ -21,6 +21,7 @@ import {
   type WakeAtInput,
 } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
+import { holdClock } from '../clock/virtual-clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
 import { CallCancel } from '../engines/call-abort.ts';
 import type { Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
@@ -149,6 +150,8 @@ export function createAgentActors(deps: AgentActorDeps) {
       maxWaitMs: input.maxWaitMs,
       retry: input.retry,
       attempt: input.attempt,
+      ...(input.tried ? { tried: input.tried } : {}),
+      ...(input.skip ? { skip: input.skip } : {}),
     };
   };
   const requestFor = (agent: string, parts: PromptParts): Omit<EngineRequest, 'signal'> => {
@@ -408,9 +411,27 @@ export function createAgentActors(deps: AgentActorDeps) {
         cancel.aborted ||
         (settlement.kind === 'fault' &&
           (settlement.fault.kind === 'timeout' || settlement.fault.kind === 'cancelled'));
-      if (cut) setTimeout(() => scheduler.release(grant.leaseId, settlement), ABORT_SETTLE_MS);
+      if (cut) releaseCut(grant.leaseId, input.endpointId, settlement);
       else scheduler.release(grant.leaseId, settlement);
     }
+  };
+  /**
+   * Releases the token of a call we cut after {@link ABORT_SETTLE_MS}; its fault reaches the endpoint's health now.
+   * The agent asks for its next token the moment the call is reported, and that request must find the endpoint
+   * that just stalled cooling or open: recorded only with the release, the retry was granted on that endpoint
+   * again while a spare token existed. The run's clock is held meanwhile (a real wait a virtual clock cannot see).
+   */
+  const releaseCut = (leaseId: string, endpointId: string, settlement: CallSettlement): void => {
+    let release = settlement;
+    if (settlement.kind === 'fault') {
+      endpoints.get(endpointId)?.health.noteFault(settlement.fault, clock.now());
+      release = { ...settlement, noted: true };
+    }
+    const unhold = holdClock(clock);
+    setTimeout(() => {
+      unhold();
+      scheduler.release(leaseId, release);
+    }, ABORT_SETTLE_MS);
   };
 
   const runTools = fromPromise<RunToolsOutput, RunToolsInput>(({ input, signal }) =>
@@ -610,5 +631,7 @@ function faultOf(e: unknown, endpointId: string, lease: CallCancel, provider: Fa
   if (lease.aborted && isLeaseExpiredError(lease.reason)) {
     return { kind: 'timeout', provider, code: 'lease_expired', message: lease.reason.message, endpointId };
   }
-  return isEngineFaultError(e) ? e.fault : internalFault(e, endpointId);
+  if (!isEngineFaultError(e)) return internalFault(e, endpointId);
+  // The turn tells its endpoints apart by the faults' endpoint ids (what it tried, what cannot take its request).
+  return e.fault.endpointId === undefined ? { ...e.fault, endpointId } : e.fault;
 }

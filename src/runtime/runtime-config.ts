@@ -33,6 +33,12 @@ const breakerSchema = z
     minCallsInWindow: count(1_000_000, 'calls').default(5),
     /** OPEN after this many consecutive 429 / network / timeout faults. Default 3 (seed 003). */
     consecutiveToOpen: count(1_000, 'faults').default(3),
+    /**
+     * OPEN at the first stall (no headers before the deadline, a body or stream that stopped, a lease overrun), until
+     * a probe finds the endpoint answering: each call to a stalling endpoint costs a whole deadline. False: a stall
+     * counts like any other timeout. Default true.
+     */
+    openOnStall: z.boolean().default(true),
     /** How long OPEN lasts before HALF-OPEN probes, ms (longer when Retry-After says so). Default 30 000. */
     openMs: durationMs().default(30_000),
     /** Consecutive good probes that close it again. Default 2. */
@@ -45,6 +51,7 @@ const breakerSchema = z
     windowMs: 60_000,
     minCallsInWindow: 5,
     consecutiveToOpen: 3,
+    openOnStall: true,
     openMs: 30_000,
     probesToClose: 2,
     maxOpenMs: 300_000,

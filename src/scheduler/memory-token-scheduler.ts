@@ -333,16 +333,20 @@ export class MemoryTokenScheduler implements TokenScheduler {
   /** Looks at one waiter: grant, park, cool or deny. Only called with a token free (or for a must-cool newcomer). */
   #decide(w: Waiter, now: number): void {
     const { request } = w;
-    const sel = this.#select(request, now);
-    if (sel.kind === 'none') this.#deny(w, now, sel.reason);
-    else if (sel.kind === 'ready') {
-      // A retry is charged when it is actually sent: a storm cannot multiply upstream traffic.
-      if (request.retry && this.#o.budget && !this.#o.budget.tryRetry(now))
-        this.#deny(
-          w,
-          now,
-          'retry budget spent: too many retries in the last window; answering degraded instead',
-        );
+    const budget = this.#o.budget;
+    // The budget limits retries, not fallbacks: once it is spent, a retry may still go where it was never tried.
+    const spent = request.retry && budget !== undefined && !budget.canRetry(now);
+    const sel = this.#select(request, now, spent);
+    if (sel.kind === 'none') {
+      // Spent retries explain it only if an endpoint the call may still use was left out for them.
+      const unspent = spent ? this.#select(request, now) : sel;
+      this.#deny(w, now, unspent.kind === 'none' ? unspent.reason : BUDGET_SPENT);
+    } else if (sel.kind === 'ready') {
+      // A retry is charged when it is actually sent, and only on an endpoint it failed on: a storm cannot multiply
+      // upstream traffic, and a fallback to an endpoint never tried is not a retry.
+      const { tried } = request;
+      const charged = request.retry && (!tried?.length || tried.includes(sel.endpointId));
+      if (charged && budget && !budget.tryRetry(now)) this.#deny(w, now, BUDGET_SPENT);
       else {
         if (request.attempt === 0) this.#o.budget?.recordCall(now);
         this.#grant(w, sel.endpointId, sel.index, now);
@@ -350,7 +354,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
     } else if (sel.until - now > request.maxWaitMs) {
       const reason = `every endpoint of chain "${request.chain}" is unavailable beyond max wait ${request.maxWaitMs} ms (earliest: ${sel.endpointId}, ${sel.cause}, in ${Math.round(sel.until - now)} ms)`;
       this.#deny(w, now, reason);
-    } else if (isRoomWait(sel.cause)) this.#park(w, this.#endpointsOf(request), now);
+    } else if (isRoomWait(sel.cause)) this.#park(w, this.#usableBy(request, spent), now);
     else {
       const { endpointId, until, cause } = sel;
       this.#settle(w, { kind: 'cool', endpointId, until, cause, at: now });
@@ -470,13 +474,36 @@ export class MemoryTokenScheduler implements TokenScheduler {
     w.state = 'new';
   }
 
-  #select(request: TokenRequest, now: number): Selection {
-    return this.#o.endpoints.select(this.#endpointsOf(request), now, request.estimatedTokens);
+  /** The endpoint `request` may take now, or when; `spent`: its retries are spent (it may go only where untried). */
+  #select(request: TokenRequest, now: number, spent = false): Selection {
+    return this.#o.endpoints.select(
+      this.#endpointsOf(request),
+      now,
+      request.estimatedTokens,
+      skipOf(request, spent),
+    );
+  }
+
+  /** The endpoints of `request`'s chain it may be granted on (a parked request waits on these only). */
+  #usableBy(request: TokenRequest, spent: boolean): readonly string[] {
+    const ids = this.#endpointsOf(request);
+    const skip = skipOf(request, spent);
+    return skip ? ids.filter((id) => !skip.includes(id)) : ids;
   }
 
   #endpointsOf(request: TokenRequest): readonly string[] {
     return this.#o.endpointsFor?.(request) ?? this.#o.endpoints.chain(request.chain);
   }
+}
+
+const BUDGET_SPENT =
+  'retry budget spent: too many retries in the last window, and no endpoint of the chain this call has not tried is left; answering degraded instead';
+
+/** The endpoints `request` must not be granted on: its own `skip`, and every endpoint it tried once retries are `spent`. */
+function skipOf(request: TokenRequest, spent: boolean): readonly string[] | undefined {
+  const { skip, tried } = request;
+  if (!spent || !tried?.length) return skip?.length ? skip : undefined;
+  return skip?.length ? [...skip, ...tried] : tried;
 }
 
 /** Waits that end by themselves soon (a refill, a free slot): the request keeps its place instead of cooling. */

@@ -14,10 +14,21 @@ export interface TokenRequest {
   readonly estimatedTokens: number;
   /** Longest the agent may wait for an endpoint before it answers degraded, ms. */
   readonly maxWaitMs: number;
-  /** A re-attempt charged to the retry budget when it is granted. */
+  /**
+   * A re-attempt, charged to the retry budget when it is granted on an endpoint it was `tried` on (with no `tried`
+   * list: wherever it is granted). The budget limits retries, not fallbacks: with the budget spent, the request
+   * may still go to an endpoint it has not tried, and is denied only when none is left.
+   */
   readonly retry: boolean;
   /** Upstream attempts already made for this engine call (0 = first). */
   readonly attempt: number;
+  /** Endpoints this engine call already failed on. Default: none known. */
+  readonly tried?: readonly string[];
+  /**
+   * Endpoints this call must not go to: they cannot take it (a request too large for them), or its retries are
+   * spent and only endpoints it never tried are left. Default none.
+   */
+  readonly skip?: readonly string[];
 }
 
 /**

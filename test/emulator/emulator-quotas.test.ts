@@ -131,6 +131,61 @@ describe('quotas: per key+model sliding windows of emulated time', () => {
     expect(e.headers?.get('retry-after')).toBe('55');
   });
 
+  it('openai: a request larger than the TPM limit is "Request too large … Limit X, Requested Y", with no wait', async () => {
+    const clock = createManualClock(ORIGIN);
+    emu = await startEmulator({
+      profile: { keys: [{ alias: 'primary', key: KEY, quotas: { default: { tpm: 50 } } }] },
+      clock,
+    });
+    const client = openaiClient(emu, 'openai', KEY);
+    const content = 'x'.repeat(400); // 100 input tokens: more than the whole minute's 50
+    const e = (await rejectionOf(
+      client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content }] }),
+    )) as InstanceType<typeof OpenAI.RateLimitError>;
+    expect(e).toBeInstanceOf(OpenAI.RateLimitError);
+    expect(e.status).toBe(429);
+    expect(e.type).toBe('tokens');
+    expect(e.code).toBe('rate_limit_exceeded');
+    expect(e.message).toMatch(
+      /^429 Request too large for gpt-4o in organization org-emulator on tokens per min \(TPM\): Limit 50, Requested 100\. The input or output tokens must be reduced in order to run successfully\./,
+    );
+    // No wait makes it fit: nothing says "try again", and no retry-after invites one.
+    expect(e.message).not.toMatch(/try again/i);
+    expect(e.headers?.get('retry-after')).toBeNull();
+    expect(e.headers?.get('retry-after-ms')).toBeNull();
+    // The window is still empty: a request that fits goes through at once.
+    await expect(
+      client.chat.completions.create({ model: 'gpt-4o', messages: [{ role: 'user', content: 'hi' }] }),
+    ).resolves.toBeDefined();
+  });
+
+  it('anthropic and gemini: a request larger than the limit gets their rate-limit 429 with the whole window to wait, not 0 s', async () => {
+    const clock = createManualClock(ORIGIN);
+    emu = await startEmulator({
+      profile: { keys: [{ alias: 'primary', key: KEY, quotas: { default: { itpm: 50, tpm: 50 } } }] },
+      clock,
+    });
+    const content = 'x'.repeat(400);
+    const a = (await rejectionOf(
+      anthropicClient(emu, KEY).messages.create({
+        model: 'claude-sonnet-4-6',
+        max_tokens: 16,
+        messages: [{ role: 'user', content }],
+      }),
+    )) as InstanceType<typeof Anthropic.RateLimitError>;
+    expect(a.status).toBe(429);
+    expect(a.message).toMatch(/would exceed your organization's rate limit of 50 [a-z ]*tokens per minute/);
+    expect(a.headers?.get('retry-after')).toBe('60');
+    const g = (await rejectionOf(
+      geminiClient(emu, KEY).models.generateContent({ model: 'gemini-2.5-flash', contents: content }),
+    )) as ApiError;
+    expect(g.status).toBe(429);
+    const retry = JSON.parse(g.message).error.details.find((d: { '@type': string }) =>
+      d['@type'].endsWith('RetryInfo'),
+    );
+    expect(retry.retryDelay).toBe('60s');
+  });
+
   it('openai: x-ratelimit-* count down with Go-duration resets; the 429 is type requests, code rate_limit_exceeded', async () => {
     const clock = createManualClock(ORIGIN);
     emu = await startEmulator({

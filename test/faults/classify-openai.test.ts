@@ -138,12 +138,12 @@ const cases: WireCase[] = [
       message: /Please try again in 20ms/,
     },
   },
-  // ── "Request too large" is a bad request even on 429 ──
+  // ── "Request too large" is no rate limit: no wait makes it fit this endpoint, another may take it ──
   {
     name: 'o429-request-too-large',
     reply: json(429, O.tooLarge, xid('req_large')),
     expect: {
-      kind: 'bad_request',
+      kind: 'request_too_large',
       status: 429,
       requestId: 'req_large',
       code: 'rate_limit_exceeded',

@@ -12,6 +12,7 @@ import {
   definedTransitions,
   ev,
   INPUT,
+  MAX_ATTEMPTS,
   type ModelEvent,
   modelEvents,
   serializeEvent,
@@ -72,7 +73,10 @@ describe('agent machine — model-based, every transition replayed on a live act
   it('the shortest paths to every transition take every transition the definition declares', async () => {
     const declared = definedTransitions(agentMachine);
     // Guards and targets spelled out, so a changed chart shows up here by name.
-    expect(declared).toContain('agent.calling --CALL.DONE#4 [attemptsExhausted]--> agent.degraded');
+    // A failed attempt queues again whatever the count: spent attempts make its token request skip every endpoint it
+    // tried, and only the scheduler's denial (no untried endpoint left) answers degraded.
+    expect(declared).toContain('agent.calling --CALL.DONE#4--> agent.queued');
+    expect(declared.filter((k) => k.includes('--CALL.DONE') && k.endsWith('agent.degraded'))).toEqual([]);
     expect(declared).toContain('agent.cooling --WAKE#0--> agent.queued');
     expect(declared).toContain('agent.queued --TOKEN.ANSWER#2 [mustCool]--> agent.cooling');
     expect(declared).toContain('agent --MEMORY.SET#0--> (stays)');
@@ -115,7 +119,12 @@ describe('agent machine — model-based, every transition replayed on a live act
       ...traversal,
       filterEvents: (s, e) => allowed(e) && s.can(e),
       serializeState: (s: AgentSnapshot) => `${abstractState(s)} ${s.context.lastTurn?.outcome ?? ''}`,
-      stopWhen: (s: AgentSnapshot) => s.context.lastTurn !== undefined || s.matches('degraded'),
+      // A step's attempts spent (where the agent used to answer degraded at once) ends a path too: past it the agent
+      // goes on only to endpoints it never tried, which the scripted scheduler does not model (the scripted turns do).
+      stopWhen: (s: AgentSnapshot) =>
+        s.context.lastTurn !== undefined ||
+        s.matches('degraded') ||
+        (s.context.turn?.stepAttempts ?? 0) >= MAX_ATTEMPTS,
       toState: (s: AgentSnapshot) => s.context.lastTurn !== undefined,
     });
     const outcomes = new Map<string, number>();
@@ -123,8 +132,7 @@ describe('agent machine — model-based, every transition replayed on a live act
       const live = await run(path.steps as unknown as PathStep[]);
       const [turn] = live.turns;
       outcomes.set(turn!.outcome, (outcomes.get(turn!.outcome) ?? 0) + 1);
-      // At most one upstream fault per step reaches here (two would answer degraded), and the answer says
-      // which endpoint gave it.
+      // Every fault was an upstream attempt and one more answered, and the answer says which endpoint gave it.
       expect(turn!.attempts).toBe(turn!.faults.length + 1);
       expect(['primary', 'backup']).toContain(turn!.endpointId);
       live.agent.stop();
@@ -195,6 +203,40 @@ describe('agent machine — scripted turns', () => {
     capacity.agent.stop();
   });
 
+  it('attempts spent while the chain has an endpoint never tried: the agent goes on to it, and it answers', async () => {
+    const live = await run(
+      pathOf([
+        ev.ask(),
+        ev.grant(0),
+        called('overloaded'),
+        ev.grant(0),
+        called('overloaded'),
+        ev.grant(1),
+        calledBackup('answer'),
+      ]),
+    );
+    expect(live.turns[0]).toMatchObject({ outcome: 'fallback', endpointId: 'backup', attempts: 3 });
+    // The third request, past maxAttempts (2), may go only where the step never went.
+    expect(live.book.requests.map((r) => [r.attempt, r.retry, r.tried, r.skip])).toEqual([
+      [0, false, undefined, undefined],
+      [1, true, ['primary'], undefined],
+      [2, true, ['primary'], ['primary']],
+    ]);
+    live.agent.stop();
+  });
+
+  it('a request too large for an endpoint: not final, the next request skips that endpoint', async () => {
+    const live = await run(
+      pathOf([ev.ask(), ev.grant(0), called('request_too_large'), ev.grant(1), calledBackup('answer')]),
+    );
+    expect(live.turns[0]).toMatchObject({ outcome: 'fallback', endpointId: 'backup', attempts: 2 });
+    expect(live.turns[0]!.faults.map((f) => [f.kind, f.endpointId])).toEqual([
+      ['request_too_large', 'primary'],
+    ]);
+    expect(live.book.requests[1]).toMatchObject({ attempt: 1, tried: ['primary'], skip: ['primary'] });
+    live.agent.stop();
+  });
+
   it('a bad request ends the turn failed with a clear error; its one grant was spent by its one call', async () => {
     const live = await run(pathOf([ev.ask(), ev.grant(0), called('bad_request')]));
     expect(live.turns[0]!.error).toMatch(/^bad_request: .* no engine swap fixes this/);
@@ -211,6 +253,7 @@ describe('agent machine — scripted turns', () => {
         called('overloaded'),
         ev.grant(1),
         calledBackup('overloaded'),
+        ev.denied(),
         ev.degradedDone(),
         ev.woke(),
         ev.health(false),
@@ -221,6 +264,12 @@ describe('agent machine — scripted turns', () => {
     const [turn] = degraded.turns;
     expect(turn).toMatchObject({ outcome: 'degraded', degraded: true, attempts: 2 });
     expect(turn!.degradedReason).toBe('gave up after 2 attempts; last fault overloaded');
+    // With its attempts spent the agent still asked, for an endpoint it never tried only; none was left.
+    expect(degraded.book.requests.map((r) => [r.attempt, r.tried, r.skip])).toEqual([
+      [0, undefined, undefined],
+      [1, ['primary'], undefined],
+      [2, ['primary', 'backup'], ['primary', 'backup']],
+    ]);
     expect(degraded.script.started.filter((a) => a.kind === 'checkHealth')).toHaveLength(2);
     expect(degraded.agent.getSnapshot().value).toBe('idle');
     degraded.agent.stop();
@@ -297,6 +346,7 @@ describe('agent machine — restored from a persisted snapshot', () => {
         called('overloaded'),
         ev.grant(1),
         calledBackup('overloaded'),
+        ev.denied(),
         ev.degradedDone(),
       ]),
     );

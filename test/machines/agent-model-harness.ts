@@ -151,6 +151,7 @@ export const CALL_OUTCOMES = {
   credit_exhausted: { ok: false, fault: fault('credit_exhausted'), at: T0 },
   overloaded: { ok: false, fault: fault('overloaded'), at: T0 },
   bad_request: { ok: false, fault: fault('bad_request'), at: T0 },
+  request_too_large: { ok: false, fault: fault('request_too_large'), at: T0 },
   cancelled: { ok: false, fault: fault('cancelled'), at: T0 },
   lease_lost: { ok: false, fault: { ...fault('cancelled'), code: 'lease_lost' }, at: T0, leaseLost: true },
 } satisfies Record<string, CallOutcome>;
@@ -279,13 +280,15 @@ export function tokenAnswerName(a: TokenAnswer): TokenAnswerName {
 /**
  * What of a snapshot the model distinguishes: the state, and of the turn only what changes what can happen
  * next (attempts of this step, which endpoint, lease held, cooling deadline, whether the last fault was a
- * capacity fault). Message lists and timestamps grow without bound and are left out.
+ * capacity fault). Message lists and timestamps grow without bound and are left out. Attempts count up to
+ * `MAX_ATTEMPTS`: past it the machine acts alike (its token requests skip every endpoint the step tried; the
+ * scheduler, not the machine, runs out of endpoints), so more attempts are the same state.
  */
 export function abstractState(s: AgentSnapshot): string {
   const t = s.context.turn;
   const last = t?.faults[t.faults.length - 1]?.kind;
   const turn = t && [
-    t.stepAttempts,
+    Math.min(t.stepAttempts, MAX_ATTEMPTS),
     t.endpointIndex ?? null,
     t.leaseId !== undefined ? 'lease' : 'no-lease',
     t.coolingUntil !== undefined ? 'cooling-until' : '-',

@@ -54,6 +54,8 @@ interface Book {
   toolRounds: number;
   /** Faults of the current engine call (reset by a new turn and by each tool round trip). */
   stepFaults: FaultKind[];
+  /** The endpoint each of `stepFaults` came from (the grant its call spent). */
+  stepEndpoints: string[];
   leaseSeq: number;
   granted: string[];
   /** Leases an engine call was started with (each grant must be spent by exactly one call). */
@@ -90,6 +92,7 @@ export function startLive(taken: Set<string>, input: AgentInput = INPUT): Live {
     turnSeq: 0,
     toolRounds: 0,
     stepFaults: [],
+    stepEndpoints: [],
     leaseSeq: 0,
     granted: [],
     spent: [],
@@ -117,6 +120,7 @@ async function perform(live: Live, event: ModelEvent): Promise<void> {
     book.turnSeq++;
     book.toolRounds = 0;
     book.stepFaults = [];
+    book.stepEndpoints = [];
     const ask = {
       type: 'ASK' as const,
       turnId: `turn-${book.turnSeq}`,
@@ -170,6 +174,7 @@ async function perform(live: Live, event: ModelEvent): Promise<void> {
     });
     book.toolRounds++;
     book.stepFaults = [];
+    book.stepEndpoints = [];
     await ioTurn();
   } else if (is(e.type, 'error', TOOLS_INVOKE)) {
     script.fail('runTools', new Error(`tool host refused key ${FAKE_KEY}`));
@@ -190,7 +195,10 @@ async function perform(live: Live, event: ModelEvent): Promise<void> {
   } else if (e.type === 'CALL.DONE') {
     const out = e.output as CallOutcome;
     script.settle('callEngine', (input) => retime(out, input as CallEngineInput, now));
-    if (!out.ok && !out.leaseLost) book.stepFaults.push(out.fault.kind);
+    if (!out.ok && !out.leaseLost) {
+      book.stepFaults.push(out.fault.kind);
+      book.stepEndpoints.push(book.lastGrant!.endpointId);
+    }
   } else if (e.type === 'CALL.FAILED')
     script.fail('callEngine', new Error(`call memo unreachable (key ${FAKE_KEY})`));
   else throw new Error(`the replay does not know event ${e.type}`);
@@ -279,6 +287,17 @@ function checkRequests(
       expect(r.retry, `retry flag after [${book.stepFaults.join(', ')}]`).toBe(
         last !== undefined && !CAPACITY_FAULTS.has(last),
       );
+      // Which endpoints the step failed on, and where it must not go: those its request is too large for, and
+      // once its attempts are spent every one it tried (it goes on only to endpoints it never tried).
+      const tried = [...new Set(book.stepEndpoints)];
+      const spent = book.stepFaults.length >= INPUT.settings.maxAttempts;
+      const skip = [
+        ...new Set(book.stepEndpoints.filter((_, i) => spent || book.stepFaults[i] === 'request_too_large')),
+      ];
+      expect(r.tried, `tried after [${book.stepFaults.join(', ')}]`).toEqual(
+        tried.length ? tried : undefined,
+      );
+      expect(r.skip, `skip after [${book.stepFaults.join(', ')}]`).toEqual(skip.length ? skip : undefined);
       expect(r).toMatchObject({
         agent: 'model',
         tier: 'analysis',
@@ -327,9 +346,14 @@ function checkInvariants(to: string, from: string, event: ModelEvent, live: Live
     expect((script.current('runTools').input as RunToolsInput).calls).toEqual([FX_CALL]);
   if (to === 'degraded.answering' && from !== to) {
     const { reason } = script.current('answerDegraded').input as AnswerDegradedInput;
-    if (event.type === 'TOKEN.ANSWER') expect(reason).toMatch(/beyond max wait/);
+    // Denied with the step's attempts spent: they are the reason; else the scheduler's.
+    if (book.stepFaults.length < INPUT.settings.maxAttempts) expect(reason).toMatch(/beyond max wait/);
     else
-      expect(reason).toMatch(new RegExp(`^gave up after ${INPUT.settings.maxAttempts} attempts; last fault`));
+      expect(reason).toMatch(
+        new RegExp(
+          `^gave up after ${book.stepFaults.length} attempts; last fault ${book.stepFaults.at(-1)}$`,
+        ),
+      );
   }
   // The next check is one probe interval after the degraded turn ended (now, unless its answer failed unstamped).
   if (to === 'degraded.resting' && from === 'degraded.answering')
