@@ -251,6 +251,7 @@ export function createAnthropicEngine(
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
   wireScale = 1,
+  quotaDayNow?: () => number,
 ): Engine {
   const client = new Anthropic({
     apiKey: credential?.marker ?? null,
@@ -262,7 +263,15 @@ export function createAnthropicEngine(
     fetch: timedFetch,
     openTelemetry: false,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
+  const ctx: EngineContext = {
+    config,
+    endpoint,
+    clock,
+    wallNow,
+    credential,
+    wireScale,
+    ...(quotaDayNow ? { quotaDayNow } : {}),
+  };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.

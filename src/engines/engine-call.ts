@@ -51,6 +51,8 @@ export interface EngineContext {
   readonly credential?: CallCredential | undefined;
   /** Run-clock ms per real ms of the waits the provider sends (see `CreateEngineOptions.wireScale`). Default 1. */
   readonly wireScale?: number;
+  /** Epoch ms whose calendar day per-day quotas count (see `CreateEngineOptions.quotaDayNow`). Default: `wallNow`. */
+  readonly quotaDayNow?: () => number;
 }
 
 /** The header every call carries so the provider (and the emulator) can deduplicate retries. */
@@ -133,6 +135,8 @@ export async function runEngineCall(
           endpointId: config.id,
           // Instants on the wire are wall-clock: measured from when the response arrived, not the run's clock.
           now: call.wallAtHeaders ?? wallNow(),
+          // A per-day quota lasts until the end of the endpoint's own day: the run's for the emulator on its clock.
+          ...(ctx.quotaDayNow ? { dayNow: ctx.quotaDayNow() } : {}),
           maxRetryAfterMs,
           ...(call.timedOut ? { timedOut: call.timedOut } : {}),
           callerAborted: caller?.aborted === true,

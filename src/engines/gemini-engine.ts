@@ -223,6 +223,7 @@ export function createGeminiEngine(
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
   wireScale = 1,
+  quotaDayNow?: () => number,
 ): Engine {
   const baseUrl = effectiveBaseURL(config);
   const client = new GoogleGenAI({
@@ -231,7 +232,15 @@ export function createGeminiEngine(
     apiKey: credential?.marker ?? '',
     httpOptions: { ...(baseUrl ? { baseUrl } : {}), fetch: timedFetch },
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
+  const ctx: EngineContext = {
+    config,
+    endpoint,
+    clock,
+    wallNow,
+    credential,
+    wireScale,
+    ...(quotaDayNow ? { quotaDayNow } : {}),
+  };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.

@@ -232,6 +232,7 @@ export function createOpenAIEngine(
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
   wireScale = 1,
+  quotaDayNow?: () => number,
 ): Engine {
   const compatible = config.provider === 'openai-compatible';
   const client = new OpenAI({
@@ -245,7 +246,15 @@ export function createOpenAIEngine(
     timeout: sdkTimeoutMs(config),
     fetch: timedFetch,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
+  const ctx: EngineContext = {
+    config,
+    endpoint,
+    clock,
+    wallNow,
+    credential,
+    wireScale,
+    ...(quotaDayNow ? { quotaDayNow } : {}),
+  };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.
