@@ -150,7 +150,7 @@ function instantEngine(config: ParsedEndpointConfig): Engine {
     text: 'ok',
     toolCalls: [],
     stopReason: 'end_turn',
-    usage: { inputTokens: 110, outputTokens: 40 },
+    usage: { inputTokens: 110, outputTokens: 40, source: 'reported' as const },
     endpoint,
     model: MODEL,
     rateLimit: {},

@@ -1,9 +1,10 @@
 import { assign, emit, fromCallback, fromPromise, setup } from 'xstate';
 import type { DegradedAnswer } from '../src/degraded/decision-tree.ts';
 import type { ChatMessage, StopReason, ToolCall } from '../src/engines/engine-types.ts';
+import { addUsage, NO_USAGE } from '../src/engines/token-usage.ts';
 import type { Fault, FaultKind } from '../src/faults/fault.ts';
 import type { PromptParts } from '../src/runtime/prompt-builder.ts';
-import type { AgentMemory, Turn, TurnOutcome } from '../src/runtime/turn.ts';
+import { type AgentMemory, type Turn, type TurnOutcome, usageSoFar } from '../src/runtime/turn.ts';
 import type {
   AcquireTokenInput,
   ActiveTurn,
@@ -86,8 +87,7 @@ export function turnOfAsk(event: AskEvent): ActiveTurn {
     faults: [],
     waitMs: 0,
     waitingSince: event.at,
-    inputTokens: 0,
-    outputTokens: 0,
+    usage: NO_USAGE,
   };
   return event.stream ? { ...turn, stream: true as const } : turn;
 }
@@ -177,8 +177,7 @@ function withAttempt(t: ActiveTurn, out: CallOutcome): ActiveTurn {
     attempts: t.attempts + upstream,
     stepAttempts: t.stepAttempts + 1,
     faults: out.ok ? t.faults : [...t.faults, out.fault],
-    inputTokens: t.inputTokens + (out.ok ? out.result.usage.inputTokens : 0),
-    outputTokens: t.outputTokens + (out.ok ? out.result.usage.outputTokens : 0),
+    usage: out.ok ? addUsage(usageSoFar(t), out.result.usage) : usageSoFar(t),
     leaseId: undefined,
     waitingSince: out.at,
     // A streamed step keeps the text its caller holds after a fault; an answer ends the step.
@@ -212,7 +211,7 @@ function finishTurn(
     faults: t.faults,
     waitMs: t.waitMs + (t.waitingSince !== undefined ? Math.max(0, at - t.waitingSince) : 0),
     attempts: t.attempts,
-    usage: { inputTokens: t.inputTokens, outputTokens: t.outputTokens },
+    usage: usageSoFar(t),
     messages: t.messages.slice(t.given ?? 1),
     startedAt: t.startedAt,
     finishedAt: at,

@@ -1,5 +1,11 @@
 import type { DegradedAnswer } from '../src/degraded/decision-tree.ts';
-import type { ChatMessage, EngineResult, ToolCall, ToolDefinition } from '../src/engines/engine-types.ts';
+import type {
+  ChatMessage,
+  EngineResult,
+  ToolCall,
+  ToolDefinition,
+  Usage,
+} from '../src/engines/engine-types.ts';
 import type { Fault } from '../src/faults/fault.ts';
 import type { PromptParts } from '../src/runtime/prompt-builder.ts';
 import type { AgentMemory, ToolResultRecord, Turn } from '../src/runtime/turn.ts';
@@ -76,8 +82,16 @@ export interface ActiveTurn {
   readonly leaseId?: string;
   readonly endpointId?: string;
   readonly endpointIndex?: number;
-  readonly inputTokens: number;
-  readonly outputTokens: number;
+  /**
+   * Tokens of the turn's answered calls so far, as their providers reported them (estimates apart, see `Usage`).
+   * Absent in a snapshot taken before usage could be unknown: it has `inputTokens` and `outputTokens` instead
+   * (read both with `usageSoFar`).
+   */
+  readonly usage?: Usage;
+  /** @deprecated Snapshots before `usage`: read with `usageSoFar`. */
+  readonly inputTokens?: number;
+  /** @deprecated Snapshots before `usage`: read with `usageSoFar`. */
+  readonly outputTokens?: number;
   /** The caller streams this turn: engine calls stream, and a fault after content keeps the partial answer. */
   readonly stream?: true;
   /** The current step's streamed text kept after a mid-stream fault (see {@link PartialAnswer}). */

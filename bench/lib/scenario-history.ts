@@ -53,7 +53,11 @@ export function scriptedEngine(config: ParsedEndpointConfig): Engine {
         text,
         toolCalls: [],
         stopReason: 'end_turn',
-        usage: { inputTokens: Math.ceil(chars / 4), outputTokens: Math.ceil(text.length / 4) },
+        usage: {
+          inputTokens: Math.ceil(chars / 4),
+          outputTokens: Math.ceil(text.length / 4),
+          source: 'reported',
+        },
         endpoint,
         model: config.model,
         requestId: `req_${request.idempotencyKey.length}`,

@@ -18,6 +18,7 @@ import type { Turn } from '../runtime/turn.ts';
 import type { StreamEvent } from '../runtime/turn-stream.ts';
 import { BreakwaterTurnFailedError } from './ai-sdk-errors.ts';
 import { mapCallOptions } from './prompt-mapping.ts';
+import { sourceOf } from '../engines/token-usage.ts';
 
 /**
  * Settings of one model (`bw('premium', settings)`); each overrides the provider's default of the same name.
@@ -70,6 +71,11 @@ export interface BreakwaterMetadata extends JSONObject {
   /** Time spent waiting for a token or a cooldown, ms. */
   waitMs: number;
   turnId: string;
+  /**
+   * Whether the providers reported the turn's token counts (`reported`, `partial`, `unknown`; `usage` has only the
+   * reported ones) and breakwater's estimates (characters ÷ 4) of those they did not: estimates, never measured.
+   */
+  usage: { source: string; estimatedInputTokens?: number; estimatedOutputTokens?: number };
 }
 
 /**
@@ -335,15 +341,33 @@ function finishReasonOf(turn: Turn): LanguageModelV3FinishReason {
   }
 }
 
+/**
+ * The turn's usage as the V3 spec has it: a count the provider did not report is `undefined` (the spec's "not
+ * available"), never 0 or an estimate; the estimate is in `providerMetadata.breakwater.usage`.
+ */
 function usageOf(turn: Turn): LanguageModelV3Usage {
   return {
     inputTokens: {
-      total: turn.usage.inputTokens,
+      total: turn.usage.inputTokens ?? undefined,
       noCache: undefined,
       cacheRead: undefined,
       cacheWrite: undefined,
     },
-    outputTokens: { total: turn.usage.outputTokens, text: undefined, reasoning: undefined },
+    outputTokens: { total: turn.usage.outputTokens ?? undefined, text: undefined, reasoning: undefined },
+  };
+}
+
+/** Whether the provider reported the turn's counts, and breakwater's estimate of those it did not, labelled. */
+function usageMetadataOf(turn: Turn): BreakwaterMetadata['usage'] {
+  const u = turn.usage;
+  return {
+    source: sourceOf(u.inputTokens, u.outputTokens),
+    ...(u.inputTokens === null && u.estimated?.inputTokens !== undefined
+      ? { estimatedInputTokens: u.estimated.inputTokens }
+      : {}),
+    ...(u.outputTokens === null && u.estimated?.outputTokens !== undefined
+      ? { estimatedOutputTokens: u.estimated.outputTokens }
+      : {}),
   };
 }
 
@@ -354,6 +378,7 @@ function metadataOf(turn: Turn): BreakwaterMetadata {
     ...(turn.model !== undefined ? { model: turn.model } : {}),
     text: turn.answer.text,
     degraded: turn.degraded,
+    usage: usageMetadataOf(turn),
     ...(turn.degradedReason !== undefined ? { degradedReason: turn.degradedReason } : {}),
     faults: turn.faults.map((f) => ({
       kind: f.kind,

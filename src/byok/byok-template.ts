@@ -140,5 +140,6 @@ export function buildByokEngine(
     wire.wallNow ?? Date.now,
     credential,
     wire.wireScale ?? 1,
+    wire.quotaDayNow,
   );
 }

@@ -3,6 +3,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { CallCredential } from './call-credential.ts';
 import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from './endpoint-config.ts';
 import {
+  countsOf,
   type EngineContext,
   idempotencyHeaders,
   messagesWithPrefill,
@@ -138,12 +139,13 @@ export function fromAnthropicMessage(message: Anthropic.Message): ProviderOutcom
     text,
     toolCalls,
     stopReason: mapStopReason(message.stop_reason),
-    usage: {
-      // Cached prompt tokens are still input tokens of this call.
-      inputTokens:
-        (u?.input_tokens ?? 0) + (u?.cache_creation_input_tokens ?? 0) + (u?.cache_read_input_tokens ?? 0),
-      outputTokens: u?.output_tokens ?? 0,
-    },
+    // Cached prompt tokens are still input tokens of this call. A body without usage (a proxy) leaves both unknown.
+    usage: countsOf(
+      typeof u?.input_tokens === 'number'
+        ? u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0)
+        : undefined,
+      u?.output_tokens,
+    ),
     model: message.model,
   };
 }
@@ -164,9 +166,9 @@ export async function readAnthropicStream(
   let text = '';
   let model = fallbackModel;
   let stop: string | null | undefined;
-  let input = 0;
-  let output = 0;
-  let sawUsage = false;
+  // `message_start` reports the input (its `output_tokens` is a placeholder); `message_delta` the final output.
+  let input: number | undefined;
+  let output: number | undefined;
   let ended = false;
   const tools = new Map<number, { id: string; name: string; json: string }>();
   try {
@@ -189,20 +191,20 @@ export async function readAnthropicStream(
         case 'message_start': {
           model = ev.message.model || fallbackModel;
           const u = ev.message.usage;
-          if (u) {
-            sawUsage = true;
-            input =
-              (u.input_tokens ?? 0) + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
-            output = u.output_tokens ?? 0;
-          }
+          if (typeof u?.input_tokens === 'number')
+            input = u.input_tokens + (u.cache_creation_input_tokens ?? 0) + (u.cache_read_input_tokens ?? 0);
           break;
         }
         case 'message_delta':
           stop = ev.delta.stop_reason;
           if (ev.usage) {
-            sawUsage = true;
-            output = ev.usage.output_tokens ?? output;
-            if (typeof ev.usage.input_tokens === 'number') input = ev.usage.input_tokens;
+            if (typeof ev.usage.output_tokens === 'number') output = ev.usage.output_tokens;
+            // The delta's input count is cumulative too (cache tokens included when it sends them).
+            if (typeof ev.usage.input_tokens === 'number')
+              input =
+                ev.usage.input_tokens +
+                (ev.usage.cache_creation_input_tokens ?? 0) +
+                (ev.usage.cache_read_input_tokens ?? 0);
           }
           break;
         case 'message_stop':
@@ -224,10 +226,8 @@ export async function readAnthropicStream(
     text,
     toolCalls,
     stopReason: mapStopReason(stop),
-    // A proxy that strips usage: the answer is still good; its size is estimated (chars ÷ 4).
-    usage: sawUsage
-      ? { inputTokens: input, outputTokens: output }
-      : { inputTokens: 0, outputTokens: Math.ceil(text.length / 4) },
+    // A proxy that strips usage: the answer is still good; what was not reported stays unknown.
+    usage: countsOf(input, output),
     model,
   };
 }
@@ -251,6 +251,7 @@ export function createAnthropicEngine(
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
   wireScale = 1,
+  quotaDayNow?: () => number,
 ): Engine {
   const client = new Anthropic({
     apiKey: credential?.marker ?? null,
@@ -262,7 +263,15 @@ export function createAnthropicEngine(
     fetch: timedFetch,
     openTelemetry: false,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
+  const ctx: EngineContext = {
+    config,
+    endpoint,
+    clock,
+    wallNow,
+    credential,
+    wireScale,
+    ...(quotaDayNow ? { quotaDayNow } : {}),
+  };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.

@@ -1,3 +1,5 @@
+import { onAbort as onSignalAbort } from '../runtime/abort-fanout.ts';
+
 /**
  * How the runtime cancels one engine call without an `AbortController` of its own: on Node 20 making one costs
  * about 4 µs, and each listener on its signal (the SDK's, the fetch's) 1–2 µs more, per call, although almost no
@@ -94,14 +96,9 @@ export function signalAbort(signal: AbortSignal): CallAbort {
       return signal.reason;
     },
     signal,
-    onAbort(fn) {
-      if (signal.aborted) {
-        fn();
-        return nothing;
-      }
-      signal.addEventListener('abort', fn, { once: true });
-      return () => signal.removeEventListener('abort', fn);
-    },
+    // Through the fan-out: one caller's signal may cover many calls at once (a batch of asks), one listener each
+    // would pile up on it (Node's MaxListenersExceededWarning from the 11th).
+    onAbort: (fn) => onSignalAbort(signal, fn),
   };
 }
 

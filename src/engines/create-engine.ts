@@ -30,10 +30,17 @@ export interface CreateEngineOptions {
    * endpoint on the run's clock (the built-in emulator). Default: 1.
    */
   readonly wireScale?: number;
+  /**
+   * Epoch ms whose calendar day the provider's per-day quotas count (Gemini's day ends at midnight Pacific): a
+   * per-day quota's disable lasts until that day's end. The provider's day is the wall's, so the default is
+   * `wallNow`; an endpoint on the run's clock (the built-in emulator in a scenario) passes the run's clock, so the
+   * same scenario disables its key for the same span whatever the hour it runs at. Default: `wallNow`.
+   */
+  readonly quotaDayNow?: () => number;
 }
 
 /** How an engine reads the waits and instants on the wire: the part of {@link CreateEngineOptions} a BYOK key's engine takes too. */
-export type EngineWireOptions = Pick<CreateEngineOptions, 'wallNow' | 'wireScale'>;
+export type EngineWireOptions = Pick<CreateEngineOptions, 'wallNow' | 'wireScale' | 'quotaDayNow'>;
 
 /**
  * Creates the {@link Engine} of one endpoint: Anthropic (`@anthropic-ai/sdk`), OpenAI and every
@@ -70,5 +77,13 @@ export function createEngine(config: EndpointConfig, options: CreateEngineOption
   const endpoint = describeEndpoint(parsed);
   const clock = options.clock ?? systemClock;
   const wallNow = options.wallNow ?? Date.now;
-  return deferredSdkEngine(parsed, endpoint, clock, wallNow, credential, options.wireScale ?? 1);
+  return deferredSdkEngine(
+    parsed,
+    endpoint,
+    clock,
+    wallNow,
+    credential,
+    options.wireScale ?? 1,
+    options.quotaDayNow,
+  );
 }

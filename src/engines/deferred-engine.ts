@@ -23,6 +23,7 @@ export function deferredSdkEngine(
   wallNow: () => number,
   credential: CallCredential | undefined,
   wireScale = 1,
+  quotaDayNow?: () => number,
 ): Engine {
   // Checked here, where every SDK engine is made (createEngine's and BYOK keys'): 0 would make every wait 0 and
   // the cap infinite, NaN every cooldown NaN.
@@ -37,7 +38,7 @@ export function deferredSdkEngine(
     // first call's lease would run out before it is sent.
     const unhold = holdClock(clock);
     try {
-      return await loadSdkEngine(config, endpoint, clock, wallNow, credential, wireScale);
+      return await loadSdkEngine(config, endpoint, clock, wallNow, credential, wireScale, quotaDayNow);
     } finally {
       unhold();
     }
@@ -51,20 +52,21 @@ async function loadSdkEngine(
   wallNow: () => number,
   credential: CallCredential | undefined,
   wireScale: number,
+  quotaDayNow: (() => number) | undefined,
 ): Promise<Engine> {
   switch (config.provider) {
     case 'anthropic': {
       const { createAnthropicEngine } = await import('./anthropic-engine.ts');
-      return createAnthropicEngine(config, endpoint, clock, wallNow, credential, wireScale);
+      return createAnthropicEngine(config, endpoint, clock, wallNow, credential, wireScale, quotaDayNow);
     }
     case 'gemini': {
       const { createGeminiEngine } = await import('./gemini-engine.ts');
-      return createGeminiEngine(config, endpoint, clock, wallNow, credential, wireScale);
+      return createGeminiEngine(config, endpoint, clock, wallNow, credential, wireScale, quotaDayNow);
     }
     case 'openai':
     case 'openai-compatible': {
       const { createOpenAIEngine } = await import('./openai-engine.ts');
-      return createOpenAIEngine(config, endpoint, clock, wallNow, credential, wireScale);
+      return createOpenAIEngine(config, endpoint, clock, wallNow, credential, wireScale, quotaDayNow);
     }
   }
 }

@@ -15,8 +15,8 @@ import type {
   RateLimitWindow,
   StopReason,
   ToolCall,
-  Usage,
 } from './engine-types.ts';
+import { estimateTokens, usageOf } from './token-usage.ts';
 import {
   beginTimedCall,
   endTimedCall,
@@ -25,12 +25,30 @@ import {
   timedFetchOptions,
 } from './timed-fetch.ts';
 
+/**
+ * The token counts a response carried: a count the provider did not send (a stream cut before its usage, a
+ * compatible server without `stream_options`, a proxy that strips it) is absent, never filled in here.
+ */
+export interface ReportedCounts {
+  readonly inputTokens?: number;
+  readonly outputTokens?: number;
+}
+
+/** The counts a response carried, each only when it is a number (`null`/absent on the wire: not reported). */
+export function countsOf(inputTokens: unknown, outputTokens: unknown): ReportedCounts {
+  return {
+    ...(typeof inputTokens === 'number' ? { inputTokens } : {}),
+    ...(typeof outputTokens === 'number' ? { outputTokens } : {}),
+  };
+}
+
 /** What a provider-specific engine extracts from its SDK's response. */
 export interface ProviderOutcome {
   readonly text: string;
   readonly toolCalls: readonly ToolCall[];
   readonly stopReason: StopReason;
-  readonly usage: Usage;
+  /** Only what the provider reported; the engine adds its estimate of the rest, apart ({@link Usage}). */
+  readonly usage: ReportedCounts;
   readonly model: string;
   /** A request id found in the body (Gemini `responseId`); headers are read here otherwise. */
   readonly requestId?: string;
@@ -51,6 +69,8 @@ export interface EngineContext {
   readonly credential?: CallCredential | undefined;
   /** Run-clock ms per real ms of the waits the provider sends (see `CreateEngineOptions.wireScale`). Default 1. */
   readonly wireScale?: number;
+  /** Epoch ms whose calendar day per-day quotas count (see `CreateEngineOptions.quotaDayNow`). Default: `wallNow`. */
+  readonly quotaDayNow?: () => number;
 }
 
 /** The header every call carries so the provider (and the emulator) can deduplicate retries. */
@@ -107,7 +127,10 @@ export async function runEngineCall(
       toolCalls: Object.freeze(outcome.toolCalls.map((c) => Object.freeze(c))),
       stopReason:
         outcome.toolCalls.length > 0 && outcome.stopReason === 'end_turn' ? 'tool_use' : outcome.stopReason,
-      usage: Object.freeze(outcome.usage),
+      usage: usageOf(outcome.usage.inputTokens, outcome.usage.outputTokens, {
+        inputTokens: estimateRequestInput(request),
+        outputTokens: estimateAnswerOutput(outcome),
+      }),
       endpoint,
       model: outcome.model,
       ...(requestId ? { requestId } : {}),
@@ -133,6 +156,8 @@ export async function runEngineCall(
           endpointId: config.id,
           // Instants on the wire are wall-clock: measured from when the response arrived, not the run's clock.
           now: call.wallAtHeaders ?? wallNow(),
+          // A per-day quota lasts until the end of the endpoint's own day: the run's for the emulator on its clock.
+          ...(ctx.quotaDayNow ? { dayNow: ctx.quotaDayNow() } : {}),
           maxRetryAfterMs,
           ...(call.timedOut ? { timedOut: call.timedOut } : {}),
           callerAborted: caller?.aborted === true,
@@ -175,6 +200,24 @@ function faultOnRunClock(fault: Fault, scale: number): Fault {
       : {}),
     ...(fault.disableForMs !== undefined ? { disableForMs: on(fault.disableForMs) } : {}),
   });
+}
+
+/** breakwater's estimate of a request's input tokens (its text ÷ 4): what an unreported input count is taken as. */
+export function estimateRequestInput(request: EngineRequest): number {
+  let chars = (request.system?.length ?? 0) + (request.prefill?.length ?? 0);
+  for (const m of request.messages) {
+    if (m.role === 'tool_call') chars += JSON.stringify(m.call.arguments).length + m.call.name.length;
+    else chars += m.content.length;
+  }
+  if (request.tools) chars += JSON.stringify(request.tools).length;
+  return estimateTokens(chars);
+}
+
+/** breakwater's estimate of an answer's output tokens (its text and tool calls ÷ 4). */
+function estimateAnswerOutput(outcome: ProviderOutcome): number {
+  let chars = outcome.text.length;
+  for (const c of outcome.toolCalls) chars += c.name.length + JSON.stringify(c.arguments).length;
+  return estimateTokens(chars);
 }
 
 /**

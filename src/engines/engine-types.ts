@@ -149,16 +149,41 @@ export interface RateLimitState {
 }
 
 /**
- * Token usage of one call.
+ * Where a {@link Usage}'s counts come from:
+ * - `reported`: both counts are the provider's;
+ * - `partial`: one count is the provider's, the other was not reported (`null`);
+ * - `unknown`: the provider reported neither (a stream cut before its usage, a compatible server that sends none).
+ *
+ * @example
+ * ```ts
+ * const measured = (u: Usage) => u.source === 'reported';
+ * ```
+ */
+export type UsageSource = 'reported' | 'partial' | 'unknown';
+
+/**
+ * Token usage of one call, or of a turn's calls together. A count is what the provider reported, or `null` when it
+ * reported none: never a guess. breakwater's own estimate of an unreported count (characters ÷ 4) is kept apart in
+ * `estimated`, for pacing (TPM accounting) and to be shown labelled as an estimate.
  *
  * @example
  * ```ts
  * const { inputTokens, outputTokens } = turn.usage;
+ * const output = outputTokens ?? `unknown (≈${turn.usage.estimated?.outputTokens} estimated)`;
  * ```
  */
 export interface Usage {
-  readonly inputTokens: number;
-  readonly outputTokens: number;
+  /** Input tokens the provider reported; `null` when it did not report them. */
+  readonly inputTokens: number | null;
+  /** Output tokens the provider reported; `null` when it did not report them. */
+  readonly outputTokens: number | null;
+  /** Which of the counts the provider reported (derived from them: the flag a stored row or a span carries). */
+  readonly source: UsageSource;
+  /**
+   * Present exactly when a count is `null`: breakwater's estimate of that count (characters ÷ 4), never measured.
+   * Only the `null` counts have one.
+   */
+  readonly estimated?: { readonly inputTokens?: number; readonly outputTokens?: number };
 }
 
 /**

@@ -10,9 +10,11 @@ import type { Clock } from '../clock/clock.ts';
 import type { CallCredential } from './call-credential.ts';
 import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from './endpoint-config.ts';
 import {
+  countsOf,
   type EngineContext,
   idempotencyHeaders,
   type ProviderOutcome,
+  type ReportedCounts,
   runEngineCall,
   StreamCutError,
   streamFailure,
@@ -133,14 +135,22 @@ export function fromGeminiResponse(
     text,
     toolCalls,
     stopReason: blocked ? 'refusal' : mapFinishReason(candidate?.finishReason, toolCalls.length > 0),
-    usage: {
-      inputTokens: u?.promptTokenCount ?? 0,
-      // Thinking tokens are billed as output.
-      outputTokens: (u?.candidatesTokenCount ?? 0) + (u?.thoughtsTokenCount ?? 0),
-    },
+    usage: geminiCounts(u),
     model: response.modelVersion || fallbackModel,
     ...(response.responseId ? { requestId: response.responseId } : {}),
   };
+}
+
+/**
+ * The counts of a `usageMetadata`: the prompt's, and the output's (thinking tokens are billed as output). Absent
+ * when not sent: a stream's early chunks carry only the prompt count, a proxy may strip it all.
+ */
+function geminiCounts(u: GenerateContentResponse['usageMetadata']): ReportedCounts {
+  const output =
+    u?.candidatesTokenCount !== undefined || u?.thoughtsTokenCount !== undefined
+      ? (u.candidatesTokenCount ?? 0) + (u.thoughtsTokenCount ?? 0)
+      : undefined;
+  return countsOf(u?.promptTokenCount, output);
 }
 
 /**
@@ -192,13 +202,7 @@ export async function readGeminiStream(
     text,
     toolCalls,
     stopReason: blocked ? 'refusal' : mapFinishReason(finish, toolCalls.length > 0),
-    usage:
-      usage?.candidatesTokenCount !== undefined || usage?.thoughtsTokenCount !== undefined
-        ? {
-            inputTokens: usage.promptTokenCount ?? 0,
-            outputTokens: (usage.candidatesTokenCount ?? 0) + (usage.thoughtsTokenCount ?? 0),
-          }
-        : { inputTokens: usage?.promptTokenCount ?? 0, outputTokens: Math.ceil(text.length / 4) },
+    usage: geminiCounts(usage),
     model,
     ...(requestId ? { requestId } : {}),
   };
@@ -223,6 +227,7 @@ export function createGeminiEngine(
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
   wireScale = 1,
+  quotaDayNow?: () => number,
 ): Engine {
   const baseUrl = effectiveBaseURL(config);
   const client = new GoogleGenAI({
@@ -231,7 +236,15 @@ export function createGeminiEngine(
     apiKey: credential?.marker ?? '',
     httpOptions: { ...(baseUrl ? { baseUrl } : {}), fetch: timedFetch },
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
+  const ctx: EngineContext = {
+    config,
+    endpoint,
+    clock,
+    wallNow,
+    credential,
+    wireScale,
+    ...(quotaDayNow ? { quotaDayNow } : {}),
+  };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.

@@ -23,7 +23,16 @@ export type {
   ToolCall,
   ToolDefinition,
   Usage,
+  UsageSource,
 } from './engine-types.ts';
+export {
+  addUsage,
+  describeUsage,
+  NO_USAGE,
+  pacingTokens,
+  reportedUsage,
+  usageOf,
+} from './token-usage.ts';
 export {
   DEFAULT_HEADERS_TIMEOUT_MS,
   DEFAULT_IDLE_TIMEOUT_MS,

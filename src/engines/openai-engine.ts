@@ -10,6 +10,7 @@ import type { Clock } from '../clock/clock.ts';
 import type { CallCredential } from './call-credential.ts';
 import { effectiveBaseURL, endpointCredential, type ParsedEndpointConfig } from './endpoint-config.ts';
 import {
+  countsOf,
   type EngineContext,
   idempotencyHeaders,
   messagesWithPrefill,
@@ -140,10 +141,8 @@ export function fromChatCompletion(completion: ChatCompletion, fallbackModel: st
     text: message?.content ?? (refusal ? (message?.refusal ?? '') : ''),
     toolCalls,
     stopReason: mapFinishReason(choice?.finish_reason, refusal),
-    usage: {
-      inputTokens: completion.usage?.prompt_tokens ?? 0,
-      outputTokens: completion.usage?.completion_tokens ?? 0,
-    },
+    // A compatible server may send no usage at all: the counts stay absent (unknown), never 0.
+    usage: countsOf(completion.usage?.prompt_tokens, completion.usage?.completion_tokens),
     model: completion.model || fallbackModel,
   };
 }
@@ -152,7 +151,7 @@ export function fromChatCompletion(completion: ChatCompletion, fallbackModel: st
  * Reads a Chat Completions chunk stream (`stream_options.include_usage`): content deltas go to `sink`; tool calls
  * are assembled by `index` (the first fragment carries id and name, later ones only arguments); usage comes from
  * the last chunk (`choices: []`). A stream without any `finish_reason` was cut; one whose usage chunk is missing
- * (a compatible server, a proxy) is complete, its size estimated (chars ÷ 4).
+ * (a compatible server, a proxy) is complete, its counts unknown.
  */
 export async function readChatCompletionStream(
   chunks: AsyncIterable<ChatCompletionChunk>,
@@ -206,9 +205,9 @@ export async function readChatCompletionStream(
     text: text || (refused ? refusal : ''),
     toolCalls,
     stopReason: mapFinishReason(finish, refused),
-    usage: usage
-      ? { inputTokens: usage.prompt_tokens ?? 0, outputTokens: usage.completion_tokens ?? 0 }
-      : { inputTokens: 0, outputTokens: Math.ceil(text.length / 4) },
+    // No include_usage chunk (a compatible server, a proxy, a stream cut after the finish): the answer is complete,
+    // its counts unknown; the engine estimates them apart.
+    usage: countsOf(usage?.prompt_tokens, usage?.completion_tokens),
     model: model || fallbackModel,
   };
 }
@@ -232,6 +231,7 @@ export function createOpenAIEngine(
   wallNow: () => number = Date.now,
   credential: CallCredential | undefined = endpointCredential(config),
   wireScale = 1,
+  quotaDayNow?: () => number,
 ): Engine {
   const compatible = config.provider === 'openai-compatible';
   const client = new OpenAI({
@@ -245,7 +245,15 @@ export function createOpenAIEngine(
     timeout: sdkTimeoutMs(config),
     fetch: timedFetch,
   });
-  const ctx: EngineContext = { config, endpoint, clock, wallNow, credential, wireScale };
+  const ctx: EngineContext = {
+    config,
+    endpoint,
+    clock,
+    wallNow,
+    credential,
+    wireScale,
+    ...(quotaDayNow ? { quotaDayNow } : {}),
+  };
   return Object.freeze({
     endpoint,
     // Cancelled through `request.abort` (timedFetch listens to it): the runtime makes no AbortSignal per call.

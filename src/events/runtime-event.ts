@@ -1,4 +1,5 @@
 import type { FaultKind } from '../faults/fault.ts';
+import type { Usage } from '../engines/engine-types.ts';
 
 /**
  * Everything that happens in a run, as plain data: the event log the report and the state visualizer
@@ -53,6 +54,11 @@ export type RuntimeEvent =
         memoized?: boolean;
         /** A HALF-OPEN health probe: an upstream call no agent asked for (no `agent`). */
         probe?: boolean;
+        /**
+         * On success: the call's tokens as the provider reported them (`null`: not reported, the estimate apart).
+         * Absent from events stored before it was recorded.
+         */
+        usage?: Usage;
       },
       'endpoint'
     >

@@ -22,6 +22,12 @@ export interface ClassifyContext {
    */
   now: number;
   /**
+   * Epoch ms whose calendar day a per-day quota counts (Gemini's, ending at midnight Pacific): the run's clock for
+   * an endpoint that lives on it (the built-in emulator in a scenario), so a scenario's disable does not depend on
+   * the hour it runs at. Default: `now`.
+   */
+  dayNow?: number;
+  /**
    * Ceiling on a provider-given wait, ms: a longer one is cut to it and the fault carries
    * `retryAfterCappedFromMs`. Default {@link DEFAULT_MAX_RETRY_AFTER_MS} (15 min).
    */
@@ -124,7 +130,7 @@ function classify(error: unknown, ctx: ClassifyContext): Fault {
   const perDay = kind === 'credit_exhausted' && byProvider ? perDayQuotaId(f) : undefined;
   if (perDay !== undefined) {
     // The provider's window is a day, not our credit cooldown: the key is useless until its midnight.
-    fields.disableForMs = msUntilDailyReset(ctx.now, GEMINI_DAILY_RESET_ZONE);
+    fields.disableForMs = msUntilDailyReset(ctx.dayNow ?? ctx.now, GEMINI_DAILY_RESET_ZONE);
     fields.disableReason = `per-day quota ${perDay} exhausted, until Gemini's daily reset at 00:00 ${GEMINI_DAILY_RESET_ZONE}`;
     fields.message = `per-day quota ${perDay} exhausted; key disabled until Gemini's daily reset at 00:00 ${GEMINI_DAILY_RESET_ZONE} (in ${hoursMinutes(fields.disableForMs)}): ${fields.message}`;
   }

@@ -15,6 +15,7 @@ import type {
   EndpointHealthExport,
   WaitCause,
 } from './endpoint-health-view.ts';
+import { pacingTokens } from '../engines/token-usage.ts';
 
 export type {
   CallSettlement,
@@ -442,7 +443,8 @@ export class EndpointHealthTracker {
     const step = this.#breaker.succeeded(now);
     if (step) this.#afterStep(step);
     this.#limiter?.release('success');
-    const used = r.usage.inputTokens + r.usage.outputTokens;
+    // Pacing may estimate: a call whose provider reported no usage is charged breakwater's estimate of it.
+    const used = pacingTokens(r.usage);
     if (reservedTokens > used) this.#tpm.refund(reservedTokens - used, now);
     // Other calls granted on this endpoint are in flight and not yet counted in `remaining`.
     const others = this.#inFlight;

@@ -33,6 +33,9 @@ const LATENCY_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60, 120];
 const METRIC_NAMES = [
   'upstream_calls_total',
   'upstream_call_duration_seconds',
+  'upstream_tokens_total',
+  'upstream_tokens_estimated_total',
+  'upstream_usage_unreported_total',
   'rate_limited_total',
   'retry_after_seconds',
   'token_wait_seconds',
@@ -72,7 +75,11 @@ export function endpointLabel(id: string): string {
  * `breakwater_tokens_waiting{tier}`, `breakwater_token_wait_seconds{tier}`,
  * `breakwater_breaker_state{endpoint}` (0 closed, 1 half-open, 2 open),
  * `breakwater_endpoint_cooldown_remaining_seconds{endpoint}`, `breakwater_endpoint_disabled{endpoint}`,
- * `breakwater_turns_total{tier,outcome}`, `breakwater_degraded_answers_total{tier}`.
+ * `breakwater_turns_total{tier,outcome}`, `breakwater_degraded_answers_total{tier}`,
+ * `breakwater_upstream_tokens_total{endpoint,type}` (tokens the providers reported, `type` input or output),
+ * `breakwater_upstream_tokens_estimated_total{endpoint,type}` (breakwater's estimate of the counts a provider did not
+ * report: a metric of its own, so summing the measured one never adds a guess),
+ * `breakwater_upstream_usage_unreported_total{endpoint,type}` (answered calls whose count was not reported).
  *
  * @example
  * ```ts
@@ -107,6 +114,24 @@ export function createBreakwaterMetrics(
     help: 'Duration of upstream calls, on the runtime clock.',
     labelNames: ['endpoint', 'outcome'],
     buckets: LATENCY_BUCKETS,
+    registers,
+  });
+  const tokensReported = new Counter({
+    name: `${p}upstream_tokens_total`,
+    help: 'Tokens of answered upstream calls as the providers reported them (type: input or output).',
+    labelNames: ['endpoint', 'type'],
+    registers,
+  });
+  const tokensEstimated = new Counter({
+    name: `${p}upstream_tokens_estimated_total`,
+    help: "breakwater's estimate (characters / 4) of the tokens of answered calls whose provider did not report them: an estimate, never measured.",
+    labelNames: ['endpoint', 'type'],
+    registers,
+  });
+  const usageUnreported = new Counter({
+    name: `${p}upstream_usage_unreported_total`,
+    help: 'Answered upstream calls whose provider did not report this token count (a stream cut before its usage, a server that sends none).',
+    labelNames: ['endpoint', 'type'],
     registers,
   });
   const rateLimited = new Counter({
@@ -210,6 +235,19 @@ export function createBreakwaterMetrics(
     },
   });
 
+  const countTokens = (
+    endpoint: string,
+    type: string,
+    reported: number | null,
+    estimated: number | undefined,
+  ) => {
+    if (reported !== null) {
+      tokensReported.inc({ endpoint, type }, reported);
+      return;
+    }
+    usageUnreported.inc({ endpoint, type });
+    if (estimated !== undefined) tokensEstimated.inc({ endpoint, type }, estimated);
+  };
   const onEvent = (e: RuntimeEvent): void => {
     switch (e.type) {
       case 'call.attempt': {
@@ -223,6 +261,10 @@ export function createBreakwaterMetrics(
         callSeconds.observe({ endpoint, outcome: d.outcome }, Math.max(0, d.latencyMs) / 1000);
         if (d.faultKind === 'rate_limited') rateLimited.inc({ endpoint });
         if (d.retryAfterMs !== undefined) retryAfter.observe({ endpoint }, d.retryAfterMs / 1000);
+        if (d.usage && !d.memoized) {
+          countTokens(endpoint, 'input', d.usage.inputTokens, d.usage.estimated?.inputTokens);
+          countTokens(endpoint, 'output', d.usage.outputTokens, d.usage.estimated?.outputTokens);
+        }
         return;
       }
       case 'token.granted':

@@ -9,6 +9,8 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
+import type { Usage } from '../engines/engine-types.ts';
+import { sourceOf } from '../engines/token-usage.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import type { CallRecordEvent } from '../runtime/call-memo.ts';
 import type { Turn } from '../runtime/turn.ts';
@@ -128,10 +130,7 @@ export class TurnTracer {
     if (record.probe) attributes['breakwater.probe'] = true;
     if (record.outcome === 'ok') {
       attributes['gen_ai.response.model'] = record.model;
-      if (record.usage) {
-        attributes['gen_ai.usage.input_tokens'] = record.usage.inputTokens;
-        attributes['gen_ai.usage.output_tokens'] = record.usage.outputTokens;
-      }
+      if (record.usage) Object.assign(attributes, usageAttributes(record.usage));
     }
     const end = Date.now();
     const span = this.#tracer.startSpan(
@@ -197,8 +196,7 @@ export class TurnTracer {
       'breakwater.turn.degraded': turn.degraded,
       'breakwater.turn.wait_ms': turn.waitMs,
       'breakwater.turn.attempts': turn.attempts,
-      'gen_ai.usage.input_tokens': turn.usage.inputTokens,
-      'gen_ai.usage.output_tokens': turn.usage.outputTokens,
+      ...usageAttributes(turn.usage),
     });
     if (turn.endpointId) span.setAttribute('breakwater.endpoint.id', turn.endpointId);
     if (turn.degradedReason)
@@ -212,6 +210,24 @@ export class TurnTracer {
     }
     span.end(Date.now());
   }
+}
+
+/**
+ * A usage as span attributes. `gen_ai.usage.*` carry only counts the provider reported: the GenAI conventions ask
+ * for the provider's numbers, and a tool summing them must not add a guess. A count not reported is left out, and
+ * `breakwater.usage.source` says so (`partial`, `unknown`); breakwater's estimate of it goes under
+ * `breakwater.usage.estimated_*`, a name no GenAI tool reads as measured.
+ */
+export function usageAttributes(u: Usage): Attributes {
+  // Derived from the counts: a memoized result stored before usage could be unknown has no `source`.
+  const out: Attributes = { 'breakwater.usage.source': sourceOf(u.inputTokens, u.outputTokens) };
+  if (u.inputTokens !== null) out['gen_ai.usage.input_tokens'] = u.inputTokens;
+  else if (u.estimated?.inputTokens !== undefined)
+    out['breakwater.usage.estimated_input_tokens'] = u.estimated.inputTokens;
+  if (u.outputTokens !== null) out['gen_ai.usage.output_tokens'] = u.outputTokens;
+  else if (u.estimated?.outputTokens !== undefined)
+    out['breakwater.usage.estimated_output_tokens'] = u.estimated.outputTokens;
+  return out;
 }
 
 /** A message list in the GenAI conventions' JSON shape, scrubbed of registered secrets. */

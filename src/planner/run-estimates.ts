@@ -1,6 +1,7 @@
 import { eventsFromRecords } from '../report/stored-events.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { RunNotFoundError } from '../store/store-errors.ts';
+import { pacingTokens } from '../engines/token-usage.ts';
 
 /**
  * `breakwater plan --from-run ID`: what a stored run says about each agent's cost — how many upstream
@@ -63,7 +64,8 @@ export async function estimatesFromRun(store: RunStore, runId: string): Promise<
     const a = of(t.agent);
     a.turns++;
     if (t.usage && !t.degraded) {
-      a.tokens += t.usage.inputTokens + t.usage.outputTokens;
+      // A plan is an estimate: a turn whose provider reported no usage counts breakwater's estimate of it.
+      a.tokens += pacingTokens(t.usage);
       a.measured++;
     }
   }

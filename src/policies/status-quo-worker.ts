@@ -9,6 +9,7 @@ import {
   parseEndpointConfig,
 } from '../engines/endpoint-config.ts';
 import type { Engine, EngineResult } from '../engines/engine-types.ts';
+import { NO_USAGE } from '../engines/token-usage.ts';
 import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
 import { createLogger } from '../logging/logger.ts';
@@ -255,7 +256,7 @@ export function createStatusQuoExecutor(spec: ScenarioSpec, options: StatusQuoOp
       faults,
       waitMs: clock.now() - askedAt - callTime,
       attempts,
-      usage: { inputTokens: 0, outputTokens: 0 },
+      usage: NO_USAGE,
       messages: [],
       startedAt: askedAt,
       finishedAt: clock.now(),
@@ -411,7 +412,7 @@ function cancelledTurn(slot: AgentSlot, request: TurnRequest, startedAt: number,
     faults: [],
     waitMs: now - startedAt,
     attempts: 0,
-    usage: { inputTokens: 0, outputTokens: 0 },
+    usage: NO_USAGE,
     messages: [],
     startedAt,
     finishedAt: now,

@@ -15,8 +15,9 @@ export const GEMINI_DAILY_RESET_ZONE = 'America/Los_Angeles';
  * Wall-clock ms from `wallNow` to the next midnight in `timeZone` (DST-aware: a 23 h or 25 h day
  * counts as it is). Always > 0: at midnight exactly, the next one is a day away.
  *
- * @param wallNow epoch ms on the wall clock (`Date.now()`), never a simulated clock: the provider's
- *   day turns over in real time.
+ * @param wallNow epoch ms on the provider's own clock: the wall (`Date.now()`) for a real provider, whose day
+ *   turns over in real time; the run's clock for the built-in emulator on it (a scenario's day, so the same
+ *   scenario gives the same disable at any hour of the wall).
  * @example
  * ```ts
  * msUntilDailyReset(Date.parse('2026-03-02T07:00:00Z'), 'America/Los_Angeles'); // 1 h: 23:00 PST → 00:00 PST

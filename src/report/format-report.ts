@@ -1,4 +1,5 @@
 import type { ReportCheck, RunReport, TierStats } from './report-types.ts';
+import { formatUsageSummary } from './usage-summary.ts';
 
 /**
  * Options of {@link formatRunReport}.
@@ -188,6 +189,7 @@ export function formatRunReport(report: RunReport, options: FormatReportOptions 
     .sort(([a], [b]) => a.localeCompare(b))
     .map(([id, n]) => `${id} ${n}${c.probesByEndpoint[id] ? ` (${c.probesByEndpoint[id]} probes)` : ''}`);
   if (endpoints.length > 0) lines.push(`  by endpoint: ${endpoints.join(', ')}`);
+  if (report.usage) lines.push(formatUsageSummary(report.usage));
   const failing = report.checks.filter((k) => k.pass === false);
   lines.push(
     report.allPassed === null

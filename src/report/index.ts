@@ -29,6 +29,12 @@ export {
 export { formatRunReport, formatValue, type FormatReportOptions } from './format-report.ts';
 export { loadRunReport, type LoadRunReportOptions } from './load-run-report.ts';
 export { eventsFromRecords } from './stored-events.ts';
+export {
+  formatUsageSummary,
+  summarizeUsage,
+  type TokenTotal,
+  type UsageSummary,
+} from './usage-summary.ts';
 export { PLACEHOLDER_PATTERNS, answerText, isPlaceholderAnswer } from './placeholder-answer.ts';
 export {
   maxInSlidingWindow,

@@ -1,4 +1,5 @@
 import type { AgentInfo } from '../events/runtime-event.ts';
+import type { UsageSummary } from './usage-summary.ts';
 
 /**
  * Plain-data shapes of the run report: what `breakwater report --json` prints and what
@@ -208,4 +209,9 @@ export interface RunReport {
    * calls together. Absent otherwise.
    */
   readonly emulator?: { readonly totalCalls: number; readonly maxInFlight: number };
+  /**
+   * Token usage of the stored turns: what the providers reported, and apart from it the turns whose usage nobody
+   * reported with breakwater's estimate of them. Absent when the turns were not given.
+   */
+  readonly usage?: UsageSummary;
 }

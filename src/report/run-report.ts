@@ -17,6 +17,7 @@ import type {
   TierStats,
   TurnCounts,
 } from './report-types.ts';
+import { summarizeUsage } from './usage-summary.ts';
 
 /**
  * Seed 000's thresholds ("How success is checked").
@@ -80,9 +81,13 @@ export interface RunReportOptions {
   readonly analysisTiers?: readonly string[];
   /**
    * The stored turns (`store.listTurns`, or the `TurnInput`s of `commitRound`): their answer texts give
-   * the placeholder count. Default: none (the count is `null`).
+   * the placeholder count, their usage the token summary. Default: none (the count is `null`, no summary).
    */
-  readonly turns?: readonly { readonly answer?: unknown; readonly outcome: string }[];
+  readonly turns?: readonly {
+    readonly answer?: unknown;
+    readonly outcome: string;
+    readonly usage?: unknown;
+  }[];
   /** The policy name to print. Default: `run.config.policy`, else `breakwater`. */
   readonly policy?: string;
   /** Thresholds replacing the seed's, per check (merged over `run.config.report.thresholds`). Default {@link SEED_THRESHOLDS}. */
@@ -582,5 +587,6 @@ export function buildRunReport(
     callsPerModelPerHour: modelRates(calls),
     calls: callSummary,
     agents: collected.agents,
+    ...(options.turns ? { usage: summarizeUsage(options.turns) } : {}),
   });
 }

@@ -78,20 +78,35 @@ export function wireTimeEngines(runtime: WireTimeRuntime, options: WireTimeEngin
           .map(([name]) => byokTemplateName(name))
       : [],
   );
-  const needed = wallNow !== undefined || wallTimeEndpoints.size > 0;
-  const byokNeeded = wallNow !== undefined || wallTimeTemplates.size > 0;
+  // An endpoint on the run's clock counts its per-day quotas on the run's day (the scenario's), not the wall's:
+  // the same scenario then gives the same run at any hour.
+  const runClockEndpoints = new Set(runtime.endpoints.filter(onRunClock).map((e) => e.id));
+  const runClockTemplates = new Set(
+    templates
+      .filter(([, t]) => onRunClock(t as { emulator?: unknown }))
+      .map(([name]) => byokTemplateName(name)),
+  );
+  const quotaDayNow = () => clock.now();
+  const needed = wallNow !== undefined || wallTimeEndpoints.size > 0 || runClockEndpoints.size > 0;
+  const byokNeeded = wallNow !== undefined || wallTimeTemplates.size > 0 || runClockTemplates.size > 0;
   const wireScaleOf = (endpointId: string) => (wallTimeEndpoints.has(endpointId) ? timeScale : 1);
   return Object.freeze({
     byokWire: byokNeeded
       ? (name: string): EngineWireOptions => ({
           ...(wallNow ? { wallNow } : {}),
           ...(wallTimeTemplates.has(byokTemplateName(name)) ? { wireScale: timeScale } : {}),
+          ...(runClockTemplates.has(byokTemplateName(name)) ? { quotaDayNow } : {}),
         })
       : undefined,
     wallTimeEndpoints,
     createEngine: needed
       ? (c: ParsedEndpointConfig) =>
-          createEngine(c, { clock, ...(wallNow ? { wallNow } : {}), wireScale: wireScaleOf(c.id) })
+          createEngine(c, {
+            clock,
+            ...(wallNow ? { wallNow } : {}),
+            wireScale: wireScaleOf(c.id),
+            ...(runClockEndpoints.has(c.id) ? { quotaDayNow } : {}),
+          })
       : undefined,
     wireScaleOf,
     withLease<R extends { readonly concurrency?: object }>(config: R): R {

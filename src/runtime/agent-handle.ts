@@ -4,6 +4,7 @@ import type { Actor } from 'xstate';
 import type { AgentContext, AgentEvent, agentMachine } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ChatMessage } from '../engines/engine-types.ts';
+import { NO_USAGE } from '../engines/token-usage.ts';
 import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import { onAbort } from './abort-fanout.ts';
 import type { AgentActors } from './agent-actors.ts';
@@ -117,7 +118,7 @@ export function unstartedCancelledTurn(
     faults: [],
     waitMs: 0,
     attempts: 0,
-    usage: { inputTokens: 0, outputTokens: 0 },
+    usage: NO_USAGE,
     messages: [],
     startedAt: at,
     finishedAt: at,

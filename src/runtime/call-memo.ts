@@ -1,3 +1,4 @@
+import type { Usage } from '../engines/engine-types.ts';
 import type { Fault } from '../faults/fault.ts';
 
 /**
@@ -34,8 +35,8 @@ export interface CallRecordEvent {
   /** The model the request named (the endpoint's). */
   readonly requestModel?: string;
   readonly outcome: 'ok' | 'fault';
-  /** Tokens the provider counted, on success. */
-  readonly usage?: { readonly inputTokens: number; readonly outputTokens: number };
+  /** Tokens the provider counted, on success (a count it did not report is `null`, its estimate apart). */
+  readonly usage?: Usage;
   readonly startedAt: number;
   readonly at: number;
   readonly fault?: Fault;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { streamAsk, type TurnStream } from './turn-stream.ts';
 import type { Clock } from '../clock/clock.ts';
+import { NO_USAGE } from '../engines/token-usage.ts';
 import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { onAbort } from './abort-fanout.ts';
@@ -165,7 +166,7 @@ export class NoAgentHandle implements ManagedHandle {
       faults: [],
       waitMs: 0,
       attempts: 0,
-      usage: { inputTokens: 0, outputTokens: 0 },
+      usage: NO_USAGE,
       messages: [],
       startedAt,
       finishedAt: this.#o.clock.now(),

@@ -38,6 +38,7 @@ export function callEvent(c: CallRecordEvent): RuntimeEvent {
         : {
             status: 200,
             ...(c.resetCappedFromMs !== undefined ? { resetCappedFromMs: c.resetCappedFromMs } : {}),
+            ...(c.usage ? { usage: c.usage } : {}),
           }),
     },
   };

@@ -5,6 +5,7 @@ import {
   type EngineResult,
   type StreamSink,
 } from '../engines/engine-types.ts';
+import { addUsage, bestInput, estimateTokens, usageOf } from '../engines/token-usage.ts';
 import type { Fault } from '../faults/fault.ts';
 import type { StreamSource, TurnStreamSink } from './turn-stream.ts';
 
@@ -25,12 +26,17 @@ export interface StreamAttempt {
   /**
    * The prefill's estimated tokens (characters / 4, at least 1; 0 without one): the failed attempt that produced
    * it reported no usage. The continuation asks for that many fewer output tokens (a provider counts only new
-   * ones) and the result's `outputTokens` counts them, so the step stays within, and reports, its `maxTokens`.
+   * ones), so the step stays within its `maxTokens`.
    */
   readonly prefixTokens: number;
   /** The engine's sink: deltas go to the caller as they come. */
   readonly sink: StreamSink;
-  /** The call answered: the result with the whole step's text (kept prefix + this answer); tool calls announced. */
+  /**
+   * The call answered: the result with the whole step's text (kept prefix + this answer); tool calls announced.
+   * After an attempt cut mid-stream (its text kept or withdrawn), the step's usage is unknown: that attempt read a
+   * prompt and wrote tokens no provider reported. Its counts are `null`, with the estimate apart (this answer's
+   * counts + the cut attempt's prompt and text ÷ 4).
+   */
   succeeded(result: EngineResult): EngineResult;
   /** The call failed: the fault announced; returns the step's text the caller holds now. */
   failed(fault: Fault): PartialAnswer | undefined;
@@ -110,12 +116,14 @@ export function beginStreamAttempt(
     succeeded(result) {
       if (!announced) announce();
       for (const call of result.toolCalls) out.push({ type: 'tool-call', call, endpointId });
-      if (!kept) return result;
-      return Object.freeze({
-        ...result,
-        text: kept + result.text,
-        usage: Object.freeze({ ...result.usage, outputTokens: result.usage.outputTokens + prefixTokens }),
+      if (!priorText) return result;
+      // The cut attempt's own usage: unknown, estimated from this call's prompt and the text it had written.
+      const cut = usageOf(null, null, {
+        inputTokens: Math.max(0, bestInput(result.usage) - prefixTokens),
+        outputTokens: mode === 'continuation' ? prefixTokens : estimateTokens(priorText.length),
       });
+      const usage = addUsage(result.usage, cut);
+      return Object.freeze(kept ? { ...result, text: kept + result.text, usage } : { ...result, usage });
     },
     failed(fault) {
       out.push({ type: 'fault', fault, endpointId, afterChars: received.length });

@@ -1,5 +1,6 @@
 import type { ToolCall } from '../engines/engine-types.ts';
 import type { Fault } from '../faults/fault.ts';
+import { onAbort } from './abort-fanout.ts';
 import type { Turn } from './turn.ts';
 
 /**
@@ -279,16 +280,16 @@ export function streamAsk(
     ask(channel, cancel).then(settle, fail);
     return channel;
   }
-  const abort = () => cancel.cancel(signal.reason);
-  if (signal.aborted) abort();
-  else signal.addEventListener('abort', abort, { once: true });
+  // Through the fan-out: a run hands one signal to every agent's streamed ask, and a listener per ask on it is
+  // Node's MaxListenersExceededWarning at the 11th agent (`breakwater run --stream`).
+  const off = onAbort(signal, () => cancel.cancel(signal.reason));
   ask(channel, cancel).then(
     (t) => {
-      signal.removeEventListener('abort', abort);
+      off();
       settle(t);
     },
     (e: unknown) => {
-      signal.removeEventListener('abort', abort);
+      off();
       fail(e);
     },
   );

@@ -1,5 +1,6 @@
 import type { DegradedAnswer } from '../degraded/decision-tree.ts';
 import type { ChatMessage, StopReason, ToolCall, Usage } from '../engines/engine-types.ts';
+import { decodeUsage, NO_USAGE } from '../engines/token-usage.ts';
 import type { Fault } from '../faults/fault.ts';
 
 /**
@@ -59,6 +60,10 @@ export interface Turn {
   readonly waitMs: number;
   /** Upstream calls made (retries and fallbacks included; memoized results count 0). */
   readonly attempts: number;
+  /**
+   * Tokens of the turn's upstream calls, as the providers reported them: a count none reported (a stream cut before
+   * its usage, a server that sends none) is `null`, with breakwater's estimate apart in `usage.estimated`.
+   */
   readonly usage: Usage;
   /** Tool calls and results exchanged inside this turn, in order. */
   readonly messages: readonly ChatMessage[];
@@ -110,3 +115,22 @@ export function emptyMemory(slots: Readonly<Record<string, string>> = {}): Agent
 
 const NO_UTTERANCES: readonly Utterance[] = Object.freeze([]);
 const NO_TOOL_RESULTS: readonly ToolResultRecord[] = Object.freeze([]);
+
+/**
+ * The usage a turn in progress has so far. A turn snapshotted before usage could be unknown holds its two numbers
+ * (`inputTokens`, `outputTokens`) instead: read as reported, which is what they claimed to be.
+ *
+ * @example
+ * ```ts
+ * usageSoFar({ inputTokens: 12, outputTokens: 40 }); // { inputTokens: 12, outputTokens: 40, source: 'reported' }
+ * ```
+ */
+export function usageSoFar(t: {
+  readonly usage?: Usage | undefined;
+  readonly inputTokens?: number | undefined;
+  readonly outputTokens?: number | undefined;
+}): Usage {
+  if (t.usage) return t.usage;
+  if (t.inputTokens === undefined && t.outputTokens === undefined) return NO_USAGE;
+  return decodeUsage({ inputTokens: t.inputTokens ?? 0, outputTokens: t.outputTokens ?? 0 }) ?? NO_USAGE;
+}

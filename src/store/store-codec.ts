@@ -1,5 +1,5 @@
 import type { Selectable } from 'kysely';
-import type { Usage } from '../engines/engine-types.ts';
+import { decodeUsage } from '../engines/token-usage.ts';
 import type { Fault } from '../faults/fault.ts';
 import type { EventRecord, RoundRecord, RunRecord, TurnRecord } from './store-types.ts';
 import type {
@@ -169,7 +169,8 @@ export function toTurnRecord(row: Selectable<TurnsTable>): TurnRecord {
     outcome: row.outcome,
     endpointId: row.endpoint_id,
     degraded: row.degraded,
-    usage: (row.usage ?? null) as Usage | null,
+    // Rows stored before usage could be unknown hold two numbers: they decode as reported (what they claimed).
+    usage: decodeUsage(row.usage),
     faults: (Array.isArray(row.faults) ? row.faults : []) as Fault[],
     waitMs: row.wait_ms,
     idempotencyKey: row.idempotency_key,

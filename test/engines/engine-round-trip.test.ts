@@ -116,7 +116,7 @@ describe('tool-use round trip on every provider kind (emulator, real SDKs)', () 
         expect(JSON.stringify(r)).not.toContain(KEY);
       }
       // The second call carries the whole first exchange, so it is longer.
-      expect(results[1]!.usage.inputTokens).toBeGreaterThan(results[0]!.usage.inputTokens);
+      expect(results[1]!.usage.inputTokens).toBeGreaterThan(results[0]!.usage.inputTokens!);
       const expected = t.config(emulator.baseURL(t.flavor));
       expect(engine.endpoint).toMatchObject({
         id: expected.id,

@@ -99,10 +99,13 @@ describe.each(TARGETS)('engine.stream on $name', (target) => {
       expect(result.text).toBe(plain.text);
       expect(result.usage.outputTokens).toBe(plain.usage.outputTokens);
     } else {
-      // The include_usage chunk is the last JSON: text and finish_reason came, the usage did not.
+      // The include_usage chunk is the last JSON: text and finish_reason came, the usage did not. The answer is
+      // complete; its counts are unknown (never 0 or a guess), the estimate kept apart.
       const result = await pending;
       expect(result.stopReason).toBe('end_turn');
-      expect(result.usage.outputTokens).toBe(Math.ceil(result.text.length / 4));
+      expect(result.usage).toMatchObject({ inputTokens: null, outputTokens: null, source: 'unknown' });
+      expect(result.usage.estimated?.outputTokens).toBe(Math.ceil(result.text.length / 4));
+      expect(result.usage.estimated?.inputTokens).toBeGreaterThan(0);
     }
   });
 
@@ -126,12 +129,14 @@ describe.each(TARGETS)('engine.stream on $name', (target) => {
     expect(deltas.length).toBe(1);
   });
 
-  it('a stream without usage is complete; its output is estimated', async () => {
+  it('a stream without usage is complete; its counts are unknown, the estimate kept apart', async () => {
     emulator.addFault({ kind: 'stream_no_usage', match: { flavor: target.flavor }, count: 1 });
     const engine = createEngine(config());
     const result = await engine.stream!(request(`${target.name}/nousage`), { text: () => {} });
     expect(result.text.length).toBeGreaterThan(0);
-    expect(result.usage.outputTokens).toBe(Math.ceil(result.text.length / 4));
+    expect(result.usage).toMatchObject({ inputTokens: null, outputTokens: null, source: 'unknown' });
+    expect(result.usage.estimated?.outputTokens).toBe(Math.ceil(result.text.length / 4));
+    expect(result.usage.estimated?.inputTokens).toBeGreaterThan(0);
   });
 
   it('an abort mid-stream closes the upstream connection and rejects as cancelled', async () => {

@@ -125,7 +125,7 @@ function engineResult(text: string, toolCalls: readonly ToolCall[] = []): Engine
     text,
     toolCalls,
     stopReason: toolCalls.length > 0 ? 'tool_use' : 'end_turn',
-    usage: { inputTokens: 40, outputTokens: 12 },
+    usage: { inputTokens: 40, outputTokens: 12, source: 'reported' },
     endpoint: endpoint('primary'),
     model: 'gpt-4o-mini-2024-07-18',
     rateLimit: {},

@@ -9,6 +9,7 @@ import { scenarioPlanInput } from '../../src/planner/scenario-plan-input.ts';
 import { runScenario } from '../../src/rounds/run-scenario.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { createRunStore, openDatabase } from '../../src/store/index.ts';
+import { pacingTokens } from '../../src/engines/token-usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bw-plan-from-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -51,7 +52,7 @@ describe('plan --from-run: estimates from a stored run', () => {
       });
       expect(result.run.status).toBe('completed');
       const turns = await createRunStore(database).listTurns('desk-1');
-      turnsTokens = turns.filter((t) => t.usage).map((t) => t.usage!.inputTokens + t.usage!.outputTokens);
+      turnsTokens = turns.filter((t) => t.usage).map((t) => pacingTokens(t.usage!));
       const est = await estimatesFromRun(createRunStore(database), 'desk-1');
       expect(est.agents.analyst?.turns).toBe(turns.length);
       expect(est.agents.analyst?.callsPerTurn).toBe(1);

@@ -20,7 +20,12 @@ describe('wireTimeEngines', () => {
     // Template names are trimmed and case-insensitive, as the vault resolves them.
     expect(wire.byokWire?.('openai')).toEqual({ wireScale: 15 });
     expect(wire.byokWire?.('OpenAI')).toEqual({ wireScale: 15 });
-    expect(wire.byokWire?.('emukeys')).toEqual({});
+    // An emulator template is not scaled; its per-day quotas count the run's day (the run's clock).
+    const emuWire = wire.byokWire?.('emukeys');
+    expect(Object.keys(emuWire ?? {})).toEqual(['quotaDayNow']);
+    clock.advance(1_234);
+    expect(emuWire?.quotaDayNow?.()).toBe(clock.now());
+    expect(clock.now()).toBe(1_234);
     expect([wire.wireScaleOf('real'), wire.wireScaleOf('emu')]).toEqual([15, 1]);
     // The token lease in the wall-time endpoints' time: the default 120 s, or the config's own, × 15; a day at most.
     expect(wire.withLease({} as { concurrency?: object }).concurrency).toEqual({ leaseMs: 1_800_000 });
@@ -33,14 +38,19 @@ describe('wireTimeEngines', () => {
     });
   });
 
-  it('at timeScale 1, or on a virtual clock, nothing is scaled and the default engines are used', () => {
-    for (const wire of [
-      wireTimeEngines(runtime, { clock, timeScale: 1 }),
-      wireTimeEngines(runtime, { clock, timeScale: 15, virtualTime: true }),
-    ]) {
+  it('at timeScale 1, or on a virtual clock, nothing is scaled; without emulator endpoints the default engines are used', () => {
+    const realOnly = { endpoints: [{ id: 'real' }], byok: { templates: { openai: { provider: 'openai' } } } };
+    for (const [wire, emulated] of [
+      [wireTimeEngines(runtime, { clock, timeScale: 1 }), true],
+      [wireTimeEngines(runtime, { clock, timeScale: 15, virtualTime: true }), true],
+      [wireTimeEngines(realOnly, { clock, timeScale: 1 }), false],
+      [wireTimeEngines(realOnly, { clock, timeScale: 15, virtualTime: true }), false],
+    ] as const) {
       expect(wire.wallTimeEndpoints.size).toBe(0);
-      expect(wire.createEngine).toBeUndefined();
-      expect(wire.byokWire).toBeUndefined();
+      // Emulator endpoints still get engines of the run's own (their per-day quotas count the run's day).
+      expect(wire.createEngine === undefined).toBe(!emulated);
+      expect(wire.byokWire === undefined).toBe(!emulated);
+      if (emulated) expect(wire.byokWire?.('openai')).toEqual({});
       const config = { concurrency: { leaseMs: 10_000 } };
       expect(wire.withLease(config)).toBe(config);
     }

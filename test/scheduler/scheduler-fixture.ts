@@ -125,7 +125,7 @@ export function success(
       text: 'ok',
       toolCalls: [],
       stopReason: 'end_turn',
-      usage: { inputTokens: 60, outputTokens: 10 },
+      usage: { inputTokens: 60, outputTokens: 10, source: 'reported' },
       endpoint: describeEndpoint(endpoint(endpointId)),
       model: 'gpt-4o-mini',
       rateLimit,

@@ -75,7 +75,7 @@ export function turn(
     answer: { text: `${agent} on ${itemId} in round ${round}` },
     outcome: 'answered',
     endpointId: 'primary-anthropic',
-    usage: { inputTokens: 10, outputTokens: 5 },
+    usage: { inputTokens: 10, outputTokens: 5, source: 'reported' },
     faults: [FAULT],
     waitMs: 1_250,
     idempotencyKey: `${itemId}:${agent}:${round}`,

@@ -9,6 +9,7 @@ import { type Fault, isEngineFaultError, isSwappableFault, isTransientFault } fr
 import { CliError } from '../cli-error.ts';
 import { alignRows, oneLine, type Print, printToStdout } from '../cli-output.ts';
 import { listenForStop } from '../stop-signal.ts';
+import { describeUsage } from '../../engines/token-usage.ts';
 
 /*
  * `breakwater start` for now: the engine adapter end to end on the built-in emulator. The round
@@ -189,7 +190,7 @@ export async function runStart(options: StartOptions = {}): Promise<StartReport>
       ],
       ['model', answer.model],
       ['stop', answer.stopReason],
-      ['usage', `${answer.usage.inputTokens} input + ${answer.usage.outputTokens} output tokens`],
+      ['usage', describeUsage(answer.usage)],
       ['rate limit', limits.length > 0 ? limits.join('; ') : 'not reported'],
       ['latency', `${Math.round(answer.latencyMs)} ms`],
     ];
