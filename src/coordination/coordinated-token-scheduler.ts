@@ -57,12 +57,23 @@ const LIMIT_WINDOW_MS = 60_000;
 const MIN_RECLAIM_MS = 100;
 /** A probe whose claim could not be asked for (backend down) fails after this, not at once (real ms). */
 const CLAIM_FAILURE_DELAY_MS = 1_000;
+/**
+ * The shortest time a shared-window permit covers its call, real ms. A permit is good for one slot of its window
+ * (1/60): at `timeScale` 150 that is 6.7 real ms, less than one statement's round trip on a loaded PostgreSQL, so
+ * nearly every grant came back "too late" and was asked again until the turn degraded (a one-process run, whose
+ * buckets are taken at grant time, never refuses a grant for its age). Below this floor the pool's count may miss
+ * a call the provider counts in its next window: that call gets a 429, handled like any.
+ */
+const MIN_PERMIT_MS = 100;
 
 /** A request granted by the local scheduler, waiting for a global token. */
 interface Pending {
   readonly request: TokenRequest | undefined;
-  /** Real time (`now()`) the request joined the queue for a global token with its latest local grant. */
-  queuedAt: number;
+  /**
+   * Real time the backend first answered it with a grant it could not use (past its lease's or its permit's
+   * deadline) since its latest local grant; `undefined` while tokens are only busy. Its max wait counts from here.
+   */
+  lateSince: number | undefined;
   /** Withdrawn or settled. */
   done: boolean;
   /** A probe holding the pool's probe claim of its endpoint. */
@@ -119,8 +130,9 @@ interface Held {
  *   call is cancelled (its signal aborts with a LeaseFencedError) a fifth of the TTL before the backend could
  *   hand the token to someone else;
  * - waiters are woken by the backend's notifications (a token given back) or when the earliest lease expires,
- *   never by polling; a request that waited its max wait for a usable global token since its latest local grant
- *   is denied (the agent answers degraded);
+ *   never by polling; waiting for a token another process holds has no max wait, as for a token of one process
+ *   (the pool's limit is the same quota, spread): only a backend whose grants keep arriving too late to use (past
+ *   the lease's or the permit's deadline) for the request's max wait denies it (the agent answers degraded);
  * - a HALF-OPEN probe is sent by one process of the pool at a time (a claim on the backend); the others wait for
  *   its outcome through the shared health (a failed probe reopens their breakers too);
  * - a call on an endpoint with `limits` (RPM/TPM) also takes its units from the endpoint's shared sliding window,
@@ -205,7 +217,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     const decision = new Promise<TokenDecision>((resolve, reject) => {
       p = {
         request,
-        queuedAt: 0,
+        lateSince: undefined,
         done: false,
         probeClaimed: false,
         probeOf: undefined,
@@ -235,7 +247,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     return new Promise<Grant>((resolve, reject) => {
       const p: Pending = {
         request: undefined,
-        queuedAt: 0,
+        lateSince: undefined,
         done: false,
         probeClaimed: false,
         probeOf: endpointId,
@@ -486,7 +498,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         }
         p.grant = d.grant;
         p.localTicket = undefined;
-        p.queuedAt = this.#now();
+        p.lateSince = undefined;
         this.#queue.push(p);
         this.#pump();
       },
@@ -546,7 +558,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         this.#queue.shift();
         continue;
       }
-      // Every request past its max wait answers now, not only the head (the queue holds at most the local limit).
+      // Every request whose grants kept coming too late for its max wait answers now, not only the head.
       if (this.#denyOverdue()) continue;
       if (!p.request && p.probeClaimed && this.#now() - p.claimedAt > this.#o.leaseTtlMs / 2) {
         // The probe waited for a token long enough that its claim may run out: claim again (this process's own claim
@@ -601,8 +613,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         const deadline = sentAt + this.#o.leaseTtlMs - this.#margin();
         if (this.#now() >= deadline) {
           // The grant came back too late to be used safely: give it back and ask again (the request keeps its place;
-          // its max wait still bounds the retries).
+          // its max wait, counted from the first such grant, bounds the retries).
           this.#releaseGlobal(result.lease);
+          this.#late(p);
           this.#queue.unshift(p);
           continue;
         }
@@ -616,7 +629,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
         let permitDeadline = Infinity;
         if (ask) {
           // The permit's slot is read by the backend after this: one slot from here is a safe (early) bound.
-          permitDeadline = this.#now() + ask.windowMs / RATE_SLOTS;
+          permitDeadline = this.#now() + Math.max(ask.windowMs / RATE_SLOTS, MIN_PERMIT_MS);
           let rate: RateTakeResult;
           try {
             rate = await this.#o.backend.takeRate(ask);
@@ -644,6 +657,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
           if (this.#now() >= Math.min(deadline, permitDeadline)) {
             this.#releaseGlobal(result.lease);
             this.#refund(permit);
+            this.#late(p);
             if (p.request) this.#queue.unshift(p);
             // A probe has no max wait: it asks again a slot later, not in a tight loop.
             else this.#park(p, 'pace', ask.windowMs / RATE_SLOTS);
@@ -665,8 +679,11 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     // Max waits are runtime-clock ms, timers real ms; the earliest of the queue's wakes the pump to deny it.
     let untilDeadline = Infinity;
     for (const q of this.#queue)
-      if (q.request && !q.done)
-        untilDeadline = Math.min(untilDeadline, q.queuedAt + q.request.maxWaitMs / this.#scale - this.#now());
+      if (q.request && !q.done && q.lateSince !== undefined)
+        untilDeadline = Math.min(
+          untilDeadline,
+          q.lateSince + q.request.maxWaitMs / this.#scale - this.#now(),
+        );
     const wait = Math.max(1, Math.min(retryInMs ?? this.#o.leaseTtlMs, untilDeadline));
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
@@ -675,12 +692,21 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     this.#retryTimer.unref?.();
   }
 
+  /** The backend answered p with a grant too late to use: from the first such grant, its max wait runs. */
+  #late(p: Pending): void {
+    p.lateSince ??= this.#now();
+  }
+
   /**
-   * Waited longer than its max wait for a usable global token since its latest local grant (a pool whose tokens
-   * never come free, or a backend whose grants always arrive too late to use): it answers degraded.
+   * The backend's grants kept arriving too late to use for longer than its max wait (a backend that answers, but
+   * never in time): it answers degraded. Tokens merely busy elsewhere are waited for, as in one process.
    */
   #overdue(p: Pending): boolean {
-    return p.request !== undefined && (this.#now() - p.queuedAt) * this.#scale > p.request.maxWaitMs;
+    return (
+      p.request !== undefined &&
+      p.lateSince !== undefined &&
+      (this.#now() - p.lateSince) * this.#scale > p.request.maxWaitMs
+    );
   }
 
   /** Denies every queued request past its max wait; true if any was. */
@@ -689,7 +715,12 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     for (const q of [...this.#queue]) {
       if (q.done || !this.#overdue(q)) continue;
       this.#queue.splice(this.#queue.indexOf(q), 1);
-      this.#deny(q, new Error(`no usable global token within max wait ${q.request!.maxWaitMs} ms`));
+      this.#deny(
+        q,
+        new Error(
+          `the coordination backend's grants kept arriving too late to use for max wait ${q.request!.maxWaitMs} ms`,
+        ),
+      );
       any = true;
     }
     return any;

@@ -1,4 +1,5 @@
 import type { Clock } from '../clock/clock.ts';
+import { isScaledClock } from '../clock/scaled-clock.ts';
 import type { RateLimitWindow } from '../engines/engine-types.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import type {
@@ -25,7 +26,7 @@ export interface SharedHealthLinkOptions {
   readonly rateLimitEveryMs?: number;
 }
 
-/** Counts older than this are not applied (the providers' windows are a minute), wall ms. */
+/** Counts older than this are not applied (the providers' windows are a minute), runtime-clock ms. */
 const MAX_COUNT_AGE_MS = 60_000;
 /** Counts seen "in the future" beyond this clock skew are not applied (they would stay fresh too long), wall ms. */
 const MAX_CLOCK_SKEW_MS = 5_000;
@@ -40,8 +41,11 @@ interface Counts {
  * Shares endpoint health between the processes of a pool: a fault recorded here (a 429's cooldown, a credit
  * loss's disable, an OPEN breaker) is published at once, and the provider's rate-limit counts from the response
  * headers at most every `rateLimitEveryMs`; what others publish is absorbed, only ever making an endpoint wait
- * longer. Deadlines travel as wall-clock instants and are turned into this runtime's clock on arrival, so a
- * scenario's scaled clock and the system clock agree on "how long from now".
+ * longer. Deadlines travel as wall-clock instants and are turned into this runtime's clock on arrival, at the
+ * clock's scale both ways (a scenario at `timeScale` 150 publishes a 30 s simulated breaker as 200 real ms), so a
+ * deadline means the same instant of the run in every process, however late the message (or a stored row read
+ * by a process joining later) arrives; without the scale a stored row kept every joiner's breaker open for 30
+ * real seconds (75 simulated minutes) and each republication pushed a disable further.
  *
  * @example
  * ```ts
@@ -52,6 +56,8 @@ interface Counts {
  */
 export class SharedHealthLink {
   readonly #o: SharedHealthLinkOptions;
+  /** Runtime-clock ms per wall ms (a scaled scenario clock's scale; 1 on the system clock). */
+  readonly #scale: number;
   readonly #counts = new Map<string, Counts>();
   readonly #countTimers = new Map<string, ReturnType<typeof setTimeout>>();
   readonly #lastCountPublish = new Map<string, number>();
@@ -59,6 +65,7 @@ export class SharedHealthLink {
 
   constructor(options: SharedHealthLinkOptions) {
     this.#o = options;
+    this.#scale = isScaledClock(options.clock) ? options.clock.scale : 1;
     options.backend.onHealth((raw) => {
       const m = this.#check(raw, 'message');
       if (m && m.from !== options.processId) this.#absorb(m);
@@ -114,7 +121,7 @@ export class SharedHealthLink {
       w && {
         ...(w.limit !== undefined ? { limit: w.limit } : {}),
         ...(w.remaining !== undefined ? { remaining: w.remaining } : {}),
-        ...(w.resetAt !== undefined ? { resetAt: wall + Math.max(0, w.resetAt - now) } : {}),
+        ...(w.resetAt !== undefined ? { resetAt: wall + Math.max(0, w.resetAt - now) / this.#scale } : {}),
       };
     const requests = toShared(windows.requests);
     const tokens = toShared(windows.tokens);
@@ -146,9 +153,9 @@ export class SharedHealthLink {
     const now = this.#o.clock.now();
     const v = h.view(now);
     const wall = Date.now();
-    const toWall = (until: number) => (until > now ? wall + (until - now) : 0);
+    const toWall = (until: number) => (until > now ? wall + (until - now) / this.#scale : 0);
     const counts = this.#counts.get(endpointId);
-    const fresh = counts && wall - counts.observedAt < MAX_COUNT_AGE_MS ? counts : undefined;
+    const fresh = counts && wall - counts.observedAt < MAX_COUNT_AGE_MS / this.#scale ? counts : undefined;
     return {
       cooldownUntil: toWall(v.cooldownUntil),
       disabledUntil: toWall(v.disabledUntil),
@@ -167,11 +174,11 @@ export class SharedHealthLink {
     if (!h) return;
     const now = this.#o.clock.now();
     const wall = Date.now();
-    const toLocal = (at: number) => (at > wall ? now + (at - wall) : 0);
+    const toLocal = (at: number) => (at > wall ? now + (at - wall) * this.#scale : 0);
     const { facts } = m;
     const freshCounts =
       facts.observedAt !== undefined &&
-      wall - facts.observedAt < MAX_COUNT_AGE_MS &&
+      wall - facts.observedAt < MAX_COUNT_AGE_MS / this.#scale &&
       facts.observedAt - wall <= MAX_CLOCK_SKEW_MS;
     // Another process's counts only ever lower this one's availability: its `limit` never raises a capacity
     // (EndpointHealth.absorbShared keeps the lower of the two).

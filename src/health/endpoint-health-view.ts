@@ -70,4 +70,9 @@ export interface EndpointHealthExport {
   readonly tpm: TokenBucketExport;
   /** The AIMD limiter's adapted value, when adaptive. */
   readonly aimd?: number;
+  /**
+   * The clock's time of the export (absent in documents of older releases): a resumed run whose new clock starts
+   * earlier moves every deadline back by the difference (see `rebaseHealth`).
+   */
+  readonly exportedAt?: number;
 }

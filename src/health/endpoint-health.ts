@@ -328,6 +328,7 @@ export class EndpointHealthTracker {
       rpm: this.#rpm.export(now),
       tpm: this.#tpm.export(now),
       ...(this.#limiter ? { aimd: this.#limiter.state().value } : {}),
+      exportedAt: now,
     };
   }
 

@@ -55,6 +55,7 @@ const healthSchema = z.record(
     rpm: bucketSchema,
     tpm: bucketSchema,
     aimd: z.number().optional(),
+    exportedAt: z.number().optional(),
   }),
 );
 
@@ -120,10 +121,99 @@ export async function loadRunRestore(
   return { agents, ...(health ? { health } : {}), answers };
 }
 
-/** Puts the run-wide part of a restore (health, answer cache) into a freshly built runtime, before any ask. */
+/**
+ * Puts the run-wide part of a restore (health, answer cache) into a freshly built runtime, before any ask. The
+ * health goes on the runtime's clock first ({@link rebaseHealth}): a deadline or a paced unit never waits longer
+ * than it would have in the run that stored it.
+ */
 export function applyRunRestore(supervisor: Supervisor, restore: RunRestore): void {
-  if (restore.health) supervisor.durable.restoreHealth(restore.health);
+  if (restore.health) supervisor.durable.restoreHealth(rebaseHealth(restore.health, supervisor.clock.now()));
   supervisor.durable.restoreAnswers(restore.answers);
+}
+
+/** The slot a bucket's export stamps its units with (the end of 1/60 of the default minute), ms. */
+const EXPORT_SLOT_MS = 1_000;
+
+/**
+ * Stored endpoint health moved onto a clock that reads `now`. Deadlines (cooldown, disable, breaker, provider
+ * holds) and paced units are instants of the clock that stored them: a resumed run's clock starts at its last
+ * recorded event, which can be earlier than the export (the events after the last commit were lost with the
+ * process), and every instant then lay that much further ahead; across a dozen resumes the units stacked up in
+ * the future and held every later turn's pacing past its max wait. When `now` is before the export, every instant
+ * moves back by the difference, so each wait is what was left of it at the export; when it is after, the instants
+ * stay (time passed, as it did for the provider). A document of an older release without `exportedAt` is dated
+ * by the latest instant it proves had passed (its newest unit, opening or outcome).
+ *
+ * @example
+ * ```ts
+ * supervisor.durable.restoreHealth(rebaseHealth(stored, supervisor.clock.now()));
+ * ```
+ */
+export function rebaseHealth(
+  health: Readonly<Record<string, EndpointHealthExport>>,
+  now: number,
+): Record<string, EndpointHealthExport> {
+  const out: Record<string, EndpointHealthExport> = {};
+  for (const [id, h] of Object.entries(health)) {
+    const at = h.exportedAt ?? provenPassed(h);
+    const shift = at !== undefined && Number.isFinite(at) && now < at ? now - at : 0;
+    out[id] = shift === 0 ? h : shiftHealth(h, shift);
+  }
+  return out;
+}
+
+type BucketExport = EndpointHealthExport['rpm'];
+interface BreakerParts {
+  readonly context?: {
+    readonly openedAt?: number | null;
+    readonly openUntil?: number | null;
+    readonly outcomes?: readonly { readonly start: number }[];
+  };
+}
+
+/** The latest instant an export without `exportedAt` shows had passed, or undefined if it shows none. */
+function provenPassed(h: EndpointHealthExport): number | undefined {
+  let latest = Number.NEGATIVE_INFINITY;
+  for (const b of [h.rpm, h.tpm])
+    for (const [at] of b.used ?? []) latest = Math.max(latest, at - EXPORT_SLOT_MS);
+  const ctx = (h.breaker as BreakerParts | null)?.context;
+  if (typeof ctx?.openedAt === 'number') latest = Math.max(latest, ctx.openedAt);
+  for (const o of ctx?.outcomes ?? []) if (typeof o.start === 'number') latest = Math.max(latest, o.start);
+  return Number.isFinite(latest) ? latest : undefined;
+}
+
+function shiftHealth(h: EndpointHealthExport, shift: number): EndpointHealthExport {
+  // 0 means "none" for these deadlines: it stays 0.
+  const move = (t: number) => (t > 0 ? t + shift : t);
+  const bucket = (b: BucketExport): BucketExport => ({
+    ...b,
+    ...(b.holdUntil !== undefined ? { holdUntil: b.holdUntil + shift } : {}),
+    used: (b.used ?? []).map(([at, units]) => [at + shift, units] as const),
+  });
+  const breaker = h.breaker as (BreakerParts & Record<string, unknown>) | null;
+  const ctx = breaker?.context;
+  return {
+    ...h,
+    cooldownUntil: move(h.cooldownUntil),
+    disabledUntil: move(h.disabledUntil),
+    rpm: bucket(h.rpm),
+    tpm: bucket(h.tpm),
+    ...(h.exportedAt !== undefined ? { exportedAt: h.exportedAt + shift } : {}),
+    breaker:
+      breaker && ctx
+        ? {
+            ...breaker,
+            context: {
+              ...ctx,
+              ...(typeof ctx.openedAt === 'number' ? { openedAt: ctx.openedAt + shift } : {}),
+              ...(typeof ctx.openUntil === 'number' ? { openUntil: ctx.openUntil + shift } : {}),
+              ...(ctx.outcomes
+                ? { outcomes: ctx.outcomes.map((o) => ({ ...o, start: o.start + shift })) }
+                : {}),
+            },
+          }
+        : h.breaker,
+  };
 }
 
 /** The utterance the agent's memory got when it finished this turn (see `finishTurn` in the agent machine). */
