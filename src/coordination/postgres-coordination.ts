@@ -472,12 +472,26 @@ export class PostgresCoordination implements CoordinationBackend {
     if (this.#closed) throw new CoordinationUnavailableError('the coordination backend is closed');
     // Wake-ups are lost while the LISTEN connection is down: it is re-made on the next use.
     if (!this.#listening) void this.#listen().catch(() => {});
+    // Named: each connection plans a statement once (planning costs as much as running these small ones).
+    const name = PREPARED.get(text);
+    const config = name ? { name, text, values } : { text, values };
     try {
-      // Named: each connection plans a statement once (planning costs as much as running these small ones).
-      const name = PREPARED.get(text);
-      return await this.#conns.query<R>(name ? { name, text, values } : { text, values });
+      return await this.#conns.query<R>(config);
     } catch (e) {
-      throw isConnectionFailure(e) || isUnavailableText(e) ? this.#unavailable(e, 'lost') : e;
+      if (!(isConnectionFailure(e) || isUnavailableText(e))) throw e;
+      // A connection cut under one statement (terminated by an administrator, a proxy's idle cut) while the server
+      // is up: asked once more on a fresh connection, not failed closed (its waiters would answer degraded). Every
+      // statement here may run twice: an acquire whose answer was lost holds a token until its TTL (never over the
+      // limit), a take counts high, and releases, renewals, claims and publications are idempotent.
+      // A statement that timed out is not asked again: a server that does not answer is failed closed at once.
+      if (this.#closed || isTimeout(e)) throw this.#unavailable(e, 'lost');
+      try {
+        return await this.#conns.query<R>(config);
+      } catch (again) {
+        throw isConnectionFailure(again) || isUnavailableText(again)
+          ? this.#unavailable(again, 'lost')
+          : again;
+      }
     }
   }
 
@@ -504,6 +518,10 @@ async function boundedClose(closing: Promise<unknown>, ms: number): Promise<void
   let timer: ReturnType<typeof setTimeout> | undefined;
   await Promise.race([closing, new Promise((resolve) => (timer = setTimeout(resolve, ms)))]);
   clearTimeout(timer);
+}
+
+function isTimeout(e: unknown): boolean {
+  return e instanceof Error && /timeout|timed out/i.test(e.message);
 }
 
 function isUnavailableText(e: unknown): boolean {

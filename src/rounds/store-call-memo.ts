@@ -1,6 +1,7 @@
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
 import type { CallMemo } from '../runtime/agent-actors.ts';
+import { findDatabaseUnavailable } from '../store/database-unavailable-error.ts';
 import type { RunStore } from '../store/run-store.ts';
 
 /**
@@ -21,15 +22,22 @@ export async function storeCallMemo(
   runId: string,
   round: number,
   clock?: Clock,
+  options: StoreCallMemoOptions = {},
 ): Promise<CallMemo> {
   const known = await store.recallCallsByPrefix(runId, `${runId}:${round}:`);
   const pending = new Set<Promise<void>>();
+  const retryForMs = options.retryForMs ?? 30_000;
   return {
     recall: (key) => Promise.resolve(known.get(key)),
     remember(key, value) {
+      // Answered upstream: kept here at once, so this process never asks for it again whatever the write does.
+      known.set(key, value);
       // The agent waits for this write: on a virtual clock, time stands still meanwhile.
       const release = clock ? holdClock(clock) : undefined;
-      const write = store.rememberCall({ runId, idempotencyKey: key, result: value }).then(() => undefined);
+      const write = writeThrough(
+        () => store.rememberCall({ runId, idempotencyKey: key, result: value }).then(() => undefined),
+        retryForMs,
+      );
       if (release) write.then(release, release);
       pending.add(write);
       const forget = () => pending.delete(write);
@@ -40,4 +48,35 @@ export async function storeCallMemo(
       while (pending.size > 0) await Promise.allSettled([...pending]);
     },
   };
+}
+
+/** Options of {@link storeCallMemo}. */
+export interface StoreCallMemoOptions {
+  /**
+   * How long a memo write is tried again while the database is unreachable (a connection terminated, a restart),
+   * real ms. Default 30 000: longer than the store's quarantine after a lost connection (10 s), so a write whose
+   * connection was cut lands on the next one.
+   */
+  readonly retryForMs?: number;
+}
+
+/** Between two tries of a memo write, real ms: doubling from the first to the last. */
+const FIRST_RETRY_MS = 250;
+const LAST_RETRY_MS = 2_000;
+
+/**
+ * A memo write, tried again while the database is unreachable: a call answered upstream is paid for, and a memo
+ * lost to a connection cut once (the server still up) would have it asked and paid again by whoever resumes the
+ * round. Any other error (the SQL refused) is final at once.
+ */
+async function writeThrough(write: () => Promise<void>, retryForMs: number): Promise<void> {
+  const giveUpAt = Date.now() + retryForMs;
+  for (let wait = FIRST_RETRY_MS; ; wait = Math.min(LAST_RETRY_MS, wait * 2)) {
+    try {
+      return await write();
+    } catch (e) {
+      if (!findDatabaseUnavailable(e) || Date.now() + wait > giveUpAt) throw e;
+    }
+    await new Promise((resolve) => setTimeout(resolve, wait));
+  }
 }

@@ -24,6 +24,7 @@ import { planRounds } from '../scenarios/round-planner.ts';
 import { scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
+import { findDatabaseUnavailable } from '../store/database-unavailable-error.ts';
 import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
@@ -129,38 +130,58 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
   // Runs this worker cannot join (their scenario file is not on this machine, say): skipped, not fatal, unless
   // it was told to work on that run.
   const unjoinable = new Set<string>();
+  /** When the database was first found unreachable in a row of failed steps (a connection cut: ridden out). */
+  let lostSince: number | undefined;
   try {
     for (;;) {
       options.signal?.throwIfAborted();
       const since = wakeup.mark();
-      const run = options.runId
-        ? await store.getRun(options.runId)
-        : await nextRun(options.database, unjoinable);
-      if (run?.status !== 'running') {
-        if (options.runId) return summary;
-        await wakeup.wait(undefined, pollMs(), since, options.signal);
-        continue;
-      }
-      let ctx = contexts.get(run.runId);
-      if (!ctx) {
-        try {
-          ctx = await joinRun(options, run);
-        } catch (e) {
-          if (options.runId) throw e;
-          unjoinable.add(run.runId);
-          options.logger?.error({ runId: run.runId, err: e }, 'cannot join this run; skipping it');
+      try {
+        const run = options.runId
+          ? await store.getRun(options.runId)
+          : await nextRun(options.database, unjoinable);
+        if (run?.status !== 'running') {
+          if (options.runId) return summary;
+          await wakeup.wait(undefined, pollMs(), since, options.signal);
           continue;
         }
-        contexts.set(run.runId, ctx);
+        let ctx = contexts.get(run.runId);
+        if (!ctx) {
+          try {
+            ctx = await joinRun(options, run);
+          } catch (e) {
+            if (options.runId) throw e;
+            unjoinable.add(run.runId);
+            options.logger?.error({ runId: run.runId, err: e }, 'cannot join this run; skipping it');
+            continue;
+          }
+          contexts.set(run.runId, ctx);
+        }
+        const worked = await stepRound(options, store, ctx, holder, summary);
+        lostSince = undefined;
+        if (!worked) await wakeup.wait(run.runId, pollMs(), since, options.signal);
+      } catch (e) {
+        // A connection terminated (the server still up) is ridden out: the store's pool reconnects, parts this
+        // worker could not stage are taken over when their leases run out, and their answered calls come back from
+        // the call memo (written through the cut). Only a database gone for longer stops the worker.
+        const lost = findDatabaseUnavailable(e);
+        if (!lost || options.signal?.aborted) throw e;
+        lostSince ??= Date.now();
+        if (Date.now() - lostSince > DATABASE_RIDE_OUT_MS) throw e;
+        options.logger?.warn({ problem: lost.problem }, 'the database connection was lost; reconnecting');
+        await new Promise((resolve) => setTimeout(resolve, DATABASE_RETRY_MS));
       }
-      const worked = await stepRound(options, store, ctx, holder, summary);
-      if (!worked) await wakeup.wait(run.runId, pollMs(), since, options.signal);
     }
   } finally {
     await wakeup.close();
     for (const ctx of contexts.values()) await ctx.recorder.flush().catch(() => {});
   }
 }
+
+/** How long a worker keeps trying while its database is unreachable before it stops, real ms. */
+const DATABASE_RIDE_OUT_MS = 60_000;
+/** Between two tries while the database is unreachable, real ms. */
+const DATABASE_RETRY_MS = 1_000;
 
 /** The oldest running run spread over workers. */
 async function nextRun(
