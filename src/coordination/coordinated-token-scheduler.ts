@@ -680,10 +680,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     let untilDeadline = Infinity;
     for (const q of this.#queue)
       if (q.request && !q.done && q.lateSince !== undefined)
-        untilDeadline = Math.min(
-          untilDeadline,
-          q.lateSince + q.request.maxWaitMs / this.#scale - this.#now(),
-        );
+        untilDeadline = Math.min(untilDeadline, q.lateSince + this.#lateBound(q.request) - this.#now());
     const wait = Math.max(1, Math.min(retryInMs ?? this.#o.leaseTtlMs, untilDeadline));
     this.#retryTimer = setTimeout(() => {
       this.#retryTimer = undefined;
@@ -705,8 +702,18 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
     return (
       p.request !== undefined &&
       p.lateSince !== undefined &&
-      (this.#now() - p.lateSince) * this.#scale > p.request.maxWaitMs
+      this.#now() - p.lateSince > this.#lateBound(p.request)
     );
+  }
+
+  /**
+   * How long grants may keep arriving too late before the request is denied, real ms: its max wait, and at least
+   * two lease TTLs. A late grant is the backend's real-time slowness (a statement slower than the lease's margin,
+   * as the first ones of a process starting beside others): on a scaled clock a max wait of 10 simulated s is
+   * 67 real ms at `timeScale` 150, which one slow statement at start-up outlasts.
+   */
+  #lateBound(request: TokenRequest): number {
+    return Math.max(request.maxWaitMs / this.#scale, 2 * this.#o.leaseTtlMs);
   }
 
   /** Denies every queued request past its max wait; true if any was. */
@@ -718,7 +725,7 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
       this.#deny(
         q,
         new Error(
-          `the coordination backend's grants kept arriving too late to use for max wait ${q.request!.maxWaitMs} ms`,
+          `the coordination backend's grants kept arriving too late to use for ${Math.round(this.#lateBound(q.request!))} real ms (max wait ${q.request!.maxWaitMs} ms, at least two lease TTLs)`,
         ),
       );
       any = true;

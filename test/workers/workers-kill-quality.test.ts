@@ -125,9 +125,9 @@ async function run(
   pools.push(started.workers);
   const emulator = started.emulator!;
   emulators.push(emulator);
-  // The primary's breaker opens in round 1 (three dropped connections in a row): its OPEN travels to the pool and
+  // The primary's breaker opens in round 1 (three 429s in a row; each falls back to the backup): its OPEN travels to the pool and
   // stays in the pool's stored health, which every later round's runtime reads when it joins.
-  emulator.addFault({ kind: 'connection_reset', match: { flavor: 'openai' }, count: 3 });
+  emulator.addFault({ kind: 'rate_limit', match: { flavor: 'openai' }, count: 3, retryAfterMs: 1_000 });
   const { runId } = started;
   const team = Array.from({ length: 3 }, () => startWorker(runId));
   let victim: Worker | undefined;
