@@ -66,22 +66,23 @@ describe.each(coordinationCases())('shared health on a scaled clock, $name', ({ 
     expect(left).toBeLessThanOrEqual(cooldown);
   });
 
-  it('a row that means 1 real s from now is 150 simulated s to a joiner on the scaled clock', async () => {
+  it('a row that means 10 real s from now is 1,500 simulated s to a joiner on the scaled clock', async () => {
     const o = make();
     pools.push(o);
     const writer = createCoordinationBackend(resolveCoordination({ ...o, processId: 'w' }, 'w')!);
     await writer.connect();
     closers.push(() => writer.close());
-    await writer.publishHealth('sonnet', {
-      cooldownUntil: Date.now() + 1_000,
-      disabledUntil: 0,
-      openUntil: null,
-    });
+    const until = Date.now() + 10_000;
+    await writer.publishHealth('sonnet', { cooldownUntil: until, disabledUntil: 0, openUntil: null });
     const b = await member(o, 'b');
+    const joining = Date.now();
     await b.link.join();
+    const joined = Date.now();
     const left = b.health.view(b.clock.now()).cooldownUntil - b.clock.now();
-    // Read within the second: most of 150 simulated s are left (a joiner on the old rule saw under 1 s).
-    expect(left).toBeGreaterThan(60_000);
-    expect(left).toBeLessThanOrEqual(150_000);
+    // What is left of the 10 real s, at 150 simulated ms per real ms, read between `joining` and now (a joiner on
+    // the old rule saw under 10 simulated s).
+    expect(left).toBeLessThanOrEqual((until - joining) * SCALE + SCALE);
+    expect(left).toBeGreaterThanOrEqual((until - Date.now()) * SCALE - SCALE);
+    expect(joined).toBeLessThan(until);
   });
 });
