@@ -72,6 +72,15 @@ export interface RunWorkerOptions {
   readonly onTurn?: (note: WorkerTurnNote) => void;
   /** Called after every round this worker committed. Default none. */
   readonly onCommit?: (runId: string, round: number) => void;
+  /**
+   * Called once per run this worker joined (its scenario loaded, its coordination reached), before it claims any
+   * part: a parent that started the worker knows from here on that it did not die at start. Default none.
+   */
+  readonly onJoin?: (runId: string, holder: string) => void;
+  /** Stream every turn this worker asks (`agent.stream`): the same committed turns, `onText` sees the text grow. Default false. */
+  readonly stream?: boolean;
+  /** With `stream`: an agent's current text of its running turn, after every change; `''` when the turn ends. */
+  readonly onText?: (agent: string, text: string) => void;
   readonly signal?: AbortSignal;
 }
 
@@ -152,6 +161,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
           continue;
         }
         contexts.set(run.runId, ctx);
+        options.onJoin?.(run.runId, holder);
       }
       const worked = await stepRound(options, store, ctx, holder, summary);
       if (!worked) await wakeup.wait(run.runId, pollMs(), since, options.signal);
@@ -198,7 +208,7 @@ async function joinRun(options: RunWorkerOptions, run: RunRecord): Promise<RunCo
   const scale = scenario.timeScale ?? 1;
   // Every worker's clock reads the run's origin at the same wall instant, so scheduled firings agree.
   const clock = createScaledClock({
-    origin: config.origin,
+    origin: workers.clockOrigin ?? config.origin,
     realStart: workers.wallStart,
     realNow: preciseWallNow,
     scale,
@@ -332,6 +342,7 @@ async function workParts(
     restored: restore.agents,
     ...(ctx.wire.createEngine ? { createEngine: ctx.wire.createEngine } : {}),
     ...(ctx.wire.byokWire ? { byokWire: ctx.wire.byokWire } : {}),
+    ...(options.stream ? { stream: true, ...(options.onText ? { onText: options.onText } : {}) } : {}),
     coordination: {
       ...ctx.coordination,
       pool: ctx.workers.pool,
