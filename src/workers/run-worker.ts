@@ -377,6 +377,9 @@ async function workParts(
     );
     await executor.settle?.();
     ctx.health = executor.durableHealth?.();
+    // The turns' events go in the log before their parts are staged: the round's commit (and its `round.committed`
+    // event) comes after every event of its turns, and a worker stopped after staging has lost none of them.
+    await ctx.recorder.flush();
     for (const claim of claims) {
       pending.delete(claim);
       const turns: TurnInput[] = results
