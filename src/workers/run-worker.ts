@@ -376,6 +376,10 @@ async function workParts(
       ctx.plans.length,
     );
     await executor.settle?.();
+    // Stopped (or taken over) while asking: the turns cut short come back as failed ("cancelled before it
+    // started"); staged, they would be committed as the round's answers. The part is left to the next holder,
+    // whose asks read every finished call back from the memo.
+    signal.throwIfAborted();
     ctx.health = executor.durableHealth?.();
     // The turns' events go in the log before their parts are staged: the round's commit (and its `round.committed`
     // event) comes after every event of its turns, and a worker stopped after staging has lost none of them.

@@ -70,14 +70,14 @@ beforeAll(async () => {
     ],
     app,
   );
-}, 180_000);
+}, 600_000);
 
 // The consumer's node_modules holds thousands of files: deleting them synchronously blocked the worker past the
 // hook timeout on a loaded CI machine (CI run of 819452f). Deleted asynchronously, with room; the verdict is the
 // tests', not the clean-up's.
 afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true, maxRetries: 3 });
-}, 180_000);
+}, 600_000);
 
 describe('the packed breakwater, installed in a fresh project', () => {
   it('ships only what runs: dist, the scenarios, package.json and the README', () => {

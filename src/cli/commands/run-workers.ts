@@ -187,6 +187,8 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
     stopWorkers = () => workers.stop();
     const onAbort = () => workers.stop();
     options.signal?.addEventListener('abort', onAbort, { once: true });
+    // Stopped while the run was being set up: the workers just started stop at once.
+    if (options.signal?.aborted) onAbort();
     const first = await Promise.race([
       workers.exited.then(() => undefined),
       workers.diedAtStart.then((dead) => dead),
