@@ -90,6 +90,10 @@ describe('breakwater resume of a run started with --workers', () => {
       const turns = await store.listTurns(runId);
       expect(turns).toHaveLength(4 * 2 * AGENTS.length);
       expect(new Set(turns.map((t) => `${t.round}|${t.itemId}|${t.agent}`)).size).toBe(turns.length);
+      // The round cut by the stop was asked again, not committed with the stopped workers' cancelled turns.
+      expect(turns.filter((t) => t.outcome !== 'answered').map((t) => [t.round, t.agent, t.answer])).toEqual(
+        [],
+      );
       const config = (await store.getRun(runId))!.config as StoredRunConfig;
       expect(config.workers!.count).toBe(2);
       expect(config.workers!.clockOrigin).toBeGreaterThanOrEqual(config.origin);
