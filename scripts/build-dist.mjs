@@ -4,6 +4,11 @@
 // breakwater needs neither a TypeScript loader nor a bundler at run time. Run by `npm run build` and by
 // `prepare` (so `npm ci` on a fresh clone builds it). `--if-stale` skips the build when dist/ was built from the
 // sources as they are now (the consumer test uses it: `npm ci` has just built it).
+//
+// The build goes into a temporary folder beside dist/ (.dist-build-<pid>, same depth, so the source maps' relative
+// paths are those of dist/) and is swapped in by rename once complete: a process importing dist/ while `prepare`
+// runs (the first `npx breakwater` of a checkout) sees the old build or the new one, never a deleted or half-written
+// one. Temporary folders left by a build that died are removed by the next.
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import {
@@ -12,6 +17,7 @@ import {
   mkdirSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -23,6 +29,8 @@ import { fileURLToPath } from 'node:url';
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const DIST = join(ROOT, 'dist');
 const STAMP = join(DIST, '.source-stamp');
+const BUILD = join(ROOT, `.dist-build-${process.pid}`);
+const OLD = join(ROOT, `.dist-old-${process.pid}`);
 const require = createRequire(import.meta.url);
 
 /** Every input of the build with its size and mtime: a different stamp means a different build. */
@@ -55,32 +63,84 @@ if (process.argv.includes('--if-stale')) {
   if (built === stamp) process.exit(0);
 }
 
-rmSync(DIST, { recursive: true, force: true });
-// tsc through its own entry file rather than npx: no lookup, and the same compiler the typecheck uses.
-execFileSync(
-  process.execPath,
-  [require.resolve('typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json')],
-  {
-    cwd: ROOT,
-    stdio: 'inherit',
-  },
-);
+/** Folders of builds whose process is gone (killed mid-build, a crash between the renames): removed. */
+function removeStaleFolders() {
+  for (const name of readdirSync(ROOT)) {
+    const m = /^\.dist-(?:build|old)-(\d+)$/.exec(name);
+    if (!m) continue;
+    const pid = Number(m[1]);
+    if (pid !== process.pid && isAlive(pid)) continue;
+    rmSync(join(ROOT, name), { recursive: true, force: true });
+  }
+}
 
-const pageIn = join(ROOT, 'src', 'viz', 'page');
-const pageOut = join(DIST, 'src', 'viz', 'page');
-mkdirSync(pageOut, { recursive: true });
-const { build } = await import('esbuild');
-await build({
-  entryPoints: [join(pageIn, 'viz-page.ts')],
-  outfile: join(pageOut, 'viz-page.js'),
-  bundle: true,
-  format: 'esm',
-  platform: 'browser',
-  target: 'es2022',
-  legalComments: 'none',
-  logLevel: 'warning',
-});
-for (const f of ['index.html', 'viz.css']) copyFileSync(join(pageIn, f), join(pageOut, f));
-// The package's `bin`: npm links it as is, so it must be executable.
-chmodSync(join(DIST, 'src', 'cli', 'main.js'), 0o755);
-writeFileSync(STAMP, stamp);
+function isAlive(pid) {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return e.code === 'EPERM';
+  }
+}
+
+/**
+ * Puts the finished build in dist/'s place. A rename cannot replace a folder that has files, so the old build is
+ * renamed away first and the new one renamed in at once after (the two calls are the only moment dist/ is absent).
+ * Another build finishing at the same moment may put its dist/ in between: then this one tries again.
+ */
+function swapIn() {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      renameSync(DIST, OLD);
+    } catch (e) {
+      if (e.code !== 'ENOENT') throw e;
+    }
+    try {
+      renameSync(BUILD, DIST);
+      break;
+    } catch (e) {
+      if ((e.code !== 'ENOTEMPTY' && e.code !== 'EEXIST') || attempt >= 5) throw e;
+      rmSync(OLD, { recursive: true, force: true });
+    }
+  }
+  rmSync(OLD, { recursive: true, force: true });
+}
+
+removeStaleFolders();
+try {
+  build();
+  await bundlePage();
+  writeFileSync(join(BUILD, '.source-stamp'), stamp);
+  swapIn();
+} finally {
+  rmSync(BUILD, { recursive: true, force: true });
+}
+
+function build() {
+  // tsc through its own entry file rather than npx: no lookup, and the same compiler the typecheck uses.
+  execFileSync(
+    process.execPath,
+    [require.resolve('typescript/bin/tsc'), '-p', join(ROOT, 'tsconfig.build.json'), '--outDir', BUILD],
+    { cwd: ROOT, stdio: 'inherit' },
+  );
+}
+
+async function bundlePage() {
+  const pageIn = join(ROOT, 'src', 'viz', 'page');
+  const pageOut = join(BUILD, 'src', 'viz', 'page');
+  mkdirSync(pageOut, { recursive: true });
+  const { build: esbuild } = await import('esbuild');
+  await esbuild({
+    entryPoints: [join(pageIn, 'viz-page.ts')],
+    outfile: join(pageOut, 'viz-page.js'),
+    bundle: true,
+    format: 'esm',
+    platform: 'browser',
+    target: 'es2022',
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  for (const f of ['index.html', 'viz.css']) copyFileSync(join(pageIn, f), join(pageOut, f));
+  // The package's `bin`: npm links it as is, so it must be executable.
+  chmodSync(join(BUILD, 'src', 'cli', 'main.js'), 0o755);
+}

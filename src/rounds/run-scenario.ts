@@ -153,8 +153,10 @@ export interface StoredRunConfig {
 export interface StoredWorkersConfig {
   /** How many workers the run was started with: each claims about its share of a round's agents at once. */
   readonly count: number;
-  /** Epoch ms of the wall clock at which the scenario clock read `origin`: every worker's clock agrees. */
+  /** Epoch ms of the wall clock at which the scenario clock read `clockOrigin`: every worker's clock agrees. */
   readonly wallStart: number;
+  /** The run-clock instant `wallStart` maps to. Absent: the run's `origin` (a resumed run goes on from later). */
+  readonly clockOrigin?: number;
   /** Control URL of the emulator every worker talks to (one emulator, one record of calls). */
   readonly emulatorUrl?: string;
   /**

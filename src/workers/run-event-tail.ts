@@ -8,6 +8,8 @@ export interface RunEventTailOptions {
   readonly pollMs?: number;
   /** At most this many events per read (a read that fills it is followed at once by the next). Default 500. */
   readonly pageSize?: number;
+  /** Deliver only the events after this `seq` (a resumed run shown from its resumption). Default 0: all. */
+  readonly afterSeq?: number;
   /** Called when a read fails (the next tick tries again). Default none. */
   readonly onError?: (error: unknown) => void;
 }
@@ -47,7 +49,7 @@ export function createRunEventTail(
 ): RunEventTail {
   const pageSize = options.pageSize ?? 500;
   const listeners = new Set<RuntimeEventListener>();
-  let lastSeq = 0;
+  let lastSeq = options.afterSeq ?? 0;
   let closed = false;
   let reading: Promise<void> | undefined;
 

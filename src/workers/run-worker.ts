@@ -73,6 +73,15 @@ export interface RunWorkerOptions {
   readonly onTurn?: (note: WorkerTurnNote) => void;
   /** Called after every round this worker committed. Default none. */
   readonly onCommit?: (runId: string, round: number) => void;
+  /**
+   * Called once per run this worker joined (its scenario loaded, its coordination reached), before it claims any
+   * part: a parent that started the worker knows from here on that it did not die at start. Default none.
+   */
+  readonly onJoin?: (runId: string, holder: string) => void;
+  /** Stream every turn this worker asks (`agent.stream`): the same committed turns, `onText` sees the text grow. Default false. */
+  readonly stream?: boolean;
+  /** With `stream`: an agent's current text of its running turn, after every change; `''` when the turn ends. */
+  readonly onText?: (agent: string, text: string) => void;
   readonly signal?: AbortSignal;
 }
 
@@ -156,6 +165,7 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
             continue;
           }
           contexts.set(run.runId, ctx);
+          options.onJoin?.(run.runId, holder);
         }
         const worked = await stepRound(options, store, ctx, holder, summary);
         lostSince = undefined;
@@ -219,7 +229,7 @@ async function joinRun(options: RunWorkerOptions, run: RunRecord): Promise<RunCo
   const scale = scenario.timeScale ?? 1;
   // Every worker's clock reads the run's origin at the same wall instant, so scheduled firings agree.
   const clock = createScaledClock({
-    origin: config.origin,
+    origin: workers.clockOrigin ?? config.origin,
     realStart: workers.wallStart,
     realNow: preciseWallNow,
     scale,
@@ -353,6 +363,7 @@ async function workParts(
     restored: restore.agents,
     ...(ctx.wire.createEngine ? { createEngine: ctx.wire.createEngine } : {}),
     ...(ctx.wire.byokWire ? { byokWire: ctx.wire.byokWire } : {}),
+    ...(options.stream ? { stream: true, ...(options.onText ? { onText: options.onText } : {}) } : {}),
     coordination: {
       ...ctx.coordination,
       pool: ctx.workers.pool,
@@ -386,7 +397,14 @@ async function workParts(
       ctx.plans.length,
     );
     await executor.settle?.();
+    // Stopped (or taken over) while asking: the turns cut short come back as failed ("cancelled before it
+    // started"); staged, they would be committed as the round's answers. The part is left to the next holder,
+    // whose asks read every finished call back from the memo.
+    signal.throwIfAborted();
     ctx.health = executor.durableHealth?.();
+    // The turns' events go in the log before their parts are staged: the round's commit (and its `round.committed`
+    // event) comes after every event of its turns, and a worker stopped after staging has lost none of them.
+    await ctx.recorder.flush();
     for (const claim of claims) {
       pending.delete(claim);
       const turns: TurnInput[] = results

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
+import type { Clock } from '../clock/clock.ts';
 import { createScaledClock, preciseWallNow } from '../clock/scaled-clock.ts';
 import { type Emulator, startEmulator } from '../emulator/index.ts';
 import {
@@ -77,6 +78,14 @@ export interface WorkerRun {
   readonly workers: StoredWorkersConfig;
   /** How many turns each round has (index 0: round 1), for progress. */
   readonly turnsPerRound: readonly number[];
+  /** The run's clock as every worker reads it (for countdowns shown by the parent). */
+  readonly clock: Clock;
+  /** The scenario's name. */
+  readonly scenario: string;
+  /** The scenario's global token limit. */
+  readonly tokenLimit: number;
+  /** Set when the run was resumed: the last round committed before. */
+  readonly resumedFrom?: number;
 }
 
 /**
@@ -105,9 +114,10 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
     (spec.runtime as { byok?: { templates?: Record<string, { emulator?: string }> } }).byok?.templates ?? {},
   );
   const needsEmulator = spec.runtime.endpoints.some((e) => e.emulator) || templates.some((t) => t.emulator);
+  // The run's clock, as the workers read it.
+  const clock = createScaledClock({ origin, realStart: wallStart, realNow: preciseWallNow, scale });
   if (needsEmulator && !emulatorUrl) {
     // On the run's clock, as the workers' clocks: the emulator's windows and the scenario's firings agree.
-    const clock = createScaledClock({ origin, realStart: wallStart, realNow: preciseWallNow, scale });
     emulator = await startEmulator({ profile: { ...(spec.emulator ?? {}), timeScale: 1 }, clock });
     emulatorUrl = emulator.controlURL;
   }
@@ -171,6 +181,23 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
     rounds: plans.length,
     workers,
     turnsPerRound: plans.map((p) => p.turns.length),
+    clock,
+    scenario: spec.name,
+    tokenLimit: tokenLimitOf(spec),
     ...(emulator ? { emulator } : {}),
   };
+}
+
+/**
+ * The global token limit a scenario's runtime declares (`concurrency.limit`), when it does.
+ *
+ * @example
+ * ```ts
+ * tokenLimitOf(loadScenario('morning-peak')); // 3
+ * ```
+ */
+export function tokenLimitOf(spec: ScenarioSpec): number {
+  const limit = (spec.runtime as { concurrency?: { limit?: unknown } }).concurrency?.limit;
+  // The runtime config's own default (`concurrency.limit` in runtime-config.ts).
+  return typeof limit === 'number' ? limit : 3;
 }

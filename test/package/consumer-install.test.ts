@@ -1,11 +1,15 @@
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { RunReport } from '../../src/report/report-types.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { POSTGRES_URL } from '../support/coordination-env.ts';
 
 /*
  * breakwater as a user gets it: `npm pack` the package, install the tarball into a fresh project (offline, from
@@ -66,14 +70,14 @@ beforeAll(async () => {
     ],
     app,
   );
-}, 180_000);
+}, 600_000);
 
 // The consumer's node_modules holds thousands of files: deleting them synchronously blocked the worker past the
 // hook timeout on a loaded CI machine (CI run of 819452f). Deleted asynchronously, with room; the verdict is the
 // tests', not the clean-up's.
 afterAll(async () => {
   if (work) await rm(work, { recursive: true, force: true, maxRetries: 3 });
-}, 180_000);
+}, 600_000);
 
 describe('the packed breakwater, installed in a fresh project', () => {
   it('ships only what runs: dist, the scenarios, package.json and the README', () => {
@@ -206,4 +210,100 @@ console.log(turn.outcome, call.endpointId, model.modelId, meta, stats.totalCalls
     expect(help.stdout).toContain('Usage: breakwater run');
     expect(help.stdout).toContain('--policy');
   }, 120_000);
+});
+
+describe('the installed breakwater spreads a run over worker processes', () => {
+  /** `npx breakwater …` in the consumer project; resolves with the exit code and both outputs, never rejects. */
+  const npx = (args: string[]) =>
+    sh('npx', ['--offline', 'breakwater', ...args], app).then(
+      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+      (e: { code?: number; stdout?: string; stderr?: string }) => ({
+        code: typeof e.code === 'number' ? e.code : -1,
+        stdout: e.stdout ?? '',
+        stderr: e.stderr ?? String(e),
+      }),
+    );
+
+  it('(d) npx breakwater run morning-peak --workers 2 runs its workers from the package and passes', async () => {
+    // The installed package's own morning-peak, replayed at timeScale 60 instead of 150 (as
+    // test/workers/cli-workers.test.ts does, and for the same reason): its checks are on the run's clock, but at 150 a
+    // simulated minute is 0.4 s of real time, and worker processes starved by the suite's other CPU-heavy files saw
+    // their token waits (180 s simulated) run out and degraded turns a quiet machine does not.
+    const installed = join(app, 'node_modules', 'breakwater', 'scenarios', 'morning-peak', 'scenario.yaml');
+    const shipped = readFileSync(installed, 'utf8');
+    const slower = shipped.replace(/^timeScale: 150$/m, 'timeScale: 60');
+    expect(slower).not.toBe(shipped);
+    writeFileSync(join(app, 'morning-peak.yaml'), slower);
+    const run = await npx([
+      'run',
+      'morning-peak.yaml',
+      '--workers',
+      '2',
+      '--database-url',
+      POSTGRES_URL,
+      '--json',
+    ]);
+    expect(run.stderr).not.toMatch(/Error|Cannot find/);
+    expect(run.code).toBe(0);
+    const report = JSON.parse(run.stdout.trim().split('\n').pop()!) as RunReport;
+    expect(report.status).toBe('completed');
+    expect(report.checks.filter((c) => c.threshold !== null && c.pass === false)).toEqual([]);
+    expect(report.allPassed).toBe(true);
+    // Both workers asked turns, and theirs add up to every turn of the run.
+    const byWorker = report.byWorker ?? {};
+    expect(Object.keys(byWorker)).toHaveLength(2);
+    expect(Object.values(byWorker).reduce((a, b) => a + b, 0)).toBe(report.turns.total);
+  }, 300_000);
+
+  it('(e) a worker that dies at start (a corrupt worker command in the package): its stderr shown, the run failed, exit 1', async () => {
+    // Only the worker loads this module (the parent runs `run`): the parent starts, the workers die loading it.
+    const module = join(
+      app,
+      'node_modules',
+      'breakwater',
+      'dist',
+      'src',
+      'cli',
+      'commands',
+      'worker-command.js',
+    );
+    const original = readFileSync(module, 'utf8');
+    const runId = `consumer-dead-worker-${process.pid}`;
+    writeFileSync(module, `throw new Error('worker entry corrupt on purpose');\n${original}`);
+    let run: Awaited<ReturnType<typeof npx>>;
+    try {
+      run = await npx([
+        'run',
+        'morning-peak',
+        '--workers',
+        '2',
+        '--database-url',
+        POSTGRES_URL,
+        '--run-id',
+        runId,
+        '--no-live',
+      ]);
+    } finally {
+      writeFileSync(module, original);
+    }
+    expect(run.code).toBe(1);
+    // The worker's own stderr, then one line saying which worker died, why, and what became of the run.
+    expect(run.stderr).toMatch(/^worker \d of 2 \(pid \d+\) exited with code 1; its stderr:$/m);
+    expect(run.stderr).toMatch(/^ {2}\| Error: worker entry corrupt on purpose$/m);
+    const last = run.stderr.trimEnd().split('\n').pop()!;
+    expect(last).toMatch(
+      new RegExp(
+        `^breakwater run: run ${runId} failed: worker \\d of 2 \\(pid \\d+\\) exited with code 1 before it joined the run: Error: worker entry corrupt on purpose; `,
+      ),
+    );
+    expect(last).not.toMatch(/^\(?Node\.js v/);
+    const database = await openDatabase({ url: POSTGRES_URL });
+    try {
+      const stored = await createRunStore(database).getRun(runId);
+      expect(stored?.status).toBe('failed');
+      expect(stored?.failure).toContain('worker entry corrupt on purpose');
+    } finally {
+      await database.close();
+    }
+  }, 180_000);
 });

@@ -69,6 +69,8 @@ export interface RunCommandOptions {
   readonly live?: boolean;
   /** Stream every turn: the live view shows each agent's text as it grows; committed turns are the same. Default false. */
   readonly stream?: boolean;
+  /** With `stream`: each agent's text of its running turn after every change (`''` when it ends). Default none. */
+  readonly onText?: (agent: string, text: string) => void;
   /**
    * Read `/byok PROVIDER KEY` lines from stdin while the run goes (only when stdin is a terminal or a
    * pipe; never blocks the run). Default true; `--no-stdin` turns it off.
@@ -80,7 +82,7 @@ export interface RunCommandOptions {
   readonly signal?: AbortSignal;
   /**
    * Spread the run over this many local worker processes (`breakwater worker`) on one PostgreSQL store and one
-   * coordination pool. Default: this process alone.
+   * coordination pool. Default: this process alone; a resumed run started with workers goes on with as many.
    */
   readonly workers?: number;
 }
@@ -96,9 +98,10 @@ export interface RunCommandOptions {
  */
 export async function runRunCommand(options: RunCommandOptions = {}): Promise<RunReport> {
   const print = options.print ?? printToStdout;
-  if (options.workers !== undefined) return runWorkersCommand(options, print);
   if (options.resumeRunId !== undefined && options.resumeRunId.trim() === '')
     throw new CliError('resume needs the id of a run; `breakwater runs` lists them');
+  if (options.workers !== undefined || (await isWorkersResume(options)))
+    return runWorkersCommand(options, print);
   if (options.emulatorUrl !== undefined) checkEmulatorUrl(options.emulatorUrl);
   // Checked and reached before anything is stored: a bad or unreachable backend is one line, and no run.
   const coordination =
@@ -171,7 +174,13 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
       logger: createLogger(),
       onProgress: (p) => live?.setProgress(p),
       ...(options.stream
-        ? { stream: true, onText: (agent: string, text: string) => live?.setText(agent, text) }
+        ? {
+            stream: true,
+            onText: (agent: string, text: string) => {
+              live?.setText(agent, text);
+              options.onText?.(agent, text);
+            },
+          }
         : {}),
       onEvent: (e) => {
         // The run's own events are not the supervisor's: the visualizer's page gets them from here.
@@ -261,18 +270,13 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   }
 }
 
-/** `run --workers N`: what a spread run cannot do yet is refused in one line; then N workers run it. */
+/** `run --workers N` (or `resume` of a run started so): what a spread run cannot do is refused in one line. */
 async function runWorkersCommand(options: RunCommandOptions, print: Print): Promise<RunReport> {
-  const workers = options.workers as number;
   if (options.dataDir || !storeUrl({ ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}) }))
     throw new CliError(new WorkersNeedPostgresError().message);
   const unsupported = [
-    options.resumeRunId !== undefined ? 'resume' : '',
     options.policy === 'status-quo' ? '--policy status-quo' : '',
     options.providers === 'real' ? '--providers real' : '',
-    options.vizPort !== undefined ? '--viz' : '',
-    options.metricsPort !== undefined ? '--metrics-port' : '',
-    options.stream ? '--stream' : '',
   ].filter(Boolean);
   if (unsupported.length > 0)
     throw new CliError(
@@ -284,26 +288,53 @@ async function runWorkersCommand(options: RunCommandOptions, print: Print): Prom
     options.coordinationUrl !== undefined
       ? await checkCoordination(options.coordinationUrl, options.coordinationPrefix)
       : undefined;
-  const { runWithWorkers } = await import('./run-workers.ts');
-  return runWithWorkers({
-    workers,
-    ...(options.scenario ? { scenario: options.scenario } : {}),
-    ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
-    ...(options.runId ? { runId: options.runId } : {}),
-    ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
-    ...(coordination?.url
-      ? {
-          coordination: {
-            url: coordination.url,
-            ...(coordination.keyPrefix !== undefined ? { keyPrefix: coordination.keyPrefix } : {}),
-          },
-        }
-      : {}),
-    ...(options.json ? { json: true } : {}),
-    ...(options.live === false ? { live: false } : {}),
-    print,
-    ...(options.signal ? { signal: options.signal } : {}),
-  });
+  // Bound before the run exists: a port in use stops the command before anything is stored.
+  const registry = new Registry();
+  const metrics =
+    options.metricsPort !== undefined ? await listenForMetrics(registry, options.metricsPort) : undefined;
+  try {
+    const { runWithWorkers } = await import('./run-workers.ts');
+    return await runWithWorkers({
+      ...(options.workers !== undefined ? { workers: options.workers } : {}),
+      ...(options.resumeRunId !== undefined ? { resumeRunId: options.resumeRunId } : {}),
+      ...(options.scenario ? { scenario: options.scenario } : {}),
+      ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
+      ...(options.runId ? { runId: options.runId } : {}),
+      ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+      ...(coordination?.url
+        ? {
+            coordination: {
+              url: coordination.url,
+              ...(coordination.keyPrefix !== undefined ? { keyPrefix: coordination.keyPrefix } : {}),
+            },
+          }
+        : {}),
+      ...(options.json ? { json: true } : {}),
+      ...(options.live === false ? { live: false } : {}),
+      ...(options.stream ? { stream: true } : {}),
+      ...(options.onText ? { onText: options.onText } : {}),
+      ...(options.vizPort !== undefined ? { vizPort: options.vizPort } : {}),
+      ...(metrics ? { metrics: { server: metrics, registry } } : {}),
+      print,
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+  } finally {
+    await metrics?.close();
+  }
+}
+
+/** Whether `resume <run-id>` names a run started with `--workers` (then it goes on with workers). */
+async function isWorkersResume(options: RunCommandOptions): Promise<boolean> {
+  if (options.resumeRunId === undefined || options.dataDir) return false;
+  const url = storeUrl({ ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}) });
+  if (!url) return false;
+  const database = await openCliDatabase({ databaseUrl: url });
+  try {
+    const { isWorkerRun } = await import('../../workers/resume-worker-run.ts');
+    return isWorkerRun(await createRunStore(database).getRun(options.resumeRunId));
+  } finally {
+    await database.close();
+  }
 }
 
 /** The `/metrics` server of `--metrics-port`; a port in use is one line naming the flag. */
@@ -586,10 +617,15 @@ export function registerRunCommand(program: Command): Command {
       .description(
         'Continue an interrupted run from its last committed round, with every agent’s memory, and print its report.',
       )
-      .argument('<run-id>', 'the run (`breakwater runs` lists them)'),
+      .argument('<run-id>', 'the run (`breakwater runs` lists them)')
+      .option(
+        '--workers <n>',
+        'a run started with --workers: how many worker processes go on with it (default: as many as it started with)',
+      ),
   ).action(async (runId: string, flags: RunFlags) => {
     await act({
       resumeRunId: runId,
+      ...(flags.workers !== undefined ? { workers: workerCount(flags.workers) } : {}),
       ...sharedOptions(flags),
     });
   });

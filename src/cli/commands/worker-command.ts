@@ -24,6 +24,12 @@ export interface WorkerCommandOptions {
   readonly env?: Readonly<Record<string, string | undefined>>;
   /** One JSON line per staged turn instead of a text line. Default false. */
   readonly json?: boolean;
+  /**
+   * Stream every turn this worker asks; with `json`, one line per change of an agent's text
+   * (`{"type":"text","agent":…,"add":…}` appends to it, `"text":…` replaces it, `""` when the turn ends): what
+   * `run --workers N --stream` relays to its live view. Default false.
+   */
+  readonly stream?: boolean;
   readonly print?: Print;
   readonly signal?: AbortSignal;
 }
@@ -57,6 +63,19 @@ export async function runWorkerCommand(options: WorkerCommandOptions = {}): Prom
     }
   }
   const database = await openCliDatabase({ databaseUrl: url });
+  const shown = new Map<string, string>();
+  // Only what changed goes on the wire: a growing text costs its deltas, not its square.
+  const onText = (agent: string, text: string) => {
+    const before = shown.get(agent) ?? '';
+    shown.set(agent, text);
+    print(
+      JSON.stringify(
+        text.startsWith(before) && before !== ''
+          ? { type: 'text', agent, add: text.slice(before.length) }
+          : { type: 'text', agent, text },
+      ),
+    );
+  };
   try {
     return await runWorker({
       database,
@@ -76,6 +95,13 @@ export async function runWorkerCommand(options: WorkerCommandOptions = {}): Prom
             ? JSON.stringify({ type: 'commit', runId, round })
             : `committed round ${round} of ${runId}`,
         ),
+      onJoin: (runId, holder) =>
+        print(
+          options.json
+            ? JSON.stringify({ type: 'joined', runId, worker: holder })
+            : `worker ${holder} joined run ${runId}`,
+        ),
+      ...(options.stream ? { stream: true, ...(options.json ? { onText } : {}) } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     }).catch((e: unknown) => {
       if (options.signal?.aborted) throw new CliError('worker stopped', { exitCode: 130 });
@@ -108,8 +134,15 @@ export function registerWorkerCommand(program: Command): Command {
       `the run's coordination backend with its password (a run stores its URL without one); must name the server the run coordinates on (default: env ${COORDINATION_URL_ENV})`,
     )
     .option('--json', 'one JSON line per staged turn and per committed round')
+    .option('--stream', "stream every turn; with --json, one line per change of an agent's text")
     .action(
-      async (flags: { databaseUrl?: string; runId?: string; coordinationUrl?: string; json?: boolean }) => {
+      async (flags: {
+        databaseUrl?: string;
+        runId?: string;
+        coordinationUrl?: string;
+        json?: boolean;
+        stream?: boolean;
+      }) => {
         const stop = listenForStop({ forceExitAfterMs: STOP_GRACE_MS });
         try {
           await runWorkerCommand({
@@ -117,6 +150,7 @@ export function registerWorkerCommand(program: Command): Command {
             ...(flags.runId ? { runId: flags.runId } : {}),
             ...(flags.coordinationUrl ? { coordinationUrl: flags.coordinationUrl } : {}),
             ...(flags.json ? { json: true } : {}),
+            ...(flags.stream ? { stream: true } : {}),
             signal: stop.signal,
           });
         } finally {
