@@ -1,3 +1,4 @@
+import { notRedis } from '../errors/foreign-server.ts';
 import { redactUrl } from '../redact/secret-scrubber.ts';
 import type {
   CoordinationBackend,
@@ -43,7 +44,32 @@ class LazyBackend implements CoordinationBackend {
   }
 
   async connect(signal?: AbortSignal): Promise<void> {
-    await (await this.#load()).connect(signal);
+    try {
+      await (await this.#load()).connect(signal);
+    } catch (e) {
+      throw (await this.#foreign(e)) ?? e;
+    }
+  }
+
+  /**
+   * A Redis driver that meets another protocol says "Unknown RESP type 72. Please report this": not the
+   * user's to report. Says what really answers there instead (see foreign-server.ts).
+   */
+  async #foreign(e: unknown): Promise<CoordinationUnavailableError | undefined> {
+    const text = `${(e as Error)?.message ?? ''} ${((e as Error)?.cause as Error | undefined)?.message ?? ''}`;
+    if (this.#c.backend !== 'redis' || !/Unknown RESP type|Protocol error|Please report this/i.test(text))
+      return undefined;
+    let url: URL;
+    try {
+      url = new URL(this.#c.url);
+    } catch {
+      return undefined;
+    }
+    const seen = await notRedis(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 6379), 2_000);
+    return new CoordinationUnavailableError(
+      `coordination.url: ${this.location} is unreachable (${seen ?? 'what answers there does not speak the Redis protocol'}; check the host and port); not sending (fail closed)`,
+      { cause: e },
+    );
   }
 
   async tryAcquire(limit: number): Promise<GlobalAcquireResult> {

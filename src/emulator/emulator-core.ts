@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import type pino from 'pino';
 import type { Clock } from '../clock/clock.ts';
+import { keyedFingerprint } from '../redact/key-fingerprint.ts';
 import { anthropicWire } from './anthropic-wire.ts';
 import { CreditLedger } from './credit-ledger.ts';
 import { createEmulatedTime, type EmulatedTime } from './emulated-time.ts';
@@ -16,7 +16,8 @@ import { createSeededRandom, type SeededRandom } from './seeded-random.ts';
 import type { WireModule } from './wire-module.ts';
 
 /**
- * First 8 hex chars of sha256(key): how unlisted keys appear in stats.
+ * The keyed fingerprint of a key (HMAC under a secret of this process; see `keyedFingerprint`): how
+ * unlisted keys appear in stats. Another process cannot compute it: name a key by alias or plaintext there.
  *
  * @example
  * ```ts
@@ -24,7 +25,7 @@ import type { WireModule } from './wire-module.ts';
  * ```
  */
 export function keyFingerprint(key: string): string {
-  return createHash('sha256').update(key).digest('hex').slice(0, 8);
+  return keyedFingerprint(key);
 }
 
 const BASE62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';

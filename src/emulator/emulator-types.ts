@@ -215,7 +215,7 @@ export interface EmulatorProfile {
 export type CallStatus = number | 'reset' | 'refused' | 'hang' | 'stall';
 
 /**
- * One call the emulator saw. Keys appear only as alias or sha256 fingerprint.
+ * One call the emulator saw. Keys appear only as alias or keyed fingerprint.
  *
  * @example
  * ```ts
@@ -225,7 +225,7 @@ export type CallStatus = number | 'reset' | 'refused' | 'hang' | 'stall';
 export interface CallRecord {
   seq: number;
   flavor: EmulatorFlavor;
-  /** Alias, or the first 8 hex chars of sha256(key), or `none`. */
+  /** Alias, or the keyed fingerprint of the key (`keyFingerprint`), or `none`. */
   key: string;
   model: string;
   status: CallStatus;

@@ -1,5 +1,6 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { KeySealer, keyBuffer, type SealedKey } from '../byok/sealed-key.ts';
+import { keyedFingerprint } from '../redact/key-fingerprint.ts';
 
 /**
  * How an engine call gets its key without any long-lived plaintext: the key is sealed (AES-256-GCM) in a
@@ -40,7 +41,7 @@ export const MARKER_PATTERN = /bwk-[0-9a-f]{32}/g;
 export interface CallCredential {
   /** Stands in for the key wherever the SDK keeps or sends it (`bwk-` + 32 hex). Not a secret. */
   readonly marker: string;
-  /** First 8 hex chars of sha256(key): the loggable identity of the key. */
+  /** The key's keyed fingerprint (`keyedFingerprint`): its loggable identity, stable within this process. */
   readonly fingerprint: string;
   /** Byte length of the key. */
   readonly length: number;
@@ -88,7 +89,9 @@ const forget = new FinalizationRegistry<string>((marker) => {
 });
 
 /**
- * First 8 hex chars of sha256 over the key's bytes, or `none` without a key. Safe to log and persist.
+ * The key's keyed fingerprint (HMAC-SHA256 under a process secret, first 8 hex chars; see
+ * `src/redact/key-fingerprint.ts`), or `none` without a key. Safe to log and persist: no dictionary
+ * recovers a key from it.
  *
  * @example
  * ```ts
@@ -96,8 +99,7 @@ const forget = new FinalizationRegistry<string>((marker) => {
  * ```
  */
 export function fingerprintOf(key: string | Uint8Array | undefined): string {
-  if (key === undefined || key.length === 0) return 'none';
-  return createHash('sha256').update(key).digest('hex').slice(0, 8);
+  return keyedFingerprint(key);
 }
 
 /**

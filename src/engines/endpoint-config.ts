@@ -273,7 +273,8 @@ export function resolveApiKey(
 }
 
 /**
- * First 8 hex chars of sha256(key), or `none` without a key. Safe to log and persist.
+ * The key's keyed fingerprint (HMAC-SHA256 under a secret of this process, first 8 hex chars), or `none`
+ * without a key. Safe to log and persist; the same key gives the same value within one process only.
  *
  * @example
  * ```ts

@@ -196,7 +196,7 @@ export interface EndpointDescriptor {
   readonly provider: ProviderKind;
   readonly flavor?: CompatFlavor;
   readonly model: string;
-  /** First 8 hex chars of sha256(key); `none` when the endpoint needs no key. */
+  /** The keyed fingerprint of the key (HMAC under a process secret, 8 hex); `none` when the endpoint needs no key. */
   readonly keyFingerprint: string;
   readonly baseURL?: string;
 }

@@ -1,6 +1,8 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { guardConnections } from '../http/connection-guard.ts';
+import { checkLocalHost } from '../http/local-host-check.ts';
 
 /** A `/metrics` endpoint on 127.0.0.1. */
 export interface MetricsServer {
@@ -15,11 +17,17 @@ export interface MetricsServerOptions {
   readonly port?: number;
   /** Aborting it closes the server. Default: none. */
   readonly signal?: AbortSignal;
+  /** TCP connections held at once; one more first closes an idle or slow one. Default 16. */
+  readonly maxConnections?: number;
+  /** Real ms a connection has to send a complete request head. Default 3 000. */
+  readonly headersTimeoutMs?: number;
 }
 
 /**
  * Serves `registry` as Prometheus text at `GET /metrics` on 127.0.0.1 only (never on every interface: metrics
- * name endpoints and tiers). Anything else is 404.
+ * name endpoints and tiers). Anything else is 404. Only a `Host` of `127.0.0.1:<port>` or `localhost:<port>` is
+ * answered (a page of another site reaching 127.0.0.1 under its own name gets 403; two `Host` headers get
+ * 400), and a client that holds a connection without sending a request is cut after a few seconds.
  *
  * @example
  * ```ts
@@ -31,7 +39,13 @@ export async function startMetricsServer(
   registry: Registry,
   options: MetricsServerOptions = {},
 ): Promise<MetricsServer> {
+  let port = 0;
   const server: Server = createServer((req, res) => {
+    const refused = checkLocalHost(req, port);
+    if (refused) {
+      res.writeHead(refused.status, { 'content-type': 'text/plain' }).end(`${refused.message}\n`);
+      return;
+    }
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' || path !== '/metrics') {
       res.writeHead(404, { 'content-type': 'text/plain' }).end('not found; metrics are at /metrics\n');
@@ -42,6 +56,10 @@ export async function startMetricsServer(
       () => res.writeHead(500, { 'content-type': 'text/plain' }).end('metrics could not be collected\n'),
     );
   });
+  guardConnections(server, {
+    maxConnections: options.maxConnections ?? 16,
+    headersTimeoutMs: options.headersTimeoutMs ?? 3_000,
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => {
@@ -49,7 +67,7 @@ export async function startMetricsServer(
       resolve();
     });
   });
-  const { port } = server.address() as AddressInfo;
+  port = (server.address() as AddressInfo).port;
   const close = () =>
     new Promise<void>((resolve) => {
       server.closeAllConnections();

@@ -15,6 +15,7 @@ import { proxyFaultedEndpoints } from '../fault-proxy/endpoint-fault-proxies.ts'
 import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
 import { type AgentDefinition, isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import { defineConfig, type RuntimeConfigInput } from '../runtime/runtime-config.ts';
+import { unreachableEmulator } from '../errors/network-cause.ts';
 import { redactUrl, scrubSecrets } from '../redact/secret-scrubber.ts';
 import { planRounds } from '../scenarios/round-planner.ts';
 import { toRealProviders } from '../scenarios/real-providers.ts';
@@ -517,9 +518,14 @@ export async function emulatorBaseURLs(
   const needs = spec.runtime.endpoints.some((e) => e.emulator) || templates.some((t) => t.emulator);
   if (!needs) return {};
   if (options.emulatorUrl) {
-    const res = await fetch(new URL('/_emulator/urls', options.emulatorUrl), {
-      signal: AbortSignal.timeout(5_000),
-    });
+    let res: Response;
+    try {
+      res = await fetch(new URL('/_emulator/urls', options.emulatorUrl), {
+        signal: AbortSignal.timeout(5_000),
+      });
+    } catch (e) {
+      throw unreachableEmulator(options.emulatorUrl, e);
+    }
     if (!res.ok)
       throw new Error(
         `the emulator at ${redactUrl(options.emulatorUrl)} did not answer /_emulator/urls (${res.status})`,

@@ -6,6 +6,8 @@ import { ConfigError } from '../errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { applyJobOverrides } from './job-overrides.ts';
 import { describeIssue, formatPath, lineOf } from './scenario-issue.ts';
+import { findUnstorableText } from './scenario-text.ts';
+import { scanJson } from './json-scan.ts';
 import { scenarioSchema } from './scenario-schema.ts';
 import type { ScenarioSpec } from './scenario-types.ts';
 
@@ -112,19 +114,38 @@ function deepFreeze<T>(value: T): T {
  * ```
  */
 export function parseScenario(text: string, source: string): ScenarioSpec {
-  const counter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
-  const bad = doc.errors[0];
-  if (bad) {
-    const line = bad.linePos?.[0]?.line ?? counter.linePos(bad.pos[0]).line;
-    throw new ConfigError({
-      source,
-      path: '',
-      line,
-      message: `is not valid YAML/JSON: ${bad.message.split('\n')[0]}; fix the syntax on that line`,
-    });
+  // JSON is read by JSON.parse when it is valid JSON: the YAML document model of a 10 MB JSON file took
+  // ~40× the file in memory and seconds. Lines and duplicate keys then come from one scan (json-scan.ts).
+  const json = text.trimStart().startsWith('{') ? tryJson(text) : undefined;
+  let value: unknown;
+  let lineAt: (path: readonly PropertyKey[]) => number | undefined;
+  if (json !== undefined) {
+    value = json;
+    lineAt = (path) => scanJson(text, path).line;
+    const { duplicate } = scanJson(text);
+    if (duplicate)
+      throw new ConfigError({
+        source,
+        path: formatPath(duplicate.path),
+        line: duplicate.line,
+        message: 'is given twice in the same mapping; keep one',
+      });
+  } else {
+    const counter = new LineCounter();
+    const doc = parseDocument(text, { lineCounter: counter, prettyErrors: false, uniqueKeys: true });
+    const bad = doc.errors[0];
+    if (bad) {
+      const line = bad.linePos?.[0]?.line ?? counter.linePos(bad.pos[0]).line;
+      throw new ConfigError({
+        source,
+        path: '',
+        line,
+        message: `is not valid YAML/JSON: ${bad.message.split('\n')[0]}; fix the syntax on that line`,
+      });
+    }
+    value = doc.toJS({ maxAliasCount: 1_000 });
+    lineAt = (path) => lineOf(doc, counter, path);
   }
-  const value: unknown = doc.toJS({ maxAliasCount: 1_000 });
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new ConfigError({
       source,
@@ -133,11 +154,22 @@ export function parseScenario(text: string, source: string): ScenarioSpec {
       message: 'must be a mapping with name, runtime, agents and rounds: or schedule:',
     });
   }
+  // Before the schema: a string the store cannot keep would otherwise fail the first commit, seconds in.
+  const unstorable = findUnstorableText(value);
+  if (unstorable) {
+    const line = lineAt(unstorable.path);
+    throw new ConfigError({
+      source,
+      path: formatPath(unstorable.path),
+      ...(line !== undefined ? { line } : {}),
+      message: unstorable.message,
+    });
+  }
   const parsed = scenarioSchema.safeParse(value);
   if (!parsed.success) {
     const first = parsed.error.issues[0]!;
     const { path, message } = describeIssue(first, value, scenarioSchema);
-    const line = lineOf(doc, counter, path);
+    const line = lineAt(path);
     const more =
       parsed.error.issues.length > 1
         ? ` (${parsed.error.issues.length - 1} more problem(s) after this one)`
@@ -150,6 +182,15 @@ export function parseScenario(text: string, source: string): ScenarioSpec {
     });
   }
   return deepFreeze(applyJobOverrides(parsed.data as unknown as ScenarioSpec));
+}
+
+/** The value of `text` when it is valid JSON, else undefined (the YAML parser then says where it breaks). */
+function tryJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 /**

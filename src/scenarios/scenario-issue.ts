@@ -144,6 +144,16 @@ export function describeIssue(issue: z.core.$ZodIssue, input: unknown, schema: u
             : `must be at most ${String(issue.maximum)}`,
       };
     case 'invalid_format':
+      // A pattern is the schema's own rule: its message says it for a person ("must be letters, digits…");
+      // zod's default ("Invalid string: must match pattern /…/") is replaced by a plainer one.
+      if (issue.format === 'regex')
+        return {
+          path,
+          message:
+            issue.message && !/^Invalid string/i.test(issue.message)
+              ? issue.message
+              : `must match the pattern ${String((issue as { pattern?: unknown }).pattern ?? '')}`.trim(),
+        };
       return { path, message: `must be a valid ${issue.format === 'url' ? 'http(s) URL' : issue.format}` };
     default:
       return { path, message: issue.message };

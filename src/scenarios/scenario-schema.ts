@@ -7,10 +7,16 @@ import { endpointConfigSchema } from '../engines/endpoint-config.ts';
 import { endpointFaultRuleSchema } from '../fault-proxy/endpoint-fault-rule.ts';
 import { byokConfigSchema, byokTemplateSchema, runtimeConfigSchema } from '../runtime/runtime-config.ts';
 import { parseFlex } from '../planner/flex-window.ts';
+import { wireNameProblem } from './scenario-text.ts';
 import { SCENARIO_TOOL_NAMES, scenarioTool } from './scenario-tools.ts';
 import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from './zoned-time.ts';
 
 const name = z.string().min(1);
+/** A name that is part of every call's idempotency key, so of its request headers (scenario-text.ts). */
+const wireName = name.superRefine((value, ctx) => {
+  const problem = wireNameProblem(value);
+  if (problem) ctx.addIssue({ code: 'custom', message: problem });
+});
 
 /**
  * An endpoint of a scenario: an {@link endpointConfigSchema} plus `emulator: <flavor>`.
@@ -69,7 +75,7 @@ export const scenarioRuntimeSchema = runtimeConfigSchema.safeExtend({
 });
 
 const agentSchema = z.strictObject({
-  name,
+  name: wireName,
   role: z.string().optional(),
   tier: name.optional(),
   chain: name.optional(),
@@ -81,7 +87,7 @@ const agentSchema = z.strictObject({
 });
 
 const agendaItemSchema = z.strictObject({
-  id: name,
+  id: wireName,
   title: name,
   detail: z.string().optional(),
   kind: name.optional(),

@@ -10,6 +10,8 @@ import { isIncompleteClusterError } from './incomplete-cluster-error.ts';
 import { createPGlite } from './pglite-template.ts';
 import type { StoreSchema } from './store-schema.ts';
 import { redactUrl } from '../redact/secret-scrubber.ts';
+import { ConfigError } from '../errors/config-error.ts';
+import { firstBytesFrom, notPostgresAnswer, POSTGRES_SSL_REQUEST } from '../errors/foreign-server.ts';
 
 /**
  * Which engine is behind a {@link BreakwaterDatabase}.
@@ -115,11 +117,32 @@ function chooseTarget(options: OpenDatabaseOptions): Target {
   return { backend: 'pglite', dataDir: nonEmpty(process.env.BREAKWATER_DATA_DIR) ?? DEFAULT_DATA_DIR };
 }
 
+/**
+ * A PostgreSQL URL that does not parse is bad input, said as such: the driver would read it as something
+ * else (a database named "not a url" on a host named "base") and fail far from the cause ("the host name
+ * does not resolve"). Never shown whole: it may hold a password.
+ */
+function checkPostgresUrl(url: string): void {
+  let parsed: URL | undefined;
+  try {
+    parsed = new URL(url);
+  } catch {
+    parsed = undefined;
+  }
+  if (parsed && (parsed.protocol === 'postgres:' || parsed.protocol === 'postgresql:')) return;
+  throw new ConfigError({
+    source: '--database-url / DATABASE_URL',
+    path: '',
+    message: `${parsed ? `is a ${parsed.protocol.replace(/:$/, '')}: URL (${redactUrl(url)})` : 'does not parse as a URL (it is not shown: it may hold a password)'}; write it as postgres://user@host:5432/database (percent-encode @ : / in the password), or leave it out to use embedded PGlite`,
+  });
+}
+
 async function connect(
   target: Target,
   options: OpenDatabaseOptions,
 ): Promise<{ db: Kysely<StoreSchema>; location: string; unlock?: () => void }> {
   if (target.backend === 'postgres') {
+    checkPostgresUrl(target.url);
     const guarded = createGuardedPool({
       url: target.url,
       max: options.poolSize ?? 10,
@@ -182,18 +205,74 @@ async function connect(
 export async function openDatabase(options: OpenDatabaseOptions = {}): Promise<BreakwaterDatabase> {
   options.signal?.throwIfAborted();
   const target = chooseTarget(options);
+  if (target.backend === 'postgres') checkPostgresUrl(target.url);
+  // One deadline for the whole wait on a server (look, connect, migrate): a connect timeout and then a query
+  // timeout must not add up past what BREAKWATER_DB_TIMEOUT_MS promised.
+  const deadlineMs = options.timeouts?.connectTimeoutMs ?? 10_000;
+  const startedAt = Date.now();
+  if (target.backend === 'postgres') await lookAtServer(target.url, deadlineMs);
   const { db, location, unlock } = await connect(target, options);
   let closed: Promise<void> | undefined;
   const close = () => {
     closed ??= db.destroy().finally(() => unlock?.());
     return closed;
   };
+  let timer: NodeJS.Timeout | undefined;
   try {
     options.signal?.throwIfAborted();
-    const migrated = await migrateToLatest(db as Kysely<unknown>, { signal: options.signal });
+    const migrating = migrateToLatest(db as Kysely<unknown>, { signal: options.signal });
+    // Past the deadline it loses the race below and fails once the pool is closed: that is expected.
+    migrating.catch(() => {});
+    const migrated =
+      target.backend === 'postgres'
+        ? await Promise.race([
+            migrating,
+            new Promise<never>((_, reject) => {
+              timer = setTimeout(
+                () =>
+                  reject(
+                    new DatabaseUnavailableError({
+                      location: `PostgreSQL at ${location}`,
+                      problem: `no answer within ${deadlineMs} ms`,
+                    }),
+                  ),
+                Math.max(0, deadlineMs - (Date.now() - startedAt)),
+              );
+            }),
+          ])
+        : await migrating;
     return Object.freeze({ db, backend: target.backend, location, migrated: Object.freeze(migrated), close });
   } catch (e) {
-    await close().catch(() => {});
+    // Not awaited past the deadline: the pool's own close is bounded, the caller's wait is not extended.
+    void close().catch(() => {});
     throw e;
+  } finally {
+    clearTimeout(timer);
   }
+}
+
+/**
+ * Looks at what answers the URL before the driver does: a server that speaks something else is said as
+ * such at once (the driver would wait out its timeout and say "no answer"), and one that takes the
+ * connection but never answers is said after `deadlineMs`, the whole wait.
+ */
+async function lookAtServer(url: string, deadlineMs: number): Promise<void> {
+  const parsed = new URL(url);
+  const host =
+    decodeURIComponent(parsed.hostname.replace(/^\[|\]$/g, '')) ||
+    parsed.searchParams.get('host') ||
+    '127.0.0.1';
+  // A Unix socket directory: the driver's own errors are plain enough there.
+  if (host.startsWith('/')) return;
+  const port = Number(parsed.port || parsed.searchParams.get('port') || 5432);
+  const first = await firstBytesFrom(host, port, POSTGRES_SSL_REQUEST, deadlineMs, (b) => b.length > 0);
+  if (first === undefined) return;
+  const location = `PostgreSQL at ${redactUrl(url)}`;
+  if (first.length === 0)
+    throw new DatabaseUnavailableError({
+      location,
+      problem: `no answer within ${deadlineMs} ms (the server took the connection and said nothing: frozen, or not PostgreSQL)`,
+    });
+  const foreign = await notPostgresAnswer(first);
+  if (foreign) throw new DatabaseUnavailableError({ location, problem: foreign });
 }

@@ -1,4 +1,6 @@
 import { type IncomingMessage, type ServerResponse, createServer } from 'node:http';
+import { guardConnections } from '../http/connection-guard.ts';
+import { checkLocalHost, localHosts } from '../http/local-host-check.ts';
 import type { AddressInfo } from 'node:net';
 import { constants as zlibConstants, createGzip, type Gzip } from 'node:zlib';
 import { loadRunReport } from '../report/load-run-report.ts';
@@ -35,8 +37,14 @@ export interface VizServerOptions {
    * dropped, so a stalled reader cannot make the run buffer without end. Default 1 048 576 (1 MiB).
    */
   readonly maxBufferedBytes?: number;
-  /** TCP connections held at once (page, APIs and streams together); more are closed at once. Default 64. */
+  /**
+   * TCP connections held at once (page, APIs and streams together). One more first closes the oldest
+   * connection that is not serving a request (idle or still sending its head); when every one is serving,
+   * the newcomer is closed. Default 64.
+   */
   readonly maxConnections?: number;
+  /** Real ms a connection has to send a complete request head (from opening, and after each answer). Default 3 000. */
+  readonly headersTimeoutMs?: number;
   /**
    * Real-time interval at which a compressed live stream (a client that accepts gzip) is flushed, ms: the
    * events of a storm go out in one compressed block per interval instead of one packet each. Default 100.
@@ -83,15 +91,12 @@ class HttpError extends Error {
 }
 
 // Nothing the page needs comes from elsewhere: the policy makes the browser refuse any other origin.
-/** Requests from elsewhere (another Host, another Origin) are refused: see {@link startVizServer}. */
+/** Requests from elsewhere (another Origin, another site) are refused: see {@link startVizServer}. */
 function forbiddenBy(req: IncomingMessage, port: number): string | undefined {
-  const allowed = new Set([`127.0.0.1:${port}`, `localhost:${port}`]);
-  const host = String(req.headers.host ?? '').toLowerCase();
-  if (!allowed.has(host)) return 'the Host header is not 127.0.0.1 or localhost on this port';
   const origin = req.headers.origin;
   if (
     origin !== undefined &&
-    !new Set([...allowed].map((h) => `http://${h}`)).has(String(origin).toLowerCase())
+    !new Set(localHosts(port).map((h) => `http://${h}`)).has(String(origin).toLowerCase())
   )
     return 'requests from another origin are refused';
   if (req.headers['sec-fetch-site'] === 'cross-site') return 'requests from another site are refused';
@@ -305,6 +310,8 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
 
   const handle = async (req: IncomingMessage, res: ServerResponse) => {
     // DNS rebinding: a page of another site can reach 127.0.0.1 under its own name; it must get nothing.
+    const refused = checkLocalHost(req, port);
+    if (refused) throw new HttpError(refused.status, refused.message);
     const forbidden = forbiddenBy(req, port);
     if (forbidden) throw new HttpError(403, `${forbidden}; open http://127.0.0.1:${port}/`);
     const url = new URL(req.url ?? '/', 'http://127.0.0.1');
@@ -354,10 +361,13 @@ export async function startVizServer(options: VizServerOptions = {}): Promise<Vi
     });
   });
 
-  server.maxConnections = options.maxConnections ?? 64;
-  // A client that sends its request slowly (or never) does not hold a connection for long.
-  server.headersTimeout = 10_000;
   server.requestTimeout = 30_000;
+  // A client that sends its request slowly (or never) does not hold a connection for long, and a full
+  // server makes room for a new client by closing an idle or slow one.
+  guardConnections(server, {
+    maxConnections: options.maxConnections ?? 64,
+    headersTimeoutMs: options.headersTimeoutMs ?? 3_000,
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port ?? 0, '127.0.0.1', () => {

@@ -1,9 +1,8 @@
-import { createHash } from 'node:crypto';
 import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, keyFingerprint, startEmulator } from '../../src/emulator/index.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { anthropicClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 
@@ -43,7 +42,7 @@ describe('stats', () => {
     });
 
     const stats = emu.stats();
-    const fp = createHash('sha256').update(stranger).digest('hex').slice(0, 8);
+    const fp = keyFingerprint(stranger);
     expect(stats.totalCalls).toBe(4);
     expect(stats.byKey).toEqual({ primary: 3, [fp]: 1 });
     expect(stats.byModel).toEqual({ 'claude-sonnet-4-6': 3, 'gpt-4o': 1 });

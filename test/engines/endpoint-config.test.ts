@@ -5,6 +5,7 @@ import {
   DEFAULT_HEADERS_TIMEOUT_MS,
   DEFAULT_IDLE_TIMEOUT_MS,
   describeEndpoint,
+  keyFingerprint,
   endpointConfigSchema,
   parseEndpointConfig,
 } from '../../src/engines/endpoint-config.ts';
@@ -60,9 +61,12 @@ describe('endpointConfigSchema / parseEndpointConfig', () => {
 });
 
 describe('describeEndpoint', () => {
-  it('identifies the key by the first 8 hex chars of its sha256, never the key', () => {
+  it('identifies the key by a keyed fingerprint (8 hex), never the key nor its plain sha256', () => {
     const d = describeEndpoint({ id: 'primary', provider: 'anthropic', model: 'claude-x', apiKey: KEY });
-    const expected = createHash('sha256').update(KEY).digest('hex').slice(0, 8);
+    const expected = keyFingerprint(KEY);
+    expect(expected).toMatch(/^[0-9a-f]{8}$/);
+    // A plain sha256 prefix would let a dictionary recover a word key offline.
+    expect(expected).not.toBe(createHash('sha256').update(KEY).digest('hex').slice(0, 8));
     expect(d).toEqual({
       id: 'primary',
       provider: 'anthropic',
@@ -83,7 +87,7 @@ describe('describeEndpoint', () => {
         model: 'm',
         apiKeyEnv: 'BREAKWATER_TEST_KEY_ENV',
       });
-      expect(fromEnv.keyFingerprint).toBe(createHash('sha256').update(KEY).digest('hex').slice(0, 8));
+      expect(fromEnv.keyFingerprint).toBe(keyFingerprint(KEY));
     } finally {
       delete process.env.BREAKWATER_TEST_KEY_ENV;
     }

@@ -1,6 +1,6 @@
-import { createHash } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/engines/create-engine.ts';
+import { keyFingerprint } from '../../src/engines/endpoint-config.ts';
 import type { ChatMessage, Engine, EngineResult } from '../../src/engines/engine-types.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { KEY, TARGETS, weatherTool } from './emulator-targets.ts';
@@ -122,7 +122,7 @@ describe('tool-use round trip on every provider kind (emulator, real SDKs)', () 
         id: expected.id,
         provider: expected.provider,
         model: expected.model,
-        keyFingerprint: expected.apiKey ? createHash('sha256').update(KEY).digest('hex').slice(0, 8) : 'none',
+        keyFingerprint: expected.apiKey ? keyFingerprint(KEY) : 'none',
       });
       expect(Object.isFrozen(engine.endpoint)).toBe(true);
     }

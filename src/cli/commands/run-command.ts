@@ -8,6 +8,7 @@ import {
   startByokConsole,
 } from '../../byok/byok-console.ts';
 import { openCommandInput } from '../../byok/command-input.ts';
+import { storableTextProblem, wireNameProblem } from '../../scenarios/scenario-text.ts';
 import { createLiveView, type LiveView } from '../../live/live-view.ts';
 import { createLogger } from '../../logging/logger.ts';
 import { type MetricsServer, startMetricsServer } from '../../observability/metrics-server.ts';
@@ -367,6 +368,13 @@ function checkEmulatorUrl(url: string): void {
     throw new CliError('--emulator-url must be an http:// URL, e.g. http://127.0.0.1:4000');
 }
 
+/** A run id is part of every call's idempotency key (a request header): refused here, not by every call. */
+function checkRunId(runId: string): string {
+  const problem = wireNameProblem(runId) ?? storableTextProblem(runId);
+  if (problem) throw new CliError(`--run-id ${problem}`);
+  return runId;
+}
+
 /** One line for a run whose database went away: what happened, where the run stands, how to go on. */
 function databaseLost(
   lost: { location: string; problem: string },
@@ -607,7 +615,7 @@ export function registerRunCommand(program: Command): Command {
       ...(flags.workers !== undefined ? { workers: workerCount(flags.workers) } : {}),
       ...(flags.policy ? { policy: flags.policy } : {}),
       ...(flags.providers ? { providers: flags.providers } : {}),
-      ...(flags.runId ? { runId: flags.runId } : {}),
+      ...(flags.runId !== undefined ? { runId: checkRunId(flags.runId) } : {}),
       ...sharedOptions(flags),
     });
   });
