@@ -32,6 +32,10 @@ const FLAVORS: readonly { flavor: EmulatorFlavor; model: string }[] = [
   { flavor: 'openai', model: 'gpt-4o-mini' },
   { flavor: 'anthropic', model: 'claude-sonnet-4-6' },
   { flavor: 'gemini', model: 'gemini-2.5-flash' },
+  // The OpenAI-compatible servers: the same SDK, other servers' wire.
+  { flavor: 'vllm', model: 'qwen2.5-7b' },
+  { flavor: 'ollama', model: 'llama3.1' },
+  { flavor: 'gemini-compat', model: 'gemini-2.5-flash' },
 ];
 
 /** The stalls: which emulator fault, and for which calls (a mid-stream stall needs a stream). */
@@ -56,7 +60,7 @@ const measured: string[] = [];
 afterAll(() => {
   if (measured.length === 0) return;
   const head =
-    'flavor     limit mode   stall                              turn(ms) backup answered(ms) wall(ms)';
+    'flavor        limit mode   stall                              turn(ms) backup answered(ms) wall(ms)';
   console.info(['time to the backup, on the run clock (deadline 2000 ms):', head, ...measured].join('\n'));
 });
 
@@ -140,7 +144,7 @@ describe.each(CASES)('$flavor, limit $limit, $mode: $name', (c) => {
       // The stall really cost its deadline: the figures above are not a fast path around it.
       expect(backup[0]!.startedAt - primary[0]!.startedAt).toBeGreaterThanOrEqual(DEADLINE_MS);
       measured.push(
-        `${c.flavor.padEnd(10)} ${String(c.limit).padEnd(5)} ${c.mode.padEnd(6)} ${c.name.padEnd(34)} ${String(turnMs).padStart(8)} ${String(backupAnsweredMs).padStart(19)} ${wallMs.toFixed(0).padStart(8)}`,
+        `${c.flavor.padEnd(13)} ${String(c.limit).padEnd(5)} ${c.mode.padEnd(6)} ${c.name.padEnd(34)} ${String(turnMs).padStart(8)} ${String(backupAnsweredMs).padStart(19)} ${wallMs.toFixed(0).padStart(8)}`,
       );
       // The cut call's token comes back once its connection had time to go (a real moment, not the run clock's).
       await settle(() => w.supervisor.tokens().held === 0);

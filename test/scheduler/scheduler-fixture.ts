@@ -34,9 +34,9 @@ export function endpoint(
 /** Counts every chain selection: the scheduler's unit of work per look at a waiter. */
 export class CountingRegistry extends EndpointRegistry {
   selects = 0;
-  override select(ids: readonly string[], now: number, tokens: number): Selection {
+  override select(ids: readonly string[], now: number, tokens: number, skip?: readonly string[]): Selection {
     this.selects++;
-    return super.select(ids, now, tokens);
+    return super.select(ids, now, tokens, skip);
   }
 }
 
