@@ -36,14 +36,20 @@ const ANY_CALL: readonly EmulatorFaultKind[] = [
 ];
 const STREAM_ONLY: readonly EmulatorFaultKind[] = ['stream_stall', 'stream_cut', 'stream_error'];
 
-/** One endpoint's schedule: healthy, or a fault on every call (`count` absent) or on its first `count` calls. */
+/**
+ * One endpoint's schedule: healthy; a fault on every call (`count` absent) or on its first `count` calls; or a key
+ * whose tokens-per-minute limit is smaller than any request (`tooLarge`: OpenAI says "Request too large", the others
+ * answer their rate-limit 429).
+ */
 type Schedule =
   | { healthy: true }
+  | { healthy: false; tooLarge: true }
   | { healthy: false; kind: EmulatorFaultKind; count?: number; afterChunks: number };
 
 const schedule = (stream: boolean): fc.Arbitrary<Schedule> =>
   fc.oneof(
     { weight: 2, arbitrary: fc.constant({ healthy: true as const }) },
+    { weight: 1, arbitrary: fc.constant({ healthy: false as const, tooLarge: true as const }) },
     {
       weight: 3,
       arbitrary: fc.record(
@@ -81,7 +87,16 @@ function triedBy(turn: Turn): Set<string> {
 
 async function run(s: Scenario): Promise<void> {
   const clock = createVirtualClock({ origin: Date.parse('2026-08-17T07:00:00+09:00') });
-  const emulator = await startEmulator({ profile: { seed: 31, latency: { minMs: 0, maxMs: 0 } }, clock });
+  const tight = s.schedules.flatMap((sch, i) => ('tooLarge' in sch ? [ENDPOINTS[i]!] : []));
+  const emulator = await startEmulator({
+    profile: {
+      seed: 31,
+      latency: { minMs: 0, maxMs: 0 },
+      acceptAnyKey: true,
+      keys: tight.map((e) => ({ alias: e.id, key: e.key, quotas: { default: { tpm: 5, itpm: 5 } } })),
+    },
+    clock,
+  });
   const supervisor = createSupervisor(
     {
       endpoints: ENDPOINTS.map((e) =>
@@ -99,7 +114,7 @@ async function run(s: Scenario): Promise<void> {
   );
   try {
     s.schedules.forEach((sch, i) => {
-      if (sch.healthy) return;
+      if (sch.healthy || 'tooLarge' in sch) return;
       emulator.addFault({
         kind: sch.kind,
         match: { key: ENDPOINTS[i]!.key },
