@@ -113,7 +113,10 @@ async function runOn(s: Scenario): Promise<void> {
         }),
       ],
       chains: { main: ['a', 'b'], solo: ['a'] },
-      concurrency: { limit: s.limit, leaseMs: 3_000, reclaimGraceMs: 1_000 },
+      // The unwind waits for cut calls to end for up to reclaimGraceMs of real time: on a loaded machine a cut
+      // call's socket teardown took over 1 s, and stop() then returned with its token still held. 30 s is a
+      // deadline only a hang reaches.
+      concurrency: { limit: s.limit, leaseMs: 3_000, reclaimGraceMs: 30_000 },
       retry: { baseBackoffMs: 200, maxBackoffMs: 2_000 },
       creditCooldownMs: 20_000,
     },
