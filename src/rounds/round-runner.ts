@@ -5,6 +5,7 @@ import type { Turn } from '../runtime/turn.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { durableAgentState } from '../runtime/agent-snapshot.ts';
 import type { AgentStateInput, LogEventInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import { crashPoint } from '../store/crash-point.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { keyFormatOf, type TurnKeyFormat, turnKey } from '../store/turn-key.ts';
 import { type PeerAnswer, roundPrompt } from './round-prompt.ts';
@@ -197,6 +198,7 @@ async function commitRound(
     },
     o.signal ? { signal: o.signal } : {},
   );
+  crashPoint('after-commit');
   o.journal?.committed();
   o.emit(done);
   await o.afterCommit?.(plan.round);

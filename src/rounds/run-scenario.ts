@@ -32,6 +32,7 @@ import { createEventRecorder } from './event-recorder.ts';
 import { type RoundProgress, runRounds } from './round-runner.ts';
 import { applyRunRestore, loadRunRestore } from './run-restore.ts';
 import { storeCallMemo } from './store-call-memo.ts';
+import { crashPoint } from '../store/crash-point.ts';
 import { keyFormatOf, TURN_KEY_FORMAT, type TurnKeyFormat } from '../store/turn-key.ts';
 import type { TurnExecutor } from './turn-executor.ts';
 import { wireTimeEngines } from './wire-time-engines.ts';
@@ -409,6 +410,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
               ...(byokWire ? { byokWire } : {}),
             });
       if (breakwater && restore) applyRunRestore(breakwater.supervisor, restore);
+      if (existing) crashPoint('restore');
       executor =
         breakwater ??
         createStatusQuoExecutor(resolved, {

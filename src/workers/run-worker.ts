@@ -29,6 +29,7 @@ import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import { crashPoint } from '../store/crash-point.ts';
 import { keyFormatOf } from '../store/turn-key.ts';
 import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import { planWorkerCoordination, probeCoordination } from './worker-coordination.ts';
@@ -420,6 +421,7 @@ async function workParts(
       // The part's events are staged with it: they reach the log with the round's commit, exactly as its turns.
       const events = ctx.recorder.take(claim.agent, shared);
       if (await stagePart(options.database, claim, turns, state, events)) {
+        crashPoint('after-stage');
         shared = false;
         // The workers waiting at the round barrier go on now (the last part in lets one of them commit).
         await notifyRound(options.database, runId);
@@ -499,6 +501,7 @@ async function commit(
     if (isRoundCommitConflictError(e) && e.reason === 'already_committed') return false;
     throw e;
   }
+  crashPoint('after-commit');
   await notifyRound(database, runId);
   ctx.recorder.echo(done);
   await ctx.recorder.flush();
