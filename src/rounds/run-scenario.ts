@@ -382,13 +382,9 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     let emit: RuntimeEventListener | undefined;
     try {
       if (existing) await store.setRunStatus(runId, 'running');
-      const memo = await storeCallMemo(
-        store,
-        runId,
-        (existing?.currentRound ?? 0) + 1,
-        clock,
-        { keyFormat: existing ? keyFormatOf(existing.config) : TURN_KEY_FORMAT },
-      );
+      const memo = await storeCallMemo(store, runId, (existing?.currentRound ?? 0) + 1, clock, {
+        keyFormat: existing ? keyFormatOf(existing.config) : TURN_KEY_FORMAT,
+      });
       const breakwater =
         policy === 'status-quo'
           ? undefined

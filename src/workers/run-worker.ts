@@ -351,7 +351,9 @@ async function workParts(
   let memo: Awaited<ReturnType<typeof storeCallMemo>>;
   try {
     restore = await loadRunRestore(store, runId, ctx.definitions, historyTurnsOf(ctx.spec));
-    memo = await storeCallMemo(store, runId, plan.round, ctx.clock, { keyFormat: keyFormatOf(ctx.run.config) });
+    memo = await storeCallMemo(store, runId, plan.round, ctx.clock, {
+      keyFormat: keyFormatOf(ctx.run.config),
+    });
   } catch (e) {
     // The heartbeat is a ref'd interval: left running, it would keep the worker alive after this error.
     clearInterval(heartbeat);
