@@ -106,10 +106,18 @@ describe('turn keys across a resume', () => {
     expect(memo.map((m) => m.idempotency_key)).toEqual(
       expect.arrayContaining(['keys-cut:1:I1:I1%3AKai:call0', 'keys-cut:1:I1%3AI1:Kai:call0']),
     );
+    const resumeSeq = emulator.stats().totalCalls + emulator.stats().inFlight;
     const resumed = await runScenario({ scenario: spec, runId: 'keys-cut', resume: true, ...common() });
     expect(resumed.run.status).toBe('completed');
     expect(await answers('keys-cut')).toEqual(expected);
-    expect(answeredTwice(fromSeq)).toEqual([]);
+    // Nothing memoized is asked again (a call cut by the interruption, never memoized, may be: its answer was lost).
+    const memoized = new Set(memo.map((m) => m.idempotency_key));
+    expect(
+      emulator
+        .stats()
+        .calls.filter((c) => c.seq > resumeSeq && c.idempotencyKey && memoized.has(c.idempotencyKey)),
+    ).toEqual([]);
+    expect(answeredTwice(fromSeq).filter((k) => memoized.has(k))).toEqual([]);
     // The event log holds one turn.completed per committed turn, the interrupted round's first try none.
     const completed = (await store.readEvents('keys-cut')).filter((e) => e.type === 'turn.completed');
     expect(completed).toHaveLength(8);
