@@ -1,84 +1,83 @@
-import { sql } from 'kysely';
 import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
-import type { BreakwaterDatabase } from '../store/open-database.ts';
 import type { RunStore } from '../store/run-store.ts';
+import type { LogEventInput } from '../store/store-types.ts';
 
-/** Options of {@link createEventRecorder}. */
-export interface EventRecorderOptions {
-  /** Events buffered before a write. Default 500. */
-  readonly batchSize?: number;
-}
-
-/** Appends a run's events to the event log in batches; `seq` continues after a resume. */
+/**
+ * A run's events on their way to the committed log. What is heard between two commits belongs to the round being
+ * asked: it is handed to that round's commit (`take`, then `committed`) and written by the same statement, so the
+ * log holds a round's events exactly when the round is committed — a kill at any moment leaves neither a
+ * duplicate `turn.completed` (the round asked again after a resume) nor a committed turn without one.
+ */
 export interface EventRecorder {
   readonly listener: RuntimeEventListener;
-  /** Writes what is buffered. */
-  flush(signal?: AbortSignal): Promise<void>;
-  /** Number of events recorded so far in this process. */
+  /** The events heard since the last commit, in order, for `commitRound({ events })`. */
+  take(): LogEventInput[];
+  /** The round the last `take` went to is committed: those events are in the log now. */
+  committed(): void;
+  /**
+   * Writes what is heard since the last commit as its own statement: only for events that describe no round
+   * (the run's end after its last commit). Unless `afterLastCommit`, events of an uncommitted round are dropped first
+   * (the round is asked again on resume and records its own).
+   */
+  flush(options?: { readonly afterLastCommit?: boolean; readonly signal?: AbortSignal }): Promise<void>;
+  /** Number of events heard so far in this process. */
   readonly count: number;
 }
 
 /**
- * Creates the event recorder of a run. Events are kept in memory until `flush` (the runner flushes at every
- * round commit and when the buffer fills), so the hot path never waits on the database.
+ * Creates the event recorder of a run. Events are kept in memory until the commit of the round they belong to (the
+ * hot path never waits on the database); a round's events are as many as its turns make, so memory follows the
+ * round, not the run.
  *
  * @example
  * ```ts
- * const recorder = await createEventRecorder(database, store, runId);
+ * const recorder = createEventRecorder(store, runId);
  * const supervisor = createSupervisor(config, { onEvent: recorder.listener });
- * await recorder.flush();
+ * await store.commitRound({ runId, round, turns, events: recorder.take() });
+ * recorder.committed();
  * ```
  */
-export async function createEventRecorder(
-  database: BreakwaterDatabase,
-  store: RunStore,
-  runId: string,
-  options: EventRecorderOptions = {},
-): Promise<EventRecorder> {
-  const batchSize = options.batchSize ?? 500;
-  const row = await database.db
-    .selectFrom('events')
-    .select(sql<number | string | null>`max(seq)`.as('max'))
-    .where('run_id', '=', runId)
-    .executeTakeFirst();
-  let seq = Number(row?.max ?? 0);
+export function createEventRecorder(store: Pick<RunStore, 'appendRunEvents'>, runId: string): EventRecorder {
   let buffer: RuntimeEvent[] = [];
-  let writing: Promise<void> = Promise.resolve();
+  let taken = 0;
   let count = 0;
-
-  const write = (batch: RuntimeEvent[], signal?: AbortSignal) => {
-    const rows = batch.map((e) => ({
-      seq: ++seq,
+  const rows = (events: readonly RuntimeEvent[]): LogEventInput[] =>
+    events.map((e) => ({
       at: Math.round(e.at),
       type: e.type,
       agent: e.agent ?? null,
       endpoint: e.endpoint ?? null,
       data: e.data,
     }));
-    writing = writing.then(() =>
-      store.appendEvents(runId, rows, signal ? { signal } : {}).then(() => undefined),
-    );
-    return writing;
-  };
-
   return {
     listener(event) {
-      buffer.push(event);
       count++;
-      if (buffer.length >= batchSize) {
-        const batch = buffer;
-        buffer = [];
-        void write(batch).catch(() => {});
-      }
+      // The commit that makes a round committed writes its `round.committed` itself, in the same statement.
+      if (event.type !== 'round.committed') buffer.push(event);
     },
-    async flush(signal) {
-      const batch = buffer;
+    take() {
+      taken = buffer.length;
+      return rows(buffer);
+    },
+    committed() {
+      buffer = buffer.slice(taken);
+      taken = 0;
+    },
+    async flush(options = {}) {
+      // Events heard after the run's last commit describe no round only when every round is committed.
+      const batch = options.afterLastCommit ? buffer : buffer.filter(describesNoRound);
       buffer = [];
-      if (batch.length > 0) await write(batch, signal);
-      else await writing;
+      taken = 0;
+      if (batch.length > 0)
+        await store.appendRunEvents(runId, rows(batch), options.signal ? { signal: options.signal } : {});
     },
     get count() {
       return count;
     },
   };
+}
+
+/** The run's own start and end: kept when an uncommitted round's events are dropped. */
+function describesNoRound(e: RuntimeEvent): boolean {
+  return e.type === 'run.started' || e.type === 'run.finished';
 }

@@ -4,8 +4,10 @@ import type { RuntimeEventListener } from '../events/runtime-event.ts';
 import type { Turn } from '../runtime/turn.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { durableAgentState } from '../runtime/agent-snapshot.ts';
-import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import type { AgentStateInput, LogEventInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import { crashPoint } from '../store/crash-point.ts';
 import type { RunStore } from '../store/run-store.ts';
+import { keyFormatOf, type TurnKeyFormat, turnKey } from '../store/turn-key.ts';
 import { type PeerAnswer, roundPrompt } from './round-prompt.ts';
 import type { TurnExecutor } from './turn-executor.ts';
 
@@ -30,7 +32,12 @@ export interface RunRoundsOptions {
   readonly machineVersion: string;
   /** Receives the runner's own events (round.started, round.committed). */
   readonly emit: RuntimeEventListener;
-  /** Called after each commit (the event recorder flushes here). */
+  /**
+   * The run's events heard since the last commit (`EventRecorder`): committed with each round, in the same
+   * statement, followed by its `round.committed`. Default none: the rounds are committed without events.
+   */
+  readonly journal?: RoundJournal;
+  /** Called after each commit. Default none. */
   readonly afterCommit?: (round: number) => Promise<void>;
   readonly onProgress?: (progress: RoundProgress) => void;
   readonly signal?: AbortSignal;
@@ -63,11 +70,25 @@ export async function runRounds(o: RunRoundsOptions): Promise<RunRecord> {
       seePrevious && o.spec.rounds && plan.round > 1
         ? await held(o.clock, () => previousAnswers(o.store, o.runId, plan.round - 1))
         : new Map<string, PeerAnswer[]>();
-    const results = await askRoundTurns(o, plan, plan.turns, peers, rounds);
+    const results = await askRoundTurns(
+      { ...o, keyFormat: keyFormatOf(run.config) },
+      plan,
+      plan.turns,
+      peers,
+      rounds,
+    );
     o.signal?.throwIfAborted();
     await held(o.clock, () => commitRound(o, plan, results));
   }
   return o.store.setRunStatus(o.runId, 'completed');
+}
+
+/** Where a round's events wait for its commit (the event recorder). */
+export interface RoundJournal {
+  /** The events heard since the last commit, in order. */
+  take(): LogEventInput[];
+  /** The round the last `take` went to is committed. */
+  committed(): void;
 }
 
 /** One asked turn of a round, as the round commit takes it. */
@@ -81,8 +102,9 @@ export interface AskedTurn {
 
 /**
  * Asks `turns` (all or part of a round's planned turns) concurrently — asks to one agent settle in order —
- * each at its firing time. The turn key (`run:round:item:agent`) is the call memo's prefix, so a turn asked
- * again (a resumed run, a worker taking over another's agents) reads back the calls that had finished.
+ * each at its firing time. The turn key ({@link turnKey}: run, round, item, agent, each part escaped, so no two turns
+ * share one) is the call memo's prefix, so a turn asked again (a resumed run, a worker taking over another's agents)
+ * reads back the calls that had finished — its own, never another turn's.
  *
  * @example
  * ```ts
@@ -90,7 +112,10 @@ export interface AskedTurn {
  * ```
  */
 export async function askRoundTurns(
-  o: Pick<RunRoundsOptions, 'runId' | 'executor' | 'clock' | 'onProgress' | 'signal'>,
+  o: Pick<RunRoundsOptions, 'runId' | 'executor' | 'clock' | 'onProgress' | 'signal'> & {
+    /** How the run's keys are spelled (`keyFormatOf(run.config)`). Default the current format. */
+    readonly keyFormat?: TurnKeyFormat;
+  },
   plan: RoundPlan,
   turns: readonly RoundPlan['turns'][number][],
   peers: ReadonlyMap<string, readonly PeerAnswer[]>,
@@ -106,7 +131,10 @@ export async function askRoundTurns(
       const others = (peers.get(pt.itemId) ?? []).filter((p: PeerAnswer) => p.agent !== pt.agent);
       const prompt =
         pt.prompt ?? roundPrompt(pt.item ?? { id: pt.itemId, title: pt.itemId }, plan.round, rounds, others);
-      const key = `${o.runId}:${plan.round}:${pt.itemId}:${pt.agent}`;
+      const key = turnKey(
+        { runId: o.runId, round: plan.round, itemId: pt.itemId, agent: pt.agent },
+        o.keyFormat,
+      );
       const turn = await o.executor.ask({
         agent: pt.agent,
         prompt,
@@ -151,6 +179,13 @@ async function commitRound(
       states.push({ agent, machineVersion: o.machineVersion, ...durableAgentState(persisted) });
   }
   const health = o.executor.durableHealth?.();
+  const done = {
+    type: 'round.committed',
+    at: o.clock.now(),
+    data: { round: plan.round, turns: turns.length },
+  } as const;
+  // The round's events are written with it: they exist exactly when it does.
+  const events = o.journal ? [...o.journal.take(), { ...done, agent: null, endpoint: null }] : undefined;
   await o.store.commitRound(
     {
       runId: o.runId,
@@ -159,10 +194,13 @@ async function commitRound(
       states,
       ...(health !== undefined ? { health } : {}),
       summary: { health: o.executor.health(), counts: countOutcomes(turns) },
+      ...(events ? { events } : {}),
     },
     o.signal ? { signal: o.signal } : {},
   );
-  o.emit({ type: 'round.committed', at: o.clock.now(), data: { round: plan.round, turns: turns.length } });
+  crashPoint('after-commit');
+  o.journal?.committed();
+  o.emit(done);
   await o.afterCommit?.(plan.round);
 }
 

@@ -32,6 +32,8 @@ import { createEventRecorder } from './event-recorder.ts';
 import { type RoundProgress, runRounds } from './round-runner.ts';
 import { applyRunRestore, loadRunRestore } from './run-restore.ts';
 import { storeCallMemo } from './store-call-memo.ts';
+import { crashPoint } from '../store/crash-point.ts';
+import { keyFormatOf, TURN_KEY_FORMAT, type TurnKeyFormat } from '../store/turn-key.ts';
 import type { TurnExecutor } from './turn-executor.ts';
 import { wireTimeEngines } from './wire-time-engines.ts';
 
@@ -148,6 +150,8 @@ export interface StoredRunConfig {
   readonly report?: StoredReportConfig;
   /** A run spread over worker processes (`breakwater worker`): how they share it. Absent otherwise. */
   readonly workers?: StoredWorkersConfig;
+  /** How the run's turn and call keys are spelled (`turn-key.ts`). Absent: runs stored before it, format 1. */
+  readonly keyFormat?: TurnKeyFormat;
 }
 
 /** How the worker processes of a run share it (stored with the run). */
@@ -360,6 +364,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
         ...(options.scenarioSource ? { scenarioSource: options.scenarioSource } : {}),
         timeScale,
         origin,
+        keyFormat: TURN_KEY_FORMAT,
       };
       await store.createRun({
         runId,
@@ -373,11 +378,13 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
 
     // From here on the run exists: whatever fails marks it (failed, with the reason; interrupted when aborted).
     let unsubscribe: (() => void) | undefined;
-    let recorder: Awaited<ReturnType<typeof createEventRecorder>> | undefined;
+    let recorder: ReturnType<typeof createEventRecorder> | undefined;
     let emit: RuntimeEventListener | undefined;
     try {
       if (existing) await store.setRunStatus(runId, 'running');
-      const memo = await storeCallMemo(store, runId, (existing?.currentRound ?? 0) + 1, clock);
+      const memo = await storeCallMemo(store, runId, (existing?.currentRound ?? 0) + 1, clock, {
+        keyFormat: existing ? keyFormatOf(existing.config) : TURN_KEY_FORMAT,
+      });
       const breakwater =
         policy === 'status-quo'
           ? undefined
@@ -399,6 +406,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
               ...(byokWire ? { byokWire } : {}),
             });
       if (breakwater && restore) applyRunRestore(breakwater.supervisor, restore);
+      if (existing) crashPoint('restore');
       executor =
         breakwater ??
         createStatusQuoExecutor(resolved, {
@@ -406,7 +414,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
           ...(options.logger ? { logger: options.logger } : {}),
           ...(buildEngine ? { createEngine: buildEngine } : {}),
         });
-      const rec = await createEventRecorder(database, store, runId);
+      const rec = createEventRecorder(store, runId);
       recorder = rec;
       const send: RuntimeEventListener = (e) => {
         rec.listener(e);
@@ -446,13 +454,14 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
         agents: agents.filter((a) => !a.noAgent).map((a) => a.name),
         machineVersion: AGENT_MACHINE_VERSION,
         emit: send,
-        afterCommit: () => rec.flush(),
+        journal: rec,
         ...(options.onProgress ? { onProgress: options.onProgress } : {}),
         ...(options.signal ? { signal: options.signal } : {}),
       });
       send({ type: 'run.finished', at: clock.now(), data: { runId, status: run.status } });
       unsubscribe();
-      await rec.flush();
+      // Every round is committed: what was heard after the last commit belongs to no round.
+      await rec.flush({ afterLastCommit: true });
       const stats = emulator?.stats();
       return {
         runId,
@@ -465,6 +474,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
       const status = options.signal?.aborted ? 'interrupted' : 'failed';
       emit?.({ type: 'run.finished', at: clock.now(), data: { runId, status } });
       unsubscribe?.();
+      // The round in progress is not committed: its events are dropped (it records them when it is asked again).
       await recorder?.flush().catch(() => {});
       await store
         .setRunStatus(runId, status, status === 'failed' ? { failure: failureLine(e) } : {})

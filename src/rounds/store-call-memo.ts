@@ -3,6 +3,7 @@ import { holdClock } from '../clock/virtual-clock.ts';
 import type { CallMemo } from '../runtime/agent-actors.ts';
 import { findDatabaseUnavailable } from '../store/database-unavailable-error.ts';
 import type { RunStore } from '../store/run-store.ts';
+import { roundKeyPrefix, TURN_KEY_FORMAT, type TurnKeyFormat } from '../store/turn-key.ts';
 
 /**
  * The durable memo of finished calls, for one round of a run. An engine (or tool) result is written the moment
@@ -13,7 +14,7 @@ import type { RunStore } from '../store/run-store.ts';
  *
  * @example
  * ```ts
- * const memo = await storeCallMemo(store, runId, run.currentRound + 1, clock);
+ * const memo = await storeCallMemo(store, runId, run.currentRound + 1, clock, { keyFormat: keyFormatOf(run.config) });
  * const supervisor = createSupervisor(config, { memo });
  * ```
  */
@@ -24,7 +25,10 @@ export async function storeCallMemo(
   clock?: Clock,
   options: StoreCallMemoOptions = {},
 ): Promise<CallMemo> {
-  const known = await store.recallCallsByPrefix(runId, `${runId}:${round}:`);
+  const known = await store.recallCallsByPrefix(
+    runId,
+    roundKeyPrefix(runId, round, options.keyFormat ?? TURN_KEY_FORMAT),
+  );
   const pending = new Set<Promise<void>>();
   const retryForMs = options.retryForMs ?? 30_000;
   return {
@@ -58,6 +62,8 @@ export interface StoreCallMemoOptions {
    * connection was cut lands on the next one.
    */
   readonly retryForMs?: number;
+  /** How the run's keys are spelled (`keyFormatOf(run.config)`). Default the current format. */
+  readonly keyFormat?: TurnKeyFormat;
 }
 
 /** Between two tries of a memo write, real ms: doubling from the first to the last. */

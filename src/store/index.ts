@@ -46,6 +46,7 @@ export type {
   CommitRoundInput,
   CreateRunInput,
   EventInput,
+  LogEventInput,
   EventRecord,
   ListRunsOptions,
   LoadStatesOptions,
@@ -80,3 +81,13 @@ export {
   isIncompleteClusterError,
   PGLITE_INIT_MARKER,
 } from './incomplete-cluster-error.ts';
+export {
+  TURN_KEY_FORMAT,
+  escapeKeyPart,
+  keyFormatOf,
+  roundKeyPrefix,
+  turnKey,
+  type TurnKeyFormat,
+  type TurnKeyParts,
+} from './turn-key.ts';
+export { appendRunEvents, createLiveEventLog, type LiveEventLog } from './event-log.ts';

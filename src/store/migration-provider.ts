@@ -5,6 +5,7 @@ import * as m0003 from '../../migrations/0003-coordination.ts';
 import * as m0004 from '../../migrations/0004-round-parts.ts';
 import * as m0005 from '../../migrations/0005-rate-windows.ts';
 import * as m0006 from '../../migrations/0006-coordination-sweep.ts';
+import * as m0007 from '../../migrations/0007-committed-events.ts';
 
 /**
  * Every migration in `migrations/`, by name. A static import map instead of reading the folder at
@@ -18,6 +19,7 @@ const MIGRATIONS: Readonly<Record<string, Migration>> = Object.freeze({
   '0004-round-parts': m0004,
   '0005-rate-windows': m0005,
   '0006-coordination-sweep': m0006,
+  '0007-committed-events': m0007,
 });
 
 /**

@@ -1,4 +1,5 @@
 import { type Kysely, sql } from 'kysely';
+import { logEventRows } from './event-log.ts';
 import { RoundCommitConflictError } from './round-commit-conflict-error.ts';
 import {
   INT4_MAX,
@@ -25,7 +26,9 @@ const OP = 'commitRound';
 /**
  * Commits one round as ONE SQL statement (so one round trip and one WAL flush, whatever the backend): the
  * compare-and-set of `runs.current_round`, the round row with the endpoints' health, its turns numbered in each
- * agent's order, and the agents' state rows that changed (upserted). Every document travels in one JSON
+ * agent's order, the agents' state rows that changed (upserted), and the round's events appended to the log
+ * (numbered after the run's last: commits of a run are serialized by the compare-and-set, and the commit of round
+ * r + 1 starts only once r's is visible, so the statement reads the true last number). Every document travels in one JSON
  * parameter, encoded once; the data-modifying CTEs all hang off the compare-and-set, so a lost race writes
  * nothing. Nothing is validated beyond ids and numbers here: state rows are checked when they are loaded.
  *
@@ -47,6 +50,9 @@ export async function commitRoundStatement(
   const states = input.states ?? [];
   if (!Array.isArray(states))
     throw new StoreInputError({ operation: OP, field: 'states', message: 'must be an array' });
+  const events = input.events ?? [];
+  if (!Array.isArray(events))
+    throw new StoreInputError({ operation: OP, field: 'events', message: 'must be an array' });
 
   const turns = input.turns.map((t, i) => turnRow(t, i));
   checkUniqueTurns(turns);
@@ -68,7 +74,8 @@ export async function commitRoundStatement(
   });
   const payload =
     `{"turns":${encodeJson(OP, 'turns', turns)},"states":[${changed.map(([, t]) => t).join(',')}],` +
-    `"health":${encodeJson(OP, 'health', input.health ?? null)},"summary":${encodeJson(OP, 'summary', input.summary ?? null)}}`;
+    `"health":${encodeJson(OP, 'health', input.health ?? null)},"summary":${encodeJson(OP, 'summary', input.summary ?? null)},` +
+    `"events":${encodeJson(OP, 'events', logEventRows(OP, events))}}`;
 
   signal?.throwIfAborted();
   const result = await sql<{
@@ -116,8 +123,17 @@ export async function commitRoundStatement(
         machine_version = excluded.machine_version, snapshot = excluded.snapshot, slots = excluded.slots,
         tool_results = excluded.tool_results, last_round = excluded.last_round
       returning 1
+    ),
+    ev as (
+      insert into events (run_id, seq, at, type, agent, endpoint, data)
+      select rnd.run_id, coalesce((select max(o.seq) from events o where o.run_id = rnd.run_id), 0) + e.n,
+             (e.v->>'at')::bigint, e.v->>'type', e.v->>'agent', e.v->>'endpoint', coalesce(e.v->'data', '{}'::jsonb)
+      from rnd, p, jsonb_array_elements(p.j->'events') with ordinality as e(v, n)
+      returning 1
     )
-    select rnd.*, (select count(*) from t) as turns, (select count(*) from s) as states from rnd
+    select rnd.*, (select count(*) from t) as turns, (select count(*) from s) as states,
+           (select count(*) from ev) as events
+    from rnd
   `.execute(db);
   const row = result.rows[0];
   if (!row) throw await conflict(db, runId, round);

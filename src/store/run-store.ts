@@ -2,6 +2,7 @@ import { type Kysely, sql } from 'kysely';
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { describeStateProblem } from './agent-state-schema.ts';
 import type { BreakwaterDatabase } from './open-database.ts';
+import { appendRunEvents } from './event-log.ts';
 import { type CommittedStates, commitRoundStatement } from './round-commit.ts';
 import { SnapshotRestoreError } from './snapshot-restore-error.ts';
 import {
@@ -29,6 +30,7 @@ import type {
   EventInput,
   EventRecord,
   ListRunsOptions,
+  LogEventInput,
   LoadStatesOptions,
   ReadEventsOptions,
   RecentTurnsOptions,
@@ -109,7 +111,7 @@ export interface RunStore {
   /**
    * Commits a round in ONE statement: the round row with the endpoints' health, its turns (numbered in each
    * agent's order), the agents' state rows that changed since this store's last commit of the run (upserted),
-   * and a compare-and-set of `runs.current_round` from `round - 1` to `round`. All or nothing.
+   * the round's events (`events`, numbered after the run's last), and a compare-and-set of `runs.current_round` from `round - 1` to `round`. All or nothing.
    * @throws {RoundCommitConflictError} when the round is already committed, out of order or the run
    *   is missing — nothing is written
    * @throws {StoreInputError} on duplicate (itemId, agent) turns, duplicate agents, bad ids or numbers
@@ -145,7 +147,13 @@ export interface RunStore {
    */
   lastHealth(runId: string, options?: StoreCallOptions): Promise<unknown>;
   /**
-   * Appends events in batched inserts (all of one call in one transaction).
+   * Appends events to the committed log in one statement, numbered after the run's last event: for what describes
+   * no round (the run's start, its end after the last commit). A round's events go with its `commitRound`.
+   * @example `await store.appendRunEvents(runId, [{ at: clock.now(), type: 'run.finished', data: { runId, status } }])`
+   */
+  appendRunEvents(runId: string, events: readonly LogEventInput[], options?: StoreCallOptions): Promise<void>;
+  /**
+   * Appends events with the caller's `seq` numbers in batched inserts (all of one call in one transaction).
    * @example `await store.appendEvents(runId, [{ seq: 1, at: clock.now(), type: 'COOLING', agent: 'analyst', endpoint: 'primary', data: { until } }])`
    */
   appendEvents(runId: string, events: readonly EventInput[], options?: StoreCallOptions): Promise<void>;
@@ -432,6 +440,10 @@ export function createRunStore(
         .limit(1)
         .executeTakeFirst();
       return row?.health ?? undefined;
+    },
+
+    appendRunEvents(runId, events, opts = {}) {
+      return appendRunEvents(db, runId, events, opts.signal);
     },
 
     async appendEvents(runId, events, opts = {}) {

@@ -117,7 +117,10 @@ export interface CallResultsTable {
   created_at: TimestampColumn;
 }
 
-/** `events`: append-only log, read in `(run_id, seq)` order. */
+/**
+ * `events`: append-only log, read in `(run_id, seq)` order. Exactly what was committed: a round's events are
+ * written by the statement that commits it (0007).
+ */
 export interface EventsTable {
   id: Generated<string | number>;
   run_id: string;
@@ -140,6 +143,8 @@ export interface RoundPartsTable {
   done: Generated<boolean>;
   turns: NullableJsonbColumn;
   state: NullableJsonbColumn;
+  /** (0007) The worker's events of the part, staged with it; committed with the round. */
+  events: ColumnType<unknown | null, string | null | undefined, string | null>;
 }
 
 /**
@@ -160,5 +165,7 @@ export interface StoreSchema {
   agent_states: AgentStatesTable;
   call_results: CallResultsTable;
   events: EventsTable;
+  /** (0007) What the workers of a run hear as it happens: the live view of `run --workers`, never history. */
+  live_events: EventsTable;
   round_parts: RoundPartsTable;
 }

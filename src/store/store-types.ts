@@ -204,6 +204,12 @@ export interface CommitRoundInput {
   readonly health?: unknown;
   /** Anything the report wants per round. Default `null`. */
   readonly summary?: unknown;
+  /**
+   * The round's events (its `turn.completed`s, its `round.committed`, …), in log order: written by the same
+   * statement, numbered after the run's last event. They exist exactly when the round does — a round that never
+   * commits leaves none, a committed one never lacks them. Default none.
+   */
+  readonly events?: readonly LogEventInput[];
 }
 
 /**
@@ -259,6 +265,16 @@ export interface EventInput {
   /** Default `{}`. */
   readonly data?: unknown;
 }
+
+/**
+ * An event the store numbers itself: `seq` follows the run's last event in the log.
+ *
+ * @example
+ * ```ts
+ * await store.commitRound({ runId, round, turns, events: [{ at: clock.now(), type: 'round.committed', data: { round } }] });
+ * ```
+ */
+export type LogEventInput = Omit<EventInput, 'seq'>;
 
 /**
  * A stored event.

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { BreakwaterDatabase } from '../store/open-database.ts';
-import type { AgentStateInput, TurnInput } from '../store/store-types.ts';
+import type { AgentStateInput, LogEventInput, TurnInput } from '../store/store-types.ts';
 
 /** A claimed part: one agent's turns of one round, held by this worker until staged or its lease runs out. */
 export interface PartClaim {
@@ -20,6 +20,8 @@ export interface RoundPart {
   readonly done: boolean;
   readonly turns: readonly TurnInput[] | null;
   readonly state: AgentStateInput | null;
+  /** The worker's events of the part, staged with it (committed with the round). */
+  readonly events: readonly LogEventInput[];
 }
 
 type Db = Pick<BreakwaterDatabase, 'db'>;
@@ -94,12 +96,13 @@ export async function renewParts(
 }
 
 /**
- * Stages a claimed part: its turns and the agent's state after them. Refused (false) when the claim is no longer
+ * Stages a claimed part: its turns, the agent's state after them and the worker's events of them (in the same
+ * statement: they reach the log with the round's commit, exactly when the turns do). Refused (false) when the claim is no longer
  * this worker's (taken over after its lease ran out) or the part is staged already: a part is staged once.
  *
  * @example
  * ```ts
- * if (!(await stagePart(database, claim, turns, state))) console.warn('taken over; dropped');
+ * if (!(await stagePart(database, claim, turns, state, events))) console.warn('taken over; dropped');
  * ```
  */
 export async function stagePart(
@@ -107,10 +110,16 @@ export async function stagePart(
   claim: PartClaim,
   turns: readonly TurnInput[],
   state: AgentStateInput | null,
+  events: readonly LogEventInput[] = [],
 ): Promise<boolean> {
   const result = await database.db
     .updateTable('round_parts')
-    .set({ done: true, turns: JSON.stringify(turns), state: state === null ? null : JSON.stringify(state) })
+    .set({
+      done: true,
+      turns: JSON.stringify(turns),
+      state: state === null ? null : JSON.stringify(state),
+      events: JSON.stringify(events),
+    })
     .where('run_id', '=', claim.runId)
     .where('round', '=', claim.round)
     .where('agent', '=', claim.agent)
@@ -132,7 +141,7 @@ export async function stagePart(
 export async function loadParts(database: Db, runId: string, round: number): Promise<RoundPart[]> {
   const rows = await database.db
     .selectFrom('round_parts')
-    .select(['agent', 'holder', 'generation', 'done', 'turns', 'state'])
+    .select(['agent', 'holder', 'generation', 'done', 'turns', 'state', 'events'])
     .where('run_id', '=', runId)
     .where('round', '=', round)
     .orderBy('agent')
@@ -144,6 +153,7 @@ export async function loadParts(database: Db, runId: string, round: number): Pro
     done: r.done,
     turns: (r.turns as TurnInput[] | null) ?? null,
     state: (r.state as AgentStateInput | null) ?? null,
+    events: (r.events as LogEventInput[] | null) ?? [],
   }));
 }
 

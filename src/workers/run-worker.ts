@@ -29,6 +29,8 @@ import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
 import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
+import { crashPoint } from '../store/crash-point.ts';
+import { keyFormatOf } from '../store/turn-key.ts';
 import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import { planWorkerCoordination, probeCoordination } from './worker-coordination.ts';
 import { listenForRounds, notifyRound } from './round-wakeup.ts';
@@ -349,7 +351,9 @@ async function workParts(
   let memo: Awaited<ReturnType<typeof storeCallMemo>>;
   try {
     restore = await loadRunRestore(store, runId, ctx.definitions, historyTurnsOf(ctx.spec));
-    memo = await storeCallMemo(store, runId, plan.round, ctx.clock);
+    memo = await storeCallMemo(store, runId, plan.round, ctx.clock, {
+      keyFormat: keyFormatOf(ctx.run.config),
+    });
   } catch (e) {
     // The heartbeat is a ref'd interval: left running, it would keep the worker alive after this error.
     clearInterval(heartbeat);
@@ -390,7 +394,7 @@ async function workParts(
         ? await previousAnswers(store, runId, plan.round - 1)
         : new Map<string, PeerAnswer[]>();
     const results = await askRoundTurns(
-      { runId, executor, clock: ctx.clock, signal },
+      { runId, executor, clock: ctx.clock, signal, keyFormat: keyFormatOf(ctx.run.config) },
       plan,
       plan.turns.filter((t) => mine.has(t.agent)),
       peers,
@@ -402,9 +406,10 @@ async function workParts(
     // whose asks read every finished call back from the memo.
     signal.throwIfAborted();
     ctx.health = executor.durableHealth?.();
-    // The turns' events go in the log before their parts are staged: the round's commit (and its `round.committed`
-    // event) comes after every event of its turns, and a worker stopped after staging has lost none of them.
-    await ctx.recorder.flush();
+    // The live view sees the turns now; the committed log gets them with their parts (below), so with the round.
+    await ctx.recorder.flush().catch(() => {});
+    // The events naming no agent (an endpoint's breaker, a probe) go with the first part staged.
+    let shared = true;
     for (const claim of claims) {
       pending.delete(claim);
       const turns: TurnInput[] = results
@@ -415,7 +420,11 @@ async function workParts(
         persisted === undefined
           ? null
           : { agent: claim.agent, machineVersion: AGENT_MACHINE_VERSION, ...durableAgentState(persisted) };
-      if (await stagePart(options.database, claim, turns, state)) {
+      // The part's events are staged with it: they reach the log with the round's commit, exactly as its turns.
+      const events = ctx.recorder.take(claim.agent, shared);
+      if (await stagePart(options.database, claim, turns, state, events)) {
+        crashPoint('after-stage');
+        shared = false;
         // The workers waiting at the round barrier go on now (the last part in lets one of them commit).
         await notifyRound(options.database, runId);
         staged += turns.length;
@@ -442,6 +451,8 @@ async function workParts(
     clearInterval(heartbeat);
     unsubscribe();
     await executor.stop().catch(() => {});
+    // What no staged part took belongs to turns that are asked again (taken over, or this worker stops).
+    ctx.recorder.clear();
     await ctx.recorder.flush().catch(() => {});
   }
   return staged;
@@ -465,6 +476,16 @@ async function commit(
   for (const p of parts) workers[p.holder] = (workers[p.holder] ?? 0) + (p.turns?.length ?? 0);
   // A worker that only commits (it asked none of the round's turns) carries the health committed last.
   const health = ctx.health !== undefined ? ctx.health : await store.lastHealth(runId);
+  const done = {
+    type: 'round.committed',
+    at: ctx.clock.now(),
+    data: { round: plan.round, turns: turns.length },
+  } as const;
+  // Every part's events, in time order (a stable sort keeps each worker's own order), then the commit's own.
+  const events = [
+    ...parts.flatMap((p) => p.events).sort((a, b) => a.at - b.at),
+    { ...done, agent: null, endpoint: null },
+  ];
   try {
     await store.commitRound(
       {
@@ -474,6 +495,7 @@ async function commit(
         states,
         ...(health !== undefined && health !== null ? { health } : {}),
         summary: { counts, workers },
+        events,
       },
       signal ? { signal } : {},
     );
@@ -481,20 +503,20 @@ async function commit(
     if (isRoundCommitConflictError(e) && e.reason === 'already_committed') return false;
     throw e;
   }
+  crashPoint('after-commit');
   await notifyRound(database, runId);
-  ctx.recorder.listener({
-    type: 'round.committed',
-    at: ctx.clock.now(),
-    data: { round: plan.round, turns: turns.length },
-  });
+  ctx.recorder.echo(done);
   await ctx.recorder.flush();
   if (plan.round >= ctx.plans.length) {
     await store.setRunStatus(runId, 'completed');
-    ctx.recorder.listener({
+    const finished = {
       type: 'run.finished',
       at: ctx.clock.now(),
       data: { runId, status: 'completed' },
-    });
+    } as const;
+    // After the last commit: it describes no round, and this worker is the one that committed the last.
+    await store.appendRunEvents(runId, [{ ...finished, agent: null, endpoint: null }]);
+    ctx.recorder.echo(finished);
     await ctx.recorder.flush();
   }
   return true;

@@ -17,6 +17,8 @@ import { scenarioOrigin } from '../scenarios/scenario-endpoints.ts';
 import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
 import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { createRunStore } from '../store/run-store.ts';
+import { TURN_KEY_FORMAT } from '../store/turn-key.ts';
+import { createLiveEventLog } from '../store/event-log.ts';
 import { notifyRound } from './round-wakeup.ts';
 import { storeWorkerCoordination } from './worker-coordination.ts';
 
@@ -139,6 +141,7 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
     timeScale: scale,
     origin,
     workers,
+    keyFormat: TURN_KEY_FORMAT,
   };
   try {
     await createRunStore(options.database).createRun({
@@ -153,23 +156,23 @@ export async function startWorkerRun(options: StartWorkerRunOptions): Promise<Wo
       tier: d.tier ?? spec.runtime.tiers?.[spec.runtime.tiers.length - 1] ?? 'ops',
       ...(isNoAgentDefinition(d) ? { noAgent: true } : { chain: d.chain }),
     }));
-    // The run's first event, as a single-process run writes it: the report and the live view read the agents here.
-    await createRunStore(options.database).appendEvents(runId, [
-      {
-        seq: 1,
-        at: origin,
-        type: 'run.started',
-        agent: null,
-        endpoint: null,
-        data: {
-          runId,
-          scenario: spec.name,
-          rounds: plans.length,
-          agents,
-          endpoints: spec.runtime.endpoints.map((e) => e.id),
-        },
+    // The run's first event, as a single-process run writes it: the report and the live view read the agents here
+    // (the report from the committed log, the live view of `run --workers` from the live stream).
+    const first = {
+      at: origin,
+      type: 'run.started',
+      agent: null,
+      endpoint: null,
+      data: {
+        runId,
+        scenario: spec.name,
+        rounds: plans.length,
+        agents,
+        endpoints: spec.runtime.endpoints.map((e) => e.id),
       },
-    ]);
+    };
+    await createRunStore(options.database).appendRunEvents(runId, [first]);
+    await createLiveEventLog(options.database).append(runId, [first]);
   } catch (e) {
     await emulator?.close();
     throw e;

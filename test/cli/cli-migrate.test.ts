@@ -24,14 +24,14 @@ describe('breakwater migrate on PGlite', () => {
       new RegExp(`^location\\s+${dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm'),
     );
     expect(first.stdout).toMatch(
-      /^applied\s+0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts, 0005-rate-windows, 0006-coordination-sweep$/m,
+      /^applied\s+0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts, 0005-rate-windows, 0006-coordination-sweep, 0007-committed-events$/m,
     );
 
     const second = await runCli(['migrate', '--data-dir', dataDir]);
     expect(second.code).toBe(0);
     expect(second.stdout).toMatch(/^applied\s+none \(already up to date\)$/m);
     expect(second.stdout).toMatch(
-      /^schema\s+up to date: 0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts, 0005-rate-windows, 0006-coordination-sweep$/m,
+      /^schema\s+up to date: 0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts, 0005-rate-windows, 0006-coordination-sweep, 0007-committed-events$/m,
     );
   });
 
@@ -118,7 +118,7 @@ describe('breakwater migrate on PostgreSQL', () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/^backend\s+postgres \(chosen by --database-url\)$/m);
     expect(run.stdout).toMatch(
-      /^applied\s+0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts, 0005-rate-windows, 0006-coordination-sweep$/m,
+      /^applied\s+0001-initial, 0002-durable-state-v2, 0003-coordination, 0004-round-parts, 0005-rate-windows, 0006-coordination-sweep, 0007-committed-events$/m,
     );
   });
 

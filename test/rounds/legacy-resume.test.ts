@@ -199,6 +199,7 @@ async function legacyResumes(database: BreakwaterDatabase): Promise<void> {
     '0004-round-parts',
     '0005-rate-windows',
     '0006-coordination-sweep',
+    '0007-committed-events',
   ]);
 
   const store = createRunStore(database);

@@ -27,6 +27,7 @@ const STORE_TABLES = [
   'coordination_rates',
   'coordination_tokens',
   'events',
+  'live_events',
   'round_parts',
   'rounds',
   'runs',

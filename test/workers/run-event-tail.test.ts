@@ -4,6 +4,7 @@ import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
 import { createLiveView } from '../../src/live/live-view.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createLiveEventLog, type LiveEventLog } from '../../src/store/event-log.ts';
 import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { createRunEventTail } from '../../src/workers/run-event-tail.ts';
 import { createWorkerEventRecorder } from '../../src/workers/worker-event-recorder.ts';
@@ -11,17 +12,19 @@ import { POSTGRES_URL } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 /*
- * The parent of `run --workers` follows the run's event log in PostgreSQL as the workers append to it: every event
+ * The parent of `run --workers` follows the run's live stream in PostgreSQL as the workers append to it: every event
  * once, in seq order, each read fetching only what is new; the live view fed from it says which worker runs each
  * agent.
  */
 
 let database: BreakwaterDatabase;
 let store: RunStore;
+let live: LiveEventLog;
 
 beforeAll(async () => {
   database = await openDatabase({ url: POSTGRES_URL });
   store = createRunStore(database);
+  live = createLiveEventLog(database);
 });
 afterAll(async () => {
   await database.close();
@@ -63,9 +66,9 @@ describe('createRunEventTail', () => {
     const runId = await newRun();
     const pages: number[] = [];
     // The real store, counting the rows each read returned.
-    const counted: Pick<RunStore, 'readEvents'> = {
+    const counted: Pick<LiveEventLog, 'readEvents'> = {
       readEvents: async (id, opts) => {
-        const page = await store.readEvents(id, opts);
+        const page = await live.readEvents(id, opts);
         pages.push(page.length);
         return page;
       },
@@ -89,7 +92,7 @@ describe('createRunEventTail', () => {
         expect(pages).toEqual([7, 7, 6]);
         expect(seen).toHaveLength(20 * (wave + 1));
       }
-      const seqs = (await store.readEvents(runId)).map((r) => r.seq);
+      const seqs = (await live.readEvents(runId)).map((r) => r.seq);
       expect(tail.lastSeq).toBe(Math.max(...seqs));
       // Each worker's own events keep their order; none lost, none twice.
       for (const agent of ['Kai', 'Yuna']) {
@@ -106,9 +109,9 @@ describe('createRunEventTail', () => {
 
   it('polls by itself (bounded) and feeds a live view whose agent lines and turn lines name the worker', async () => {
     const runId = await newRun();
-    const tail = createRunEventTail(store, runId, { pollMs: 20 });
+    const tail = createRunEventTail(live, runId, { pollMs: 20 });
     const plain: string[] = [];
-    const live = createLiveView({
+    const view = createLiveView({
       source: tail,
       agents: ['Kai', 'Yuna'],
       out: { write: (s: string) => plain.push(s), isTTY: false },
@@ -125,12 +128,12 @@ describe('createRunEventTail', () => {
       recorder.listener(turn('Yuna', 1, 'I1', 'host:2:bbbbbb', 2));
       await recorder.flush();
       await waitFor(() => tail.lastSeq >= 2, 'the tail to read the two events', 10_000);
-      const frame = live.frame();
+      const frame = view.frame();
       expect(frame.find((l) => l.includes('Kai'))).toContain('on host:1:aaaaaa');
       expect(frame.find((l) => l.includes('Yuna'))).toContain('on host:2:bbbbbb');
       expect(plain.join('')).toContain('Yuna answered (round 1 I1) on worker host:2:bbbbbb');
     } finally {
-      live.stop();
+      view.stop();
       tail.close();
     }
   });

@@ -8,6 +8,7 @@ import { loadRunReport } from '../../report/load-run-report.ts';
 import type { RunReport } from '../../report/report-types.ts';
 import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
 import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import { createLiveEventLog, type LiveEventLog } from '../../store/event-log.ts';
 import { createRunStore } from '../../store/run-store.ts';
 import { startVizServer, type VizServer } from '../../viz/index.ts';
 import { createLogLiveSource, type LogLiveSource } from '../../viz/log-live-source.ts';
@@ -138,8 +139,11 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
     );
     // The parent shows the whole run from the log every worker appends to: each tick reads only what is new.
     // A resumed run is shown from its resumption on, as a one-process resume shows it.
-    const sinceSeq = started.resumedFrom !== undefined ? await firstSeqOfResume(store, started.runId) : 0;
-    tail = createRunEventTail(store, started.runId, { afterSeq: sinceSeq });
+    // It reads the workers' live stream (what they hear as it happens), not the committed log (a round's events
+    // reach it with the round's commit).
+    const liveLog = createLiveEventLog(database);
+    const sinceSeq = started.resumedFrom !== undefined ? await firstSeqOfResume(liveLog, started.runId) : 0;
+    tail = createRunEventTail(liveLog, started.runId, { afterSeq: sinceSeq });
     if (options.vizPort !== undefined) {
       vizSource = createLogLiveSource(tail, { runId: started.runId, store, limit: started.tokenLimit });
       viz = await startVizServer({ port: options.vizPort, live: vizSource, store });
@@ -249,7 +253,7 @@ async function startNew(options: RunWithWorkersOptions, database: BreakwaterData
 }
 
 /** The `seq` just before the resumed run's `run.started`: the live view and the visualizer start there. */
-async function firstSeqOfResume(store: ReturnType<typeof createRunStore>, runId: string): Promise<number> {
+async function firstSeqOfResume(store: Pick<LiveEventLog, 'readEvents'>, runId: string): Promise<number> {
   let last = 0;
   let resumedAt = 0;
   for (;;) {
