@@ -48,7 +48,8 @@ const STALE_AFTER_MS = 60_000;
 /** Redis keys of per-file prefixes look like `bwtest:<run>:<file>:…` (see per-file-database.ts). */
 const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 
-async function dropLeftovers(admin: import('pg').Client, now: number): Promise<Set<string>> {
+/** Drops the databases of runs that are gone (no holder connection, started over a minute ago); returns the live runs. */
+export async function dropLeftovers(admin: import('pg').Client, now: number): Promise<Set<string>> {
   const live = await liveRuns(admin);
   const stale = (await listTestDatabases(admin)).filter(
     (d) => !live.has(d.run) && now - d.startedMs > STALE_AFTER_MS,
@@ -59,7 +60,12 @@ async function dropLeftovers(admin: import('pg').Client, now: number): Promise<S
 
 /** Keys under per-file prefixes of runs that are gone (best effort: without Redis there is nothing to clean). */
 async function dropStaleRedisKeys(live: ReadonlySet<string>, now: number): Promise<void> {
-  const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1, connectTimeout: 2_000 });
+  const redis = new Redis(REDIS_URL, {
+    lazyConnect: true,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    retryStrategy: () => null,
+  });
   redis.on('error', () => {});
   try {
     await redis.connect();

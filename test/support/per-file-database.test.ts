@@ -10,7 +10,15 @@ import {
   postgresUrl,
   redisKeyPrefix,
 } from './per-file-database.ts';
-import { fileDatabaseName, parseRunTag, SERVER_URL, urlOfDatabase } from './test-databases.ts';
+import { dropLeftovers } from './database-global-setup.ts';
+import {
+  connectAdmin,
+  fileDatabaseName,
+  newRunTag,
+  parseRunTag,
+  SERVER_URL,
+  urlOfDatabase,
+} from './test-databases.ts';
 
 // This file's own PostgreSQL database: what every other file that touches PostgreSQL does too.
 perFileDatabase();
@@ -81,6 +89,26 @@ describe('the guard against the shared test database', () => {
     const code = await new Promise((resolve) => child.once('close', resolve));
     expect(code).toBe(0);
     expect(out.trim()).toBe(postgresDatabaseName());
+  });
+});
+
+describe('leftovers of runs that crashed', () => {
+  it('are dropped by the next run: a database of a run gone for an hour goes, a live run keeps its own', async () => {
+    const admin = await connectAdmin();
+    const gone = fileDatabaseName(newRunTag(Date.now() - 3_600_000), 'test/x/crashed.test.ts');
+    try {
+      await admin.query(`create database "${gone}"`);
+      const live = await dropLeftovers(admin, Date.now());
+      const { rows } = await admin.query<{ datname: string }>(
+        'select datname from pg_database where datname = any($1)',
+        [[gone, postgresDatabaseName()]],
+      );
+      expect(rows.map((r) => r.datname)).toEqual([postgresDatabaseName()]);
+      expect(live.has(inject('testDatabases').run)).toBe(true);
+    } finally {
+      await admin.query(`drop database if exists "${gone}" with (force)`);
+      await admin.end();
+    }
   });
 });
 
