@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
+import { redactUrl, scrubSecrets } from '../../src/redact/secret-scrubber.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import {
   RUN_HOLDER_PREFIX,
@@ -105,9 +106,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
     await holder.query(`alter database "${name}" with is_template true allow_connections false`);
     template = name;
   } catch (e) {
-    const where = new URL(SERVER_URL);
-    where.password = '';
-    unavailable = `PostgreSQL at ${where.host} could not be prepared for the tests (${(e as Error).message}). Start it (see CONTRIBUTING.md, Tests) or point DATABASE_URL at one.`;
+    unavailable = `PostgreSQL at ${redactUrl(SERVER_URL)} could not be prepared for the tests (${scrubSecrets((e as Error).message)}). Start it (see CONTRIBUTING.md, Tests) or point DATABASE_URL at one.`;
   }
   project.provide('testDatabases', { run, template, unavailable, shared });
   return async () => {
