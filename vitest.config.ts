@@ -8,8 +8,14 @@ export default defineConfig({
     // Tests talk to real local servers (emulator, PGlite, PostgreSQL): give them room on a 2-core machine.
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Bundles the test child files (test/**/*-child.ts) once, so spawned children run JavaScript, not tsx.
-    globalSetup: ['./test/support/build-test-children.ts'],
+    // Bundles the test child files (test/**/*-child.ts) once, so spawned children run JavaScript, not tsx; and makes
+    // the run's migrated template database, which each test file that touches PostgreSQL copies into its own.
+    globalSetup: ['./test/support/build-test-children.ts', './test/support/database-global-setup.ts'],
+    // Before each file: its own state (no DATABASE_URL inherited, its own Redis key prefix), and the guard that
+    // fails any connection to the shared `test` database. See test/support/per-file-database.ts.
+    setupFiles: ['./test/support/per-file-setup.ts'],
+    // A failed test is a failure: no retry may turn a flaky verdict green (`npm run test:repeat` hunts flakes).
+    retry: 0,
     pool: 'forks',
     // Two files per core: the suite waits far more than it computes (child processes, lease TTLs, scaled clocks,
     // servers answering). On a 2-core machine 4 files at once used ~410 s of CPU in ~230 s of wall time, where 2

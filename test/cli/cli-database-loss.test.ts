@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openDatabase } from '../../src/store/open-database.ts';
+import { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 import { cleanEnv, finished, runCli, spawnCli } from './run-cli.ts';
 
@@ -15,8 +16,9 @@ import { cleanEnv, finished, runCli, spawnCli } from './run-cli.ts';
 // non-zero. A later `breakwater resume` completes the run. SIGTERM ends the process within seconds even
 // while the database hangs. The password in the URL is never printed. Real CLI, real PostgreSQL.
 
-const SERVER = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-const server = new URL(SERVER);
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
+const server = () => new URL(postgresUrl());
 const dir = mkdtempSync(join(tmpdir(), 'bw-dbloss-'));
 const scenario = join(dir, 'db-loss.yaml');
 const PASSWORD = 'pw-secret-do-not-print';
@@ -49,8 +51,8 @@ emulator:
 `,
   );
   // The cases poll `runs` from the start, before any CLI has migrated a fresh database: migrate it first.
-  await (await openDatabase({ url: SERVER })).close();
-  direct = new pg.Client({ connectionString: SERVER });
+  await (await openDatabase({ url: postgresUrl() })).close();
+  direct = new pg.Client({ connectionString: postgresUrl() });
   await direct.connect();
 });
 
@@ -68,7 +70,7 @@ afterAll(async () => {
 
 /** The proxied URL, with a password the CLI must never print (the server trusts any). */
 function proxiedUrl(port: number): string {
-  const u = new URL(SERVER);
+  const u = new URL(postgresUrl());
   u.host = `127.0.0.1:${port}`;
   u.password = PASSWORD;
   return u.toString();
@@ -113,7 +115,7 @@ describe.concurrent.each(['freeze', 'garbage', 'freeze, then every connection re
   'PostgreSQL: %s, mid-run',
   (mode) => {
     it('the CLI stops within 30 s with one line (status, resume hint), exit non-zero; resume completes', async () => {
-      const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+      const proxy = await startTcpProxy({ host: server().hostname, port: Number(server().port || 5432) });
       proxies.push(proxy);
       const runId = `dbloss-${mode.split(',')[0]}-${process.pid}-${Date.now()}`;
       // The plain freeze keeps the default bounds (10 s); the others show the bound is the user's to set.
@@ -138,7 +140,7 @@ describe.concurrent.each(['freeze', 'garbage', 'freeze, then every connection re
       expect(run.stderr).not.toMatch(/Unhandled|at .+\.js:\d+/);
       expect(lines[0]).toMatch(
         new RegExp(
-          `^breakwater run: the database stopped answering \\(PostgreSQL at postgres://postgres@127\\.0\\.0\\.1:${proxy.port}${server.pathname}: .+\\); run ${runId} stopped: round 1 of 4 is committed, round 2 was not committed; continue it with \`breakwater resume ${runId}\` once the database answers again$`,
+          `^breakwater run: the database stopped answering \\(PostgreSQL at postgres://postgres@127\\.0\\.0\\.1:${proxy.port}${server().pathname}: .+\\); run ${runId} stopped: round 1 of 4 is committed, round 2 was not committed; continue it with \`breakwater resume ${runId}\` once the database answers again$`,
         ),
       );
       expect(run.stdout + run.stderr).not.toContain(PASSWORD);
@@ -146,7 +148,14 @@ describe.concurrent.each(['freeze', 'garbage', 'freeze, then every connection re
 
       // The hung sessions go away with the proxy; the run resumes on the server directly.
       await proxy.close();
-      const resumed = await runCli(['resume', runId, '--no-stdin', '--no-live', '--database-url', SERVER]);
+      const resumed = await runCli([
+        'resume',
+        runId,
+        '--no-stdin',
+        '--no-live',
+        '--database-url',
+        postgresUrl(),
+      ]);
       expect(resumed.code, resumed.stderr).toBe(0);
       const row = await direct.query('select status, current_round from runs where run_id = $1', [runId]);
       expect(row.rows[0]).toEqual({ status: 'completed', current_round: 4 });
@@ -158,7 +167,7 @@ describe.concurrent.each(['freeze', 'garbage', 'freeze, then every connection re
 
 describe.concurrent('SIGTERM while the database hangs', () => {
   it('ends the process within 10 s, saying so in one line', async () => {
-    const proxy = await startTcpProxy({ host: server.hostname, port: Number(server.port || 5432) });
+    const proxy = await startTcpProxy({ host: server().hostname, port: Number(server().port || 5432) });
     proxies.push(proxy);
     const runId = `dbloss-sigterm-${process.pid}-${Date.now()}`;
     const { child, done } = await startRun(runId, proxy);

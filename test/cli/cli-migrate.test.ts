@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';
 import { cleanEnv, runCli } from './run-cli.ts';
 
 let dir: string;
@@ -83,16 +84,16 @@ describe('breakwater migrate on PGlite', () => {
 });
 
 describe('breakwater migrate on PostgreSQL', () => {
-  const serverURL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+  // An empty database of its own to migrate, made through this file's database (per-file-database.ts).
+  perFileDatabase();
   const dbName = `breakwater_cli_${process.pid}`;
-  const dbURL = (() => {
-    const u = new URL(serverURL);
-    u.pathname = `/${dbName}`;
-    return u.toString();
-  })();
-  const admin = () => new pg.Client({ connectionString: serverURL });
+  let dbURL: string;
+  const admin = () => new pg.Client({ connectionString: postgresUrl() });
 
   beforeAll(async () => {
+    const u = new URL(postgresUrl());
+    u.pathname = `/${dbName}`;
+    dbURL = u.toString();
     const client = admin();
     await client.connect();
     try {

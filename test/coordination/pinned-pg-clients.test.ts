@@ -1,8 +1,11 @@
 import pg from 'pg';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PinnedPgClients } from '../../src/coordination/pinned-pg-clients.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /* The connections the PostgreSQL coordination backend keeps checked out between statements, on the real server. */
 
@@ -12,7 +15,7 @@ afterEach(async () => {
 });
 
 function open(max: number) {
-  const pool = new pg.Pool({ connectionString: POSTGRES_URL, max });
+  const pool = new pg.Pool({ connectionString: postgresUrl(), max });
   pool.on('error', () => {});
   const ended = { count: 0 };
   pool.on('connect', (c) => c.on('end', () => ended.count++));
@@ -49,7 +52,7 @@ describe('PinnedPgClients', () => {
     expect(second).not.toBe(first);
     expect(pool.totalCount).toBe(1);
     // The server ends the idle connection: the next query gets a new one instead of an error.
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    const admin = new pg.Client({ connectionString: postgresUrl() });
     await admin.connect();
     try {
       await admin.query('select pg_terminate_backend($1)', [second]);

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
-import { backendsPerTest, POSTGRES_URL, postgresAdminPerFile } from '../support/coordination-env.ts';
+import { backendsPerTest, postgresUrl, postgresAdminPerFile } from '../support/coordination-env.ts';
 
 /*
  * PostgreSQL keeps no history in `coordination_rates` and `coordination_probes`: expired rows (of quotas, endpoints
@@ -52,7 +52,7 @@ describe('postgres: expired coordination rows are removed', () => {
 
   it('one take that opens a slot deletes at most 32 expired rows, and a take into an open slot none', async () => {
     const pool = `t-${randomUUID().slice(0, 8)}`;
-    const db = new pg.Client({ connectionString: POSTGRES_URL });
+    const db = new pg.Client({ connectionString: postgresUrl() });
     await db.connect();
     // Inside one transaction that is rolled back: the planted rows are seen by this transaction's sweeps only.
     await db.query('begin');

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { describe, expect, it } from 'vitest';
 import { leaseKey } from '../../src/coordination/coordination-backend.ts';
-import { backendsPerTest, POSTGRES_URL, postgresAdminPerFile } from '../support/coordination-env.ts';
+import { backendsPerTest, postgresUrl, postgresAdminPerFile } from '../support/coordination-env.ts';
 
 /*
  * PostgreSQL gathers a process's token acquires and releases into one statement per round trip
@@ -61,7 +61,7 @@ describe('postgres: batched token statements', () => {
     const a = await backends.open(o, 'a');
     const r = await a.tryAcquire(2);
     if (!r.ok) throw new Error('no token granted');
-    const locker = new pg.Client({ connectionString: POSTGRES_URL });
+    const locker = new pg.Client({ connectionString: postgresUrl() });
     await locker.connect();
     try {
       await locker.query('begin');

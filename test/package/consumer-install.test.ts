@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/report/report-types.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 
 /*
  * breakwater as a user gets it: `npm pack` the package, install the tarball into a fresh project (offline, from
@@ -167,6 +167,9 @@ import { createBreakwaterMetrics, startMetricsServer } from 'breakwater/observab
 import { planSchedule, type PlanResult } from 'breakwater/planner';
 import { isCoordinationUnavailableError, type CoordinationOptions } from 'breakwater/coordination';
 
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
+
 const fixture = await startEmulatorFixture({ clock: createManualClock(0) });
 const supervisor = createSupervisor({
   endpoints: [fixture.endpoint('primary', 'anthropic'), fixture.endpoint('backup', 'openai')],
@@ -240,7 +243,7 @@ describe('the installed breakwater spreads a run over worker processes', () => {
       '--workers',
       '2',
       '--database-url',
-      POSTGRES_URL,
+      postgresUrl(),
       '--json',
     ]);
     expect(run.stderr).not.toMatch(/Error|Cannot find/);
@@ -278,7 +281,7 @@ describe('the installed breakwater spreads a run over worker processes', () => {
         '--workers',
         '2',
         '--database-url',
-        POSTGRES_URL,
+        postgresUrl(),
         '--run-id',
         runId,
         '--no-live',
@@ -297,7 +300,7 @@ describe('the installed breakwater spreads a run over worker processes', () => {
       ),
     );
     expect(last).not.toMatch(/^\(?Node\.js v/);
-    const database = await openDatabase({ url: POSTGRES_URL });
+    const database = await openDatabase({ url: postgresUrl() });
     try {
       const stored = await createRunStore(database).getRun(runId);
       expect(stored?.status).toBe('failed');

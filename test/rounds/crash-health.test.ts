@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createRunStore, openDatabase, type TurnRecord } from '../../src/store/index.ts';
+import { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';
 
 /*
  * A resumed run is as healthy as an uninterrupted one. `breakwater run` (a child process) is SIGKILLed right after
@@ -18,7 +19,8 @@ import { createRunStore, openDatabase, type TurnRecord } from '../../src/store/i
  * On both backends. Kills are bounded (2 per backend), only of children this test started, by pid.
  */
 
-const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 const AGENTS = ['Kai', 'Yuna', 'Miso'];
 const ITEMS = 4;
 const ROUNDS = 3;
@@ -125,7 +127,7 @@ async function scenario(
   const emulator = await startEmulator({ profile: structuredClone(PROFILE) as never });
   try {
     const common = ['--emulator-url', emulator.controlURL, ...storeArgs, '--json', '--no-live'];
-    const env = storeArgs.includes('--database-url') ? { DATABASE_URL } : { DATABASE_URL: '' };
+    const env = storeArgs.includes('--database-url') ? { DATABASE_URL: postgresUrl() } : { DATABASE_URL: '' };
     let killed = 0;
     let seqAtFirstKill = Number.POSITIVE_INFINITY;
     let args = ['run', join(dir, 'scenario.yaml'), '--run-id', runId, ...common];
@@ -154,7 +156,7 @@ async function scenario(
 }
 
 const BACKENDS = [
-  { name: 'postgres', args: () => ['--database-url', DATABASE_URL], store: () => ({ url: DATABASE_URL }) },
+  { name: 'postgres', args: () => ['--database-url', postgresUrl()], store: () => ({ url: postgresUrl() }) },
   {
     name: 'pglite',
     args: (tag: string) => ['--data-dir', join(dir, tag)],

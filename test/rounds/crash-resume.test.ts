@@ -10,6 +10,7 @@ import {
   openDatabase,
   type RunStore,
 } from '../../src/store/index.ts';
+import { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';
 import { AGENTS, ITEMS, KILLS, mulberry32, ROUNDS, runOrKill, SCENARIO } from './crash-drill.ts';
 
 /*
@@ -19,7 +20,8 @@ import { AGENTS, ITEMS, KILLS, mulberry32, ROUNDS, runOrKill, SCENARIO } from '.
  * embedded default is crash-resume-pglite.test.ts.
  */
 
-const DATABASE_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 let emulator: Emulator;
 let database: BreakwaterDatabase;
@@ -29,14 +31,14 @@ let dir: string;
 function cli(args: string[]): ChildProcess {
   return spawn(process.execPath, ['bin/breakwater.js', ...args], {
     cwd: join(import.meta.dirname, '..', '..'),
-    env: { ...process.env, DATABASE_URL, BREAKWATER_LOG_LEVEL: 'silent' },
+    env: { ...process.env, DATABASE_URL: postgresUrl(), BREAKWATER_LOG_LEVEL: 'silent' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
 }
 
 beforeAll(async () => {
   emulator = await startEmulator({ profile: { seed: 4, latency: { minMs: 40, maxMs: 120 } } });
-  database = await openDatabase({ url: DATABASE_URL });
+  database = await openDatabase({ url: postgresUrl() });
   store = createRunStore(database);
   dir = mkdtempSync(join(tmpdir(), 'bw-crash-'));
   writeFileSync(join(dir, 'scenario.yaml'), SCENARIO);
@@ -61,7 +63,7 @@ describe('crash and resume', () => {
         '--emulator-url',
         emulator.controlURL,
         '--database-url',
-        DATABASE_URL,
+        postgresUrl(),
         '--json',
         '--no-live',
       ];

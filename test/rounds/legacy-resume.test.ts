@@ -18,7 +18,10 @@ import {
   migrateToLatest,
   openDatabase,
 } from '../../src/store/index.ts';
-import { POSTGRES_URL } from '../store/store-test-support.ts';
+import { perFileDatabase, postgresUrl } from '../store/store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * A run stored by the 0001 schema (one agent_snapshots row per agent per round, holding the whole memory) still
@@ -238,11 +241,11 @@ describe('a run stored by the 0001 schema still resumes after migration 0002', (
 
   it('on the PostgreSQL server', async () => {
     const name = `bw_legacy_${randomBytes(6).toString('hex')}`;
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    const admin = new pg.Client({ connectionString: postgresUrl() });
     await admin.connect();
     try {
       await admin.query(`create database ${name}`);
-      const url = new URL(POSTGRES_URL);
+      const url = new URL(postgresUrl());
       url.pathname = `/${name}`;
       const pool = new pg.Pool({ connectionString: url.toString(), max: 4 });
       // The scratch database is dropped WITH (FORCE) below: a pooled connection still closing then ends with

@@ -8,7 +8,10 @@ import {
   isRunLeaseHeldError,
   openDatabase,
 } from '../../src/store/index.ts';
-import { POSTGRES_URL } from '../store/store-test-support.ts';
+import { perFileDatabase, postgresUrl } from '../store/store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * One process drives a run at a time: a resume takes the run's lease (a compare-and-set on the runs row, renewed
@@ -54,8 +57,8 @@ const BACKENDS: Backend[] = [
   {
     name: 'postgres',
     open: async () => {
-      const a = await openDatabase({ url: POSTGRES_URL });
-      const b = await openDatabase({ url: POSTGRES_URL });
+      const a = await openDatabase({ url: postgresUrl() });
+      const b = await openDatabase({ url: postgresUrl() });
       return [a, b, async () => void (await Promise.all([a.close(), b.close()]))];
     },
   },

@@ -11,6 +11,7 @@ import {
 } from '../../src/store/index.ts';
 import {
   BACKENDS,
+  perFileDatabase,
   MACHINE_VERSION,
   deleteRuns,
   footprint,
@@ -18,6 +19,9 @@ import {
   turn,
   uniqueId,
 } from './store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /** A tiny agent-like machine: deadlines live in context, as DESIGN.md asks. */
 const agentMachine = setup({

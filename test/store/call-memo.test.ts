@@ -9,7 +9,10 @@ import {
   isStoreInputError,
   openDatabase,
 } from '../../src/store/index.ts';
-import { BACKENDS, POSTGRES_URL, deleteRuns, uniqueId } from './store-test-support.ts';
+import { BACKENDS, perFileDatabase, postgresUrl, deleteRuns, uniqueId } from './store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 const engineResult = (text: string) => ({
   text,
@@ -123,7 +126,7 @@ describe.each(BACKENDS)('call memo on $name', (backend) => {
       scratchDirs.push(dir);
       reopen = () => openDatabase({ dataDir: dir });
     } else {
-      reopen = () => openDatabase({ url: POSTGRES_URL });
+      reopen = () => openDatabase({ url: postgresUrl() });
     }
     const runId = newRunId();
     const key = `${runId}:1:agenda-1:analyst:0`;

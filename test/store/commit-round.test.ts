@@ -9,6 +9,7 @@ import {
 } from '../../src/store/index.ts';
 import {
   BACKENDS,
+  perFileDatabase,
   MACHINE_VERSION,
   deleteRuns,
   footprint,
@@ -16,6 +17,9 @@ import {
   turn,
   uniqueId,
 } from './store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 describe.each(BACKENDS)('commitRound on $name', (backend) => {
   let database: BreakwaterDatabase;

@@ -9,7 +9,10 @@ import {
   isRunNotFoundError,
   isStoreInputError,
 } from '../../src/store/index.ts';
-import { BACKENDS, MACHINE_VERSION, deleteRuns, uniqueId } from './store-test-support.ts';
+import { BACKENDS, perFileDatabase, MACHINE_VERSION, deleteRuns, uniqueId } from './store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 const T0 = Date.parse('2026-08-17T07:00:00.000Z');
 

@@ -16,7 +16,10 @@ import {
   migrateToLatest,
   openDatabase,
 } from '../../src/store/index.ts';
-import { POSTGRES_URL } from './store-test-support.ts';
+import { perFileDatabase, postgresUrl } from './store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 const STORE_TABLES = [
   'agent_snapshots',
@@ -51,11 +54,11 @@ async function appliedMigrations(db: Kysely<unknown>): Promise<string[]> {
 /** A throwaway database on the server, so "fresh" really means fresh while other files share `test`. */
 async function withFreshServerDatabase(fn: (url: string) => Promise<void>): Promise<void> {
   const name = `bw_store_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  const admin = new pg.Client({ connectionString: postgresUrl() });
   await admin.connect();
   try {
     await admin.query(`create database ${name}`);
-    const url = new URL(POSTGRES_URL);
+    const url = new URL(postgresUrl());
     url.pathname = `/${name}`;
     await fn(url.toString());
   } finally {
@@ -168,7 +171,7 @@ describe('openDatabase picks its backend', () => {
   });
 
   it('uses DATABASE_URL when no option is given, and never reports the password', async () => {
-    const withPassword = new URL(POSTGRES_URL);
+    const withPassword = new URL(postgresUrl());
     withPassword.password = 'hunter2-not-needed-with-trust';
     vi.stubEnv('DATABASE_URL', withPassword.toString());
     shared = await openDatabase();
@@ -178,7 +181,7 @@ describe('openDatabase picks its backend', () => {
   });
 
   it('prefers an explicit dataDir over DATABASE_URL', async () => {
-    vi.stubEnv('DATABASE_URL', POSTGRES_URL);
+    vi.stubEnv('DATABASE_URL', postgresUrl());
     const database = await openDatabase({ dataDir: IN_MEMORY });
     try {
       expect(database.backend).toBe('pglite');

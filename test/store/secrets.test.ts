@@ -1,7 +1,19 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type BreakwaterDatabase, type RunStore, createRunStore } from '../../src/store/index.ts';
-import { BACKENDS, FAULT, MACHINE_VERSION, deleteRuns, state, turn, uniqueId } from './store-test-support.ts';
+import {
+  BACKENDS,
+  perFileDatabase,
+  FAULT,
+  MACHINE_VERSION,
+  deleteRuns,
+  state,
+  turn,
+  uniqueId,
+} from './store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 // Issue 19: keys are kept out of rows by construction (rows are built from ids, fingerprints and
 // classified faults), not by scrubbing every registered secret out of everything written. The old

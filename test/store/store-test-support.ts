@@ -8,19 +8,22 @@ import {
   type TurnInput,
   openDatabase,
 } from '../../src/store/index.ts';
+import { postgresUrl } from '../support/per-file-database.ts';
 
-/** The PostgreSQL server every store test file shares; run ids keep the files apart. */
-export const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';
 
 export interface Backend {
   readonly name: 'pglite' | 'postgres';
   open(): Promise<BreakwaterDatabase>;
 }
 
-/** The same suite runs on both: in-memory PGlite and the PostgreSQL server. */
+/**
+ * The same suite runs on both: in-memory PGlite and the PostgreSQL server, on the test file's own database (the file
+ * calls `perFileDatabase()` at its top).
+ */
 export const BACKENDS: readonly Backend[] = [
   { name: 'pglite', open: () => openDatabase({ dataDir: IN_MEMORY }) },
-  { name: 'postgres', open: () => openDatabase({ url: POSTGRES_URL }) },
+  { name: 'postgres', open: () => openDatabase({ url: postgresUrl() }) },
 ];
 
 /** A run id no other test (or concurrently running file) uses. */
@@ -30,7 +33,7 @@ export function uniqueId(prefix: string): string {
 
 export const MACHINE_VERSION = 'agent-machine@1';
 
-/** Deletes every row a test wrote for these runs, so the shared server does not grow without bound. */
+/** Deletes every row a test wrote for these runs (PGlite instances and the file's database live on, per file). */
 export async function deleteRuns(database: BreakwaterDatabase, runIds: readonly string[]): Promise<void> {
   if (runIds.length === 0) return;
   const { db } = database;

@@ -6,26 +6,31 @@ import { resolveCoordination } from '../../src/coordination/coordination-options
 import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
 import pg from 'pg';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
+import { perFileDatabase, postgresUrl, redisKeyPrefix } from './per-file-database.ts';
 
-/** The PostgreSQL server of the tests (the scratch database given in DATABASE_URL). */
-export const POSTGRES_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
-/** The Redis server of the tests; REDIS_KEY_PREFIX keeps parallel checkouts apart. */
-export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
-export const REDIS_KEY_PREFIX = process.env.REDIS_KEY_PREFIX ?? 'bwtest:';
+export { perFileDatabase, postgresUrl, redisKeyPrefix } from './per-file-database.ts';
 
-/** The two shared backends, each with a fresh pool name so tests never see each other's tokens. */
+/** The Redis server of the tests (shared; each test file keeps to its own key prefix, {@link redisKeyPrefix}). */
+export const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
+
+/**
+ * The two shared backends, each with a fresh pool name so tests never see each other's tokens, on this file's own
+ * PostgreSQL database and Redis key prefix. Call it at the top level of the test file (it registers the file's
+ * database, see test/support/per-file-database.ts); the options are made inside tests.
+ */
 export function coordinationCases(): { name: 'postgres' | 'redis'; options: () => CoordinationOptions }[] {
+  perFileDatabase();
   return [
     {
       name: 'postgres',
-      options: () => ({ backend: 'postgres', url: POSTGRES_URL, pool: `t-${randomUUID().slice(0, 8)}` }),
+      options: () => ({ backend: 'postgres', url: postgresUrl(), pool: `t-${randomUUID().slice(0, 8)}` }),
     },
     {
       name: 'redis',
       options: () => ({
         backend: 'redis',
         url: REDIS_URL,
-        keyPrefix: REDIS_KEY_PREFIX,
+        keyPrefix: redisKeyPrefix(),
         pool: `t-${randomUUID().slice(0, 8)}`,
       }),
     },
@@ -83,16 +88,20 @@ export function backendsPerTest() {
     /** A new PostgreSQL pool of the test server (cleaned after the test) and its name. */
     freshPostgres(): { o: CoordinationOptions; pool: string } {
       const pool = `t-${randomUUID().slice(0, 8)}`;
-      return { o: this.track({ backend: 'postgres', url: POSTGRES_URL, pool }), pool };
+      return { o: this.track({ backend: 'postgres', url: postgresUrl(), pool }), pool };
     },
   };
 }
 
-/** A connection to the test server for reading and planting rows directly, open for the whole test file. */
+/**
+ * A connection to this file's own database for reading and planting rows directly, open for the whole test file.
+ * Call it at the top level of the file (it registers the file's database).
+ */
 export function postgresAdminPerFile(): () => pg.Client {
+  perFileDatabase();
   let admin: pg.Client | undefined;
   beforeAll(async () => {
-    admin = new pg.Client({ connectionString: POSTGRES_URL });
+    admin = new pg.Client({ connectionString: postgresUrl() });
     await admin.connect();
   });
   afterAll(async () => {

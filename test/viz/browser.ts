@@ -14,7 +14,8 @@ const IN_CI = Boolean(process.env.CI) && !/^(?:false|0)$/i.test(process.env.CI ?
 export const BROWSER_MISSING: string | undefined = existsSync(CHROMIUM)
   ? undefined
   : `Chromium not found at ${CHROMIUM}: the visualizer's browser tests cannot run. Install it with ` +
-    "`bash .ci/browser` (Debian's chromium package) to run them.";
+    '`sudo apt-get install -y chromium` (Debian; `bash .ci/browser` does the same), or point BREAKWATER_CHROMIUM ' +
+    'at a Chromium binary, to run them.';
 
 /**
  * `describe` for a browser test. With Chromium it runs. Without it: under CI it fails with the reason

@@ -11,7 +11,16 @@ import { createRunStore } from '../../src/store/run-store.ts';
 import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
 import { cleanEnv, runCli } from '../cli/run-cli.ts';
-import { cleanPool, POSTGRES_URL, REDIS_KEY_PREFIX, REDIS_URL } from '../support/coordination-env.ts';
+import {
+  cleanPool,
+  perFileDatabase,
+  postgresUrl,
+  REDIS_URL,
+  redisKeyPrefix,
+} from '../support/coordination-env.ts';
+
+// This file's own PostgreSQL database and Redis key prefix (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * `breakwater run <scenario> --workers N` as a user runs it: real CLI processes (the parent and its N workers), one
@@ -75,7 +84,7 @@ afterAll(() => {
 
 /** The run's failed and degraded turns, one line each (agent, round, item, outcome, error, faults). */
 async function failedTurnsOf(runId: string): Promise<string> {
-  const database = await openDatabase({ url: POSTGRES_URL });
+  const database = await openDatabase({ url: postgresUrl() });
   try {
     const rows = await database.db
       .selectFrom('turns')
@@ -118,7 +127,7 @@ describe('breakwater run --workers', () => {
     // The emulator is the one `run --workers` starts on the run's own clock (its fault windows fall in the morning
     // as the scenario means them); the report carries its record of every worker's calls.
     const run = await runCli(
-      ['run', join(dir, 'morning-peak.yaml'), '--workers', '3', '--database-url', POSTGRES_URL, '--json'],
+      ['run', join(dir, 'morning-peak.yaml'), '--workers', '3', '--database-url', postgresUrl(), '--json'],
       cleanEnv(),
     );
     expect(run.stderr).not.toMatch(/error|Error/);
@@ -150,7 +159,7 @@ describe('breakwater run --workers', () => {
         '--workers',
         '2',
         '--database-url',
-        POSTGRES_URL,
+        postgresUrl(),
         '--run-id',
         runId,
         '--coordination-url',
@@ -162,7 +171,7 @@ describe('breakwater run --workers', () => {
     oneLine(run.stderr);
     expect(run.stderr).toMatch(/^breakwater run: --coordination-url: Redis at redis:\/\/127\.0\.0\.1:1\/0/);
     expect(run.stderr + run.stdout).not.toContain('hunter2pw');
-    const database = await openDatabase({ url: POSTGRES_URL });
+    const database = await openDatabase({ url: postgresUrl() });
     try {
       expect(await createRunStore(database).getRun(runId)).toBeUndefined();
     } finally {
@@ -179,13 +188,13 @@ describe('breakwater run --workers', () => {
         '--workers',
         '3',
         '--database-url',
-        POSTGRES_URL,
+        postgresUrl(),
         '--run-id',
         runId,
         '--coordination-url',
         REDIS_URL,
         '--coordination-prefix',
-        REDIS_KEY_PREFIX,
+        redisKeyPrefix(),
         '--json',
       ],
       cleanEnv(),
@@ -199,14 +208,14 @@ describe('breakwater run --workers', () => {
     expect(report.emulator!.maxInFlight).toBeLessThanOrEqual(2);
     // Which worker did what adds up to every turn (how the 8 parts fell among the three depends on timing).
     expect(Object.values(report.byWorker ?? {}).reduce((a, b) => a + b, 0)).toBe(report.turns.total);
-    const database = await openDatabase({ url: POSTGRES_URL });
+    const database = await openDatabase({ url: postgresUrl() });
     try {
       const stored = (await createRunStore(database).getRun(runId))!.config as StoredRunConfig;
       expect(stored.workers!.coordination).toEqual({
         backend: 'redis',
         url: new URL(REDIS_URL).toString(),
         secret: false,
-        keyPrefix: REDIS_KEY_PREFIX,
+        keyPrefix: redisKeyPrefix(),
       });
       // Nothing of this run's pool on the store's PostgreSQL: the tokens were on Redis.
       const { rows } = await sql<{ pool: string }>`
@@ -216,7 +225,7 @@ describe('breakwater run --workers', () => {
       await cleanPool({
         backend: 'redis',
         url: REDIS_URL,
-        keyPrefix: REDIS_KEY_PREFIX,
+        keyPrefix: redisKeyPrefix(),
         pool: stored.workers!.pool,
       });
     } finally {
@@ -235,14 +244,14 @@ faults:
     );
     const runId = `faults-refused-${process.pid}`;
     const run = await runCli(
-      ['run', faulted, '--workers', '2', '--database-url', POSTGRES_URL, '--run-id', runId],
+      ['run', faulted, '--workers', '2', '--database-url', postgresUrl(), '--run-id', runId],
       cleanEnv(),
     );
     expect(run.code).toBe(1);
     oneLine(run.stderr);
     expect(run.stderr).toContain("--workers does not go with the scenario's faults: (primary)");
     expect(run.stderr).toContain('run in one process');
-    const database = await openDatabase({ url: POSTGRES_URL });
+    const database = await openDatabase({ url: postgresUrl() });
     try {
       expect(await createRunStore(database).getRun(runId)).toBeUndefined();
     } finally {
@@ -251,7 +260,7 @@ faults:
   }, 60_000);
 
   it('breakwater worker --coordination-url naming another server than its run’s is refused in one line, naming both', async () => {
-    const database = await openDatabase({ url: POSTGRES_URL });
+    const database = await openDatabase({ url: postgresUrl() });
     const source = join(dir, 'scenario.yaml');
     const { runId } = await startWorkerRun({
       scenario: loadScenario(source),
@@ -259,14 +268,14 @@ faults:
       database,
       workers: 1,
       emulatorUrl: 'http://127.0.0.1:9',
-      coordination: { url: REDIS_URL, keyPrefix: REDIS_KEY_PREFIX },
+      coordination: { url: REDIS_URL, keyPrefix: redisKeyPrefix() },
     });
     try {
       const run = await runCli(
         [
           'worker',
           '--database-url',
-          POSTGRES_URL,
+          postgresUrl(),
           '--run-id',
           runId,
           '--coordination-url',
@@ -284,7 +293,7 @@ faults:
       expect(run.stderr).not.toContain('hunter2pw');
       // The environment variable is the same as the flag.
       const viaEnv = await runCli(
-        ['worker', '--database-url', POSTGRES_URL, '--run-id', runId],
+        ['worker', '--database-url', postgresUrl(), '--run-id', runId],
         cleanEnv({ BREAKWATER_COORDINATION_URL: 'postgres://postgres@127.0.0.1:5432/other' }),
       );
       expect(viaEnv.code).toBe(1);
@@ -305,7 +314,7 @@ faults:
         '--workers',
         '3',
         '--database-url',
-        POSTGRES_URL,
+        postgresUrl(),
         '--run-id',
         runId,
       ],
@@ -322,7 +331,7 @@ faults:
     expect(run.stdout).toMatch(/round 2 committed \(8 turns\)/);
     // The workers' own per-turn lines are not relayed as well (they would say it twice).
     expect(run.stdout).not.toMatch(/^worker \S+ {2}run /m);
-    const database = await openDatabase({ url: POSTGRES_URL });
+    const database = await openDatabase({ url: postgresUrl() });
     try {
       // Which worker each line names is the one that holds (and staged) that agent's part of that round.
       for (const round of [1, 2]) {

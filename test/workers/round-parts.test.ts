@@ -13,7 +13,10 @@ import {
   renewParts,
   stagePart,
 } from '../../src/workers/round-parts.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * The claim / stage / commit protocol of runs spread over workers, on the real PostgreSQL: leases are fenced by
@@ -23,7 +26,7 @@ import { POSTGRES_URL } from '../support/coordination-env.ts';
 
 let database: BreakwaterDatabase;
 beforeAll(async () => {
-  database = await openDatabase({ url: POSTGRES_URL });
+  database = await openDatabase({ url: postgresUrl() });
 });
 afterAll(async () => {
   await database.close();

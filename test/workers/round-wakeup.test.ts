@@ -10,8 +10,11 @@ import { createRunStore } from '../../src/store/run-store.ts';
 import { listenForRounds, notifyRound } from '../../src/workers/round-wakeup.ts';
 import { runWorker, type WorkerSummary } from '../../src/workers/run-worker.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * The round barrier: a worker with nothing to claim waits for NOTIFY (a part staged, a round committed), with a
@@ -23,7 +26,7 @@ let emulator: Emulator;
 let dir: string;
 
 beforeAll(async () => {
-  database = await openDatabase({ url: POSTGRES_URL });
+  database = await openDatabase({ url: postgresUrl() });
   emulator = await startEmulator({ profile: { seed: 15, latency: { minMs: 30, maxMs: 80 } } });
   dir = mkdtempSync(join(tmpdir(), 'bw-wakeup-'));
 });
@@ -35,7 +38,7 @@ afterAll(async () => {
 
 describe('listenForRounds', () => {
   it('wakes a wait on its run only, and a notification that came after the mark ends the next wait at once', async () => {
-    const wakeup = await listenForRounds(POSTGRES_URL);
+    const wakeup = await listenForRounds(postgresUrl());
     try {
       expect(wakeup.listening).toBe(true);
       let woken: string[] = [];
@@ -63,8 +66,8 @@ describe('listenForRounds', () => {
   });
 
   it('a lost LISTEN connection is made again in the background: a wait during the gap is woken when it is back, and NOTIFY works again', async () => {
-    const wakeup = await listenForRounds(POSTGRES_URL);
-    const admin = new pg.Client({ connectionString: POSTGRES_URL });
+    const wakeup = await listenForRounds(postgresUrl());
+    const admin = new pg.Client({ connectionString: postgresUrl() });
     await admin.connect();
     try {
       expect(wakeup.listening).toBe(true);
@@ -75,14 +78,14 @@ describe('listenForRounds', () => {
         [`breakwater-worker-rounds ${process.pid}`],
       );
       expect(killed.rowCount).toBe(1);
-      await waitFor(() => !wakeup.listening, 'the listener to notice its connection is gone', 10_000);
+      await waitFor(() => !wakeup.listening, 'the listener to notice its connection is gone', 30_000);
       // A wait during the gap, with a poll far longer than the test: only the reconnection can end it in time.
       let woken = false;
       const during = wakeup.wait('run-gap', 600_000, wakeup.mark()).then(() => {
         woken = true;
       });
-      await waitFor(() => wakeup.listening, 'the LISTEN connection to be made again', 20_000);
-      await waitFor(() => woken, 'the wait from the gap to be woken', 5_000);
+      await waitFor(() => wakeup.listening, 'the LISTEN connection to be made again', 60_000);
+      await waitFor(() => woken, 'the wait from the gap to be woken', 20_000);
       await during;
       // Listening again: a notification ends a new wait.
       const next = wakeup.wait('run-after', 600_000, wakeup.mark());
@@ -105,11 +108,18 @@ describe('listenForRounds', () => {
 });
 
 describe('two workers at the round barrier', () => {
-  it('with a fallback poll of a minute, both go round after round on NOTIFY and return soon after the run completes', async () => {
-    const source = join(dir, 'scenario.yaml');
-    writeFileSync(
-      source,
-      `
+  /** Reached only by a worker no NOTIFY woke. */
+  const HANG_MS = 240_000;
+  /** Longer than the test may run. */
+  const BARRIER_POLL_MS = 600_000;
+
+  it(
+    'with a fallback poll longer than the test may run, both go round after round on NOTIFY and return once the run completes',
+    async () => {
+      const source = join(dir, 'scenario.yaml');
+      writeFileSync(
+        source,
+        `
 name: wakeup-drill
 timeScale: 1
 runtime:
@@ -127,25 +137,50 @@ rounds:
 emulator:
   seed: 15
 `,
-    );
-    const { runId } = await startWorkerRun({
-      scenario: loadScenario(source),
-      scenarioSource: source,
-      database,
-      workers: 2,
-      emulatorUrl: emulator.controlURL,
-    });
-    const summaries: WorkerSummary[] = [];
-    const workers = ['w-a', 'w-b'].map((holder) =>
-      runWorker({ database, databaseUrl: POSTGRES_URL, runId, holder: `${holder}:0:0`, pollMs: 60_000 }).then(
-        (s) => summaries.push(s),
-      ),
-    );
-    // Far below the fallback poll: a worker left asleep at the barrier would still be waiting then.
-    await waitFor(() => summaries.length === 2, 'both workers to return', 30_000);
-    await Promise.all(workers);
-    const run = await createRunStore(database).getRun(runId);
-    expect(run?.status).toBe('completed');
-    expect(summaries.reduce((n, s) => n + s.turns, 0)).toBe(3 * 2);
-  }, 60_000);
+      );
+      const { runId } = await startWorkerRun({
+        scenario: loadScenario(source),
+        scenarioSource: source,
+        database,
+        workers: 2,
+        emulatorUrl: emulator.controlURL,
+      });
+      const summaries: WorkerSummary[] = [];
+      const workers = ['w-a', 'w-b'].map((holder) =>
+        runWorker({
+          database,
+          databaseUrl: postgresUrl(),
+          runId,
+          holder: `${holder}:0:0`,
+          pollMs: BARRIER_POLL_MS,
+        }).then((s) => summaries.push(s)),
+      );
+      // Only a NOTIFY can move a worker on at the barrier: its fallback poll outlasts the test, so a worker left asleep
+      // there hangs the test until the deadline, however fast or slow the machine. The deadline only a hang reaches
+      // (under load the first round alone took 19 s: the runs are correct, just slow; the old 30 s bound failed them).
+      let hang: ReturnType<typeof setTimeout> | undefined;
+      try {
+        await Promise.race([
+          Promise.all(workers),
+          new Promise((_, reject) => {
+            hang = setTimeout(
+              () =>
+                reject(
+                  new Error(
+                    `both workers had not returned after ${HANG_MS} ms: one is asleep at the barrier`,
+                  ),
+                ),
+              HANG_MS,
+            );
+          }),
+        ]);
+      } finally {
+        clearTimeout(hang);
+      }
+      const run = await createRunStore(database).getRun(runId);
+      expect(run?.status).toBe('completed');
+      expect(summaries.reduce((n, s) => n + s.turns, 0)).toBe(3 * 2);
+    },
+    HANG_MS + 60_000,
+  );
 });

@@ -8,8 +8,11 @@ import { createLiveEventLog, type LiveEventLog } from '../../src/store/event-log
 import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { createRunEventTail } from '../../src/workers/run-event-tail.ts';
 import { createWorkerEventRecorder } from '../../src/workers/worker-event-recorder.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * The parent of `run --workers` follows the run's live stream in PostgreSQL as the workers append to it: every event
@@ -22,7 +25,7 @@ let store: RunStore;
 let live: LiveEventLog;
 
 beforeAll(async () => {
-  database = await openDatabase({ url: POSTGRES_URL });
+  database = await openDatabase({ url: postgresUrl() });
   store = createRunStore(database);
   live = createLiveEventLog(database);
 });

@@ -8,7 +8,7 @@ import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-data
 import { createRunStore } from '../../src/store/run-store.ts';
 import { runWorker } from '../../src/workers/run-worker.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 import {
   okReply,
   RESET_HEADER_FORMS,
@@ -17,6 +17,9 @@ import {
 } from '../support/reset-header-forms.ts';
 import { startWireFixtureServer, type WireFixtureServer } from '../support/wire-fixture-server.ts';
 import { LIMITED_THEN_BACKUP } from '../support/limited-backup-scenario.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * A worker reads a wall-time endpoint's waits as the in-process run does: a real server's 7 s retry-after on a run
@@ -31,7 +34,7 @@ let server: WireFixtureServer;
 let dir: string;
 
 beforeAll(async () => {
-  database = await openDatabase({ url: POSTGRES_URL });
+  database = await openDatabase({ url: postgresUrl() });
   server = await startWireFixtureServer({ ok: okReply('openai') });
   dir = mkdtempSync(join(tmpdir(), 'bw-worker-walltime-'));
 });
@@ -65,7 +68,7 @@ ${LIMITED_THEN_BACKUP}`,
       database,
       workers: 1,
     });
-    const summary = await runWorker({ database, databaseUrl: POSTGRES_URL, runId, holder: 'w-a:0:0' });
+    const summary = await runWorker({ database, databaseUrl: postgresUrl(), runId, holder: 'w-a:0:0' });
     expect(summary.turns).toBe(1);
     const store = createRunStore(database);
     expect((await store.getRun(runId))?.status).toBe('completed');

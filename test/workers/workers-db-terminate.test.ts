@@ -13,9 +13,12 @@ import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-data
 import { createRunStore } from '../../src/store/run-store.ts';
 import { loadParts } from '../../src/workers/round-parts.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
-import { cleanPool, POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, cleanPool, postgresUrl } from '../support/coordination-env.ts';
 import { childScript } from '../support/test-child.ts';
 import { waitFor } from '../support/wait-for.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * Every database connection of three worker processes terminated once mid-round (`pg_terminate_backend`, the
@@ -51,11 +54,11 @@ emulator:
 
 /** The workers' connections carry this name (the URL's `application_name`), so only theirs are terminated. */
 const TAG = `bw-term-${randomBytes(3).toString('hex')}`;
-const TAGGED_URL = (() => {
-  const u = new URL(POSTGRES_URL);
+const TAGGED_URL = () => {
+  const u = new URL(postgresUrl());
   u.searchParams.set('application_name', TAG);
   return u.toString();
-})();
+};
 
 let dir: string;
 let database: BreakwaterDatabase;
@@ -66,12 +69,12 @@ let pool: StoredWorkersConfig | undefined;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'bw-db-terminate-'));
   writeFileSync(join(dir, 'scenario.yaml'), SCENARIO);
-  database = await openDatabase({ url: POSTGRES_URL });
+  database = await openDatabase({ url: postgresUrl() });
 });
 
 afterAll(async () => {
   for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
-  if (pool) await cleanPool({ backend: 'postgres', url: POSTGRES_URL, pool: pool.pool });
+  if (pool) await cleanPool({ backend: 'postgres', url: postgresUrl(), pool: pool.pool });
   await emulator?.close();
   await database.close();
   rmSync(dir, { recursive: true, force: true });
@@ -84,7 +87,7 @@ interface Worker {
 }
 
 function startWorker(runId: string): Worker {
-  const child = spawn(process.execPath, [CHILD, TAGGED_URL, runId], {
+  const child = spawn(process.execPath, [CHILD, TAGGED_URL(), runId], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
   });

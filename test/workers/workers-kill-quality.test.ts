@@ -12,9 +12,18 @@ import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-data
 import { createRunStore } from '../../src/store/run-store.ts';
 import { loadParts } from '../../src/workers/round-parts.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
-import { cleanPool, POSTGRES_URL, REDIS_KEY_PREFIX, REDIS_URL } from '../support/coordination-env.ts';
+import {
+  perFileDatabase,
+  cleanPool,
+  postgresUrl,
+  redisKeyPrefix,
+  REDIS_URL,
+} from '../support/coordination-env.ts';
 import { childScript } from '../support/test-child.ts';
 import { waitFor } from '../support/wait-for.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * A lost worker costs its in-flight calls, not the run's quality: three real worker processes on a scaled clock
@@ -60,7 +69,7 @@ const pools: StoredWorkersConfig[] = [];
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'bw-kill-quality-'));
   writeFileSync(join(dir, 'scenario.yaml'), SCENARIO);
-  database = await openDatabase({ url: POSTGRES_URL });
+  database = await openDatabase({ url: postgresUrl() });
 });
 
 afterAll(async () => {
@@ -69,7 +78,7 @@ afterAll(async () => {
     await cleanPool(
       w.coordination?.backend === 'redis'
         ? { backend: 'redis', url: REDIS_URL, keyPrefix: w.coordination.keyPrefix!, pool: w.pool }
-        : { backend: 'postgres', url: POSTGRES_URL, pool: w.pool },
+        : { backend: 'postgres', url: postgresUrl(), pool: w.pool },
     );
   for (const e of emulators) await e.close();
   await database.close();
@@ -83,7 +92,7 @@ interface Worker {
 }
 
 function startWorker(runId: string): Worker {
-  const child = spawn(process.execPath, [CHILD, POSTGRES_URL, runId], {
+  const child = spawn(process.execPath, [CHILD, postgresUrl(), runId], {
     stdio: ['ignore', 'ignore', 'pipe'],
     env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
   });
@@ -171,7 +180,7 @@ async function run(
 
 describe.each([
   { name: 'PostgreSQL', coordination: undefined },
-  { name: 'Redis', coordination: { url: REDIS_URL, keyPrefix: REDIS_KEY_PREFIX } },
+  { name: 'Redis', coordination: { url: REDIS_URL, keyPrefix: redisKeyPrefix() } },
 ])('three workers on a scaled clock, tokens and health on $name', ({ coordination }) => {
   it('one worker killed mid-round degrades at most 2 turns more than the run uninterrupted; no call is paid twice', async () => {
     const whole = await run(coordination, false);

@@ -13,10 +13,19 @@ import { createRunStore } from '../../src/store/run-store.ts';
 import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
 import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
 import type { StoredWorkersConfig } from '../../src/rounds/run-scenario.ts';
-import { cleanPool, POSTGRES_URL, REDIS_KEY_PREFIX, REDIS_URL } from '../support/coordination-env.ts';
+import {
+  cleanPool,
+  perFileDatabase,
+  postgresUrl,
+  REDIS_URL,
+  redisKeyPrefix,
+} from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { readJsonLines } from '../support/json-lines.ts';
 import { childScript } from '../support/test-child.ts';
+
+// This file's own PostgreSQL database and Redis key prefix (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * Three real worker processes on one PostgreSQL store, one emulator over real HTTP, the run's global tokens and
@@ -101,7 +110,7 @@ async function liveLeases(w: StoredWorkersConfig): Promise<{ now: number; leases
 }
 
 function startWorker(runId: string): Worker {
-  const child = spawn(process.execPath, [CHILD, POSTGRES_URL, runId], {
+  const child = spawn(process.execPath, [CHILD, postgresUrl(), runId], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
   });
@@ -147,7 +156,7 @@ async function until(check: () => Promise<boolean>, what: string, maxMs = 60_000
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'bw-workers-'));
   writeFileSync(join(dir, 'scenario.yaml'), SCENARIO);
-  database = await openDatabase({ url: POSTGRES_URL });
+  database = await openDatabase({ url: postgresUrl() });
   // Slow enough calls that a round is in progress for a while: the kill lands mid-round.
   emulator = await startEmulator({ profile: { seed: 15, latency: { minMs: 150, maxMs: 300 } } });
 });
@@ -158,7 +167,7 @@ afterAll(async () => {
     await cleanPool(
       w.coordination?.backend === 'redis'
         ? { backend: 'redis', url: REDIS_URL, keyPrefix: w.coordination.keyPrefix!, pool: w.pool }
-        : { backend: 'postgres', url: POSTGRES_URL, pool: w.pool },
+        : { backend: 'postgres', url: postgresUrl(), pool: w.pool },
     );
   for (const w of workers)
     if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGKILL');
@@ -176,7 +185,7 @@ const TTL = 1_500;
  */
 describe.each([
   { name: 'PostgreSQL', coordination: undefined },
-  { name: 'Redis', coordination: { url: REDIS_URL, keyPrefix: REDIS_KEY_PREFIX } },
+  { name: 'Redis', coordination: { url: REDIS_URL, keyPrefix: redisKeyPrefix() } },
 ])('a run spread over three worker processes, tokens and health on $name', ({ name, coordination }) => {
   it('keeps the global limit at the emulator; a worker killed mid-round loses its tokens within the lease TTL and has its agents finished by the others, each turn once, no committed call repeated', async () => {
     const source = join(dir, 'scenario.yaml');
@@ -249,10 +258,15 @@ describe.each([
     expect(orphaned.length).toBeGreaterThan(0);
 
     const survivors = team.filter((w) => w !== victim);
+    // Bounded, and the bound is a timer cleared after: a 5 ms poll left running would outlive the test in this worker.
+    let giveUp: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([
       Promise.all(survivors.map((w) => w.exited)),
-      waitFor(() => false, 'the survivors to finish the run', 120_000).catch(() => {}),
+      new Promise<void>((resolve) => {
+        giveUp = setTimeout(resolve, 120_000);
+      }),
     ]);
+    clearTimeout(giveUp);
     for (const w of survivors) {
       expect(w.stderr).toBe('');
       expect(await w.exited).toBe(0);

@@ -4,7 +4,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/report/report-types.ts';
 import { cleanEnv, runCli } from '../cli/run-cli.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * One process and `--workers 3` judge a scenario alike: the real CLI runs each shipped scenario on its scaled clock
@@ -46,7 +49,7 @@ async function report(scenario: string, workers: boolean): Promise<RunReport> {
       scenario,
       ...(workers ? ['--workers', '3'] : []),
       '--database-url',
-      POSTGRES_URL,
+      postgresUrl(),
       '--json',
       '--no-stdin',
     ],

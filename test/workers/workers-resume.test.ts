@@ -7,7 +7,10 @@ import type { StoredRunConfig } from '../../src/rounds/run-scenario.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
 import { cleanEnv, finished, runCli, spawnCli, waitForOutput } from '../cli/run-cli.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * `breakwater resume <run-id>` of a run started with `--workers`: the interrupted run goes on with worker processes
@@ -53,7 +56,7 @@ describe('breakwater resume of a run started with --workers', () => {
         '--workers',
         '2',
         '--database-url',
-        POSTGRES_URL,
+        postgresUrl(),
         '--run-id',
         runId,
         '--no-stdin',
@@ -68,7 +71,7 @@ describe('breakwater resume of a run started with --workers', () => {
     expect(stopped.stderr).toContain(
       `run ${runId} interrupted; continue it with \`breakwater resume ${runId}\``,
     );
-    const database = await openDatabase({ url: POSTGRES_URL });
+    const database = await openDatabase({ url: postgresUrl() });
     try {
       const store = createRunStore(database);
       const interrupted = (await store.getRun(runId))!;
@@ -78,7 +81,7 @@ describe('breakwater resume of a run started with --workers', () => {
 
       // No --workers: the stored run says it was spread over 2, and it goes on so.
       const resumed = await runCli(
-        ['resume', runId, '--database-url', POSTGRES_URL, '--json', '--no-stdin'],
+        ['resume', runId, '--database-url', postgresUrl(), '--json', '--no-stdin'],
         cleanEnv(),
       );
       expect(resumed.stderr).toContain(`resumed after round ${interrupted.currentRound}`);
@@ -108,7 +111,7 @@ describe('breakwater resume of a run started with --workers', () => {
 
       // A completed run resumed again only prints its report.
       const again = await runCli(
-        ['resume', runId, '--database-url', POSTGRES_URL, '--json', '--no-stdin'],
+        ['resume', runId, '--database-url', postgresUrl(), '--json', '--no-stdin'],
         cleanEnv(),
       );
       expect(again.code).toBe(0);

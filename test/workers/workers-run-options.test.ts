@@ -9,7 +9,10 @@ import { runRunCommand } from '../../src/cli/commands/run-command.ts';
 import type { RunReport } from '../../src/report/report-types.ts';
 import type { VizState } from '../../src/viz/viz-state.ts';
 import { cleanEnv, finished, spawnCli } from '../cli/run-cli.ts';
-import { POSTGRES_URL } from '../support/coordination-env.ts';
+import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * `run --workers N` with `--stream`, `--viz` and `--metrics-port`: real worker processes on one PostgreSQL store;
@@ -82,7 +85,7 @@ describe('run --workers with --stream, --viz and --metrics-port', () => {
     const report = await runRunCommand({
       scenario: join(dir, 'scenario.yaml'),
       workers: 2,
-      databaseUrl: POSTGRES_URL,
+      databaseUrl: postgresUrl(),
       runId: `workers-stream-${process.pid}`,
       stream: true,
       live: false,
@@ -119,7 +122,7 @@ describe('run --workers with --stream, --viz and --metrics-port', () => {
         '--workers',
         '2',
         '--database-url',
-        POSTGRES_URL,
+        postgresUrl(),
         '--run-id',
         `workers-viz-${process.pid}`,
         '--viz',
@@ -160,7 +163,7 @@ describe('run --workers with --stream, --viz and --metrics-port', () => {
         '--workers',
         '2',
         '--database-url',
-        POSTGRES_URL,
+        postgresUrl(),
         '--run-id',
         `workers-metrics-${process.pid}`,
         '--metrics-port',
@@ -205,7 +208,7 @@ describe('run --workers with --stream, --viz and --metrics-port', () => {
         '--workers',
         '2',
         '--database-url',
-        POSTGRES_URL,
+        postgresUrl(),
         '--stream',
         '--json',
         '--no-stdin',
