@@ -8,9 +8,16 @@ import { scrubSecrets } from '../redact/secret-scrubber.ts';
  * shows what is really there, for the one line the user reads.
  */
 
+/** What a peer did with the first exchange: the bytes it sent, and whether it closed the connection first. */
+export interface FirstBytes {
+  readonly bytes: Buffer;
+  /** It hung up before `timeoutMs` (with `bytes` empty: it closed without a word, unlike a frozen server). */
+  readonly closed: boolean;
+}
+
 /**
  * Connects to `host:port`, writes `hello`, and resolves with the first bytes that come back within
- * `timeoutMs` (an empty buffer if the peer answered nothing, `undefined` if it could not be reached).
+ * `timeoutMs` (empty if the peer answered nothing), or `undefined` if it could not be reached.
  * Never rejects.
  *
  * @example
@@ -25,15 +32,15 @@ export function firstBytesFrom(
   timeoutMs: number,
   complete: (bytes: Buffer) => boolean = () => false,
   nudge = true,
-): Promise<Buffer | undefined> {
+): Promise<FirstBytes | undefined> {
   return new Promise((resolve) => {
     const socket = connect({ host, port });
     let got = Buffer.alloc(0);
     let connected = false;
-    const done = (value: Buffer | undefined) => {
+    const done = (value: Buffer | undefined, closed = false) => {
       clearTimeout(timer);
       socket.destroy();
-      resolve(value);
+      resolve(value === undefined ? undefined : { bytes: value, closed });
     };
     const timer = setTimeout(() => done(connected ? got : undefined), timeoutMs);
     timer.unref();
@@ -51,8 +58,8 @@ export function firstBytesFrom(
       // A short answer is complete at once: give it a moment for the rest of its line.
       else setTimeout(() => done(got), 50).unref();
     });
-    socket.once('error', () => done(connected ? got : undefined));
-    socket.once('close', () => done(connected ? got : undefined));
+    socket.once('error', () => done(connected ? got : undefined, true));
+    socket.once('close', () => done(connected ? got : undefined, true));
   });
 }
 
@@ -101,7 +108,10 @@ export function notPostgresAnswer(first: Buffer): string | undefined {
  * ```
  */
 export async function notRedis(host: string, port: number, timeoutMs: number): Promise<string | undefined> {
-  const first = await firstBytesFrom(host, port, Buffer.from('PING\r\n'), timeoutMs, (b) => b.includes(0x0a));
+  const answer = await firstBytesFrom(host, port, Buffer.from('PING\r\n'), timeoutMs, (b) =>
+    b.includes(0x0a),
+  );
+  const first = answer?.bytes;
   if (first === undefined || first.length === 0) return undefined;
   if ('+-:$*_#,(!=%~>|'.includes(String.fromCharCode(first[0]!))) return undefined;
   return `something that is not Redis answers there: it sent ${shownBytes(first)}`;

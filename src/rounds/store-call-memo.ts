@@ -30,7 +30,7 @@ export async function storeCallMemo(
     roundKeyPrefix(runId, round, options.keyFormat ?? TURN_KEY_FORMAT),
   );
   const pending = new Set<Promise<void>>();
-  const retryForMs = options.retryForMs ?? 30_000;
+  const retryForMs = options.retryForMs ?? 12_000;
   return {
     recall: (key) => Promise.resolve(known.get(key)),
     remember(key, value) {
@@ -58,8 +58,9 @@ export async function storeCallMemo(
 export interface StoreCallMemoOptions {
   /**
    * How long a memo write is tried again while the database is unreachable (a connection terminated, a restart),
-   * real ms. Default 30 000: longer than the store's quarantine after a lost connection (10 s), so a write whose
-   * connection was cut lands on the next one.
+   * real ms. Default 12 000: longer than the store's quarantine after a lost connection (10 s), so a write whose
+   * connection was cut lands on the next one; short enough that a run whose database froze still stops within
+   * the CLI's bound (its database deadline plus this).
    */
   readonly retryForMs?: number;
   /** How the run's keys are spelled (`keyFormatOf(run.config)`). Default the current format. */

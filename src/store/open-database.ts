@@ -265,9 +265,15 @@ async function lookAtServer(url: string, deadlineMs: number): Promise<void> {
   // A Unix socket directory: the driver's own errors are plain enough there.
   if (host.startsWith('/')) return;
   const port = Number(parsed.port || parsed.searchParams.get('port') || 5432);
-  const first = await firstBytesFrom(host, port, POSTGRES_SSL_REQUEST, deadlineMs, (b) => b.length > 0);
-  if (first === undefined) return;
+  const answer = await firstBytesFrom(host, port, POSTGRES_SSL_REQUEST, deadlineMs, (b) => b.length > 0);
+  if (answer === undefined) return;
+  const first = answer.bytes;
   const location = `PostgreSQL at ${redactUrl(url)}`;
+  if (first.length === 0 && answer.closed)
+    throw new DatabaseUnavailableError({
+      location,
+      problem: 'the server closed the connection without a word (not PostgreSQL, or refusing this client)',
+    });
   if (first.length === 0)
     throw new DatabaseUnavailableError({
       location,

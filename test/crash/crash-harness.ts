@@ -6,6 +6,7 @@ import type { Emulator } from '../../src/emulator/index.ts';
 import { createRunStore, type EventRecord, openDatabase, type RunStore } from '../../src/store/index.ts';
 import { turnKey } from '../../src/store/turn-key.ts';
 import { AGENTS, ITEMS, ROUNDS } from '../rounds/crash-drill.ts';
+import { connectAdmin, SERVER_URL, urlOfDatabase } from '../support/test-databases.ts';
 
 /*
  * The crash suite's harness (issue 42): a backend (a PGlite folder or a database of its own on the PostgreSQL
@@ -14,7 +15,6 @@ import { AGENTS, ITEMS, ROUNDS } from '../rounds/crash-drill.ts';
  */
 
 const ROOT = join(import.meta.dirname, '..', '..');
-const SERVER_URL = process.env.DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 /** Longest a child may take before the suite gives up on it (only a hang reaches it). */
 const CHILD_DEADLINE_MS = 180_000;
 
@@ -50,12 +50,11 @@ export function pgliteBackend(dir: string): CrashBackend {
 /** A fresh database on the PostgreSQL server, dropped by `close`: its connections can be terminated freely. */
 export async function postgresBackend(): Promise<CrashBackend> {
   const name = `bw_crash_${randomBytes(5).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: SERVER_URL });
-  await admin.connect();
+  // Its own database, made and dropped through the server's maintenance database (never the shared `test`).
+  const admin = await connectAdmin();
   await admin.query(`create database ${name}`);
   await admin.end();
-  const url = new URL(SERVER_URL);
-  url.pathname = `/${name}`;
+  const url = new URL(urlOfDatabase(SERVER_URL, name));
   return {
     name: 'postgres',
     url: url.toString(),
@@ -69,8 +68,7 @@ export async function postgresBackend(): Promise<CrashBackend> {
       }
     },
     async close() {
-      const a = new pg.Client({ connectionString: SERVER_URL });
-      await a.connect();
+      const a = await connectAdmin();
       await a.query(`drop database if exists ${name} with (force)`);
       await a.end();
     },
