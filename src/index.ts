@@ -43,7 +43,7 @@ export type { AgentHandle, AskOptions, TurnMeta } from './runtime/agent-handle-t
 export type { CallOptions } from './runtime/one-off-call.ts';
 export type { Turn, TurnAnswer, TurnOutcome } from './runtime/turn.ts';
 export type { StreamEvent, TurnStream } from './runtime/turn-stream.ts';
-export type { ChatMessage, StopReason, ToolCall, Usage, UsageSource } from './engines/engine-types.ts';
+export type { ChatMessage, StopReason, ToolCall, Usage } from './engines/engine-types.ts';
 export type { EndpointHealth } from './health/endpoint-health-view.ts';
 
 // Tools.

@@ -224,7 +224,16 @@ export class PostgresCoordination implements CoordinationBackend {
     try {
       await migrateToLatest(db, signal ? { signal } : {});
     } catch (e) {
-      throw this.#unavailable(e, 'could not prepare the coordination tables');
+      // A connection cut under the migration (terminated by an administrator while the server stays up): tried
+      // once more on a fresh connection, as every statement here is (migrations are transactional and recorded).
+      const cut =
+        e instanceof Error && /terminating connection|Connection terminated|ECONNRESET/i.test(e.message);
+      if (!cut || this.#closed) throw this.#unavailable(e, 'could not prepare the coordination tables');
+      try {
+        await migrateToLatest(db, signal ? { signal } : {});
+      } catch (again) {
+        throw this.#unavailable(again, 'could not prepare the coordination tables');
+      }
     }
     // Not db.destroy(): it would end the pool this backend keeps using.
     // Closed while connecting (a runtime stopped at once): no LISTEN connection may be opened after close().

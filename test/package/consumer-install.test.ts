@@ -11,6 +11,9 @@ import { openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
+
 /*
  * breakwater as a user gets it: `npm pack` the package, install the tarball into a fresh project (offline, from
  * the npm cache, with only its runtime dependencies), then use it there with plain node, the consumer's own strict
@@ -167,8 +170,6 @@ import { createBreakwaterMetrics, startMetricsServer } from 'breakwater/observab
 import { planSchedule, type PlanResult } from 'breakwater/planner';
 import { isCoordinationUnavailableError, type CoordinationOptions } from 'breakwater/coordination';
 
-// This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
 
 const fixture = await startEmulatorFixture({ clock: createManualClock(0) });
 const supervisor = createSupervisor({

@@ -2,7 +2,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Usage } from '../../src/engines/engine-types.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
 import { type BreakwaterDatabase, createRunStore } from '../../src/store/index.ts';
-import { BACKENDS, deleteRuns, MACHINE_VERSION, turn, uniqueId } from '../store/store-test-support.ts';
+import {
+  BACKENDS,
+  deleteRuns,
+  MACHINE_VERSION,
+  perFileDatabase,
+  turn,
+  uniqueId,
+} from '../store/store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * Runs stored before usage could be unknown stay readable: their rows hold `{ inputTokens, outputTokens }` numbers

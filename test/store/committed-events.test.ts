@@ -6,7 +6,17 @@ import {
   isRoundCommitConflictError,
   isStoreInputError,
 } from '../../src/store/index.ts';
-import { BACKENDS, MACHINE_VERSION, deleteRuns, turn, uniqueId } from './store-test-support.ts';
+import {
+  BACKENDS,
+  MACHINE_VERSION,
+  deleteRuns,
+  perFileDatabase,
+  turn,
+  uniqueId,
+} from './store-test-support.ts';
+
+// This file's own PostgreSQL database (test/support/per-file-database.ts).
+perFileDatabase();
 
 /*
  * Issue 42: a round's events are written by the statement that commits the round, so the log holds them exactly

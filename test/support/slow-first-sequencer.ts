@@ -8,7 +8,11 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * A file missing here is simply ordered after these; a name here with no file is ignored.
  */
 const SLOW_FIRST: readonly string[] = [
+  'test/workers/workers-parity.test.ts',
   'test/workers/cli-workers.test.ts',
+  'test/package/consumer-install.test.ts',
+  'test/workers/workers-kill-quality.test.ts',
+  'test/workers/workers-run-options.test.ts',
   'test/rounds/crash-resume-pglite.test.ts',
   'test/coordination/multi-process.test.ts',
   'test/viz/viz-storm.test.ts',
@@ -17,7 +21,10 @@ const SLOW_FIRST: readonly string[] = [
   'test/scenarios/scenario-bounds.test.ts',
   'test/viz/viz-slow-clients.test.ts',
   'test/byok/byok-memory-leak.test.ts',
-  'test/package/consumer-install.test.ts',
+  'test/crash/crash-suite.test.ts',
+  'test/cli/cli-refused-at-load.test.ts',
+  'test/workers/workers-db-terminate.test.ts',
+  'test/workers/workers-resume.test.ts',
   'test/store/pglite-first-start.test.ts',
   'test/byok/byok-cli.test.ts',
   'test/byok/byok-canary.test.ts',
