@@ -100,8 +100,12 @@ const roundsSchema = z.strictObject({
   agents: boundedArray(name, LIMITS.agents, 'agents').min(1).optional(),
 });
 
+/** At most this long, so the default run id (name + stamp) stays within a run id's 200 characters. */
+const MAX_SCENARIO_NAME_LENGTH = 160;
+
 const cronJobSchema = z.strictObject({
-  name,
+  // A job's name is its turns' item id (`<job>@HH:MM`), which travels in every call's idempotency key.
+  name: wireName,
   cron: name,
   agent: name,
   prompt: z.string().min(1).optional(),
@@ -172,7 +176,12 @@ const reportSchema = z.strictObject({
 const baseScenarioSchema = z.strictObject({
   name: z
     .string()
-    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-" (it names the run)'),
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must be letters, digits, ".", "_" or "-" (it names the run)')
+    // The default run id is the name plus a 21-character stamp, and a run id travels in every call's headers.
+    .max(
+      MAX_SCENARIO_NAME_LENGTH,
+      `is too long: at most ${MAX_SCENARIO_NAME_LENGTH} characters (it names the run)`,
+    ),
   description: z.string().optional(),
   start: name.optional(),
   timeScale: boundedNumber({

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isConfigError } from '../../src/errors/config-error.ts';
@@ -79,6 +80,17 @@ emulator: {}
     const text = JSON.stringify(base({ name: 'bad name!' }), null, 1);
     expect(refusal(text)).toBe(
       'hostile.json:2 at name: must be letters, digits, ".", "_" or "-" (it names the run)',
+    );
+  });
+
+  it('a scenario name longer than 160 characters and a cron job name outside Latin-1 are refused at load', () => {
+    expect(refusal(JSON.stringify(base({ name: 'a'.repeat(161) }), null, 1))).toBe(
+      'hostile.json:2 at name: is too long: at most 160 characters (it names the run)',
+    );
+    const peak = readFileSync(new URL('../../scenarios/morning-peak/scenario.yaml', import.meta.url), 'utf8');
+    const cjk = peak.replace('- name: telegram-outbox-flusher\n      cron:', '- name: 모닝-브리핑\n      cron:');
+    expect(refusal(cjk, 'peak.yaml')).toMatch(
+      /^peak\.yaml:\d+ at schedule\.jobs\[0\]\.name: has "모" \(U\+BAA8\), which cannot travel in a request header/,
     );
   });
 
