@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
 import { perFileDatabase, cleanPool, postgresUrl } from '../support/coordination-env.ts';
 import { childScript } from '../support/test-child.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
 perFileDatabase();
@@ -80,27 +81,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Worker {
-  readonly child: ChildProcess;
-  stderr: string;
-  readonly exited: Promise<number | null>;
-}
+type Worker = WorkerProcess;
 
 function startWorker(runId: string): Worker {
-  const child = spawn(process.execPath, [CHILD, TAGGED_URL(), runId], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
-  });
-  children.push(child);
-  const w: Worker = {
-    child,
-    stderr: '',
-    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
-  };
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
-    w.stderr += s;
-  });
-  return w;
+  return spawnWorker(CHILD, TAGGED_URL(), runId, children);
 }
 
 describe('three workers whose database connections are terminated once', () => {

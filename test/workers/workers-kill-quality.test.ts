@@ -1,4 +1,4 @@
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,6 +21,7 @@ import {
 } from '../support/coordination-env.ts';
 import { childScript } from '../support/test-child.ts';
 import { waitFor } from '../support/wait-for.ts';
+import { spawnWorker, type WorkerProcess } from '../support/worker-process.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
 perFileDatabase();
@@ -85,27 +86,10 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Worker {
-  readonly child: ChildProcess;
-  stderr: string;
-  readonly exited: Promise<number | null>;
-}
+type Worker = WorkerProcess;
 
 function startWorker(runId: string): Worker {
-  const child = spawn(process.execPath, [CHILD, postgresUrl(), runId], {
-    stdio: ['ignore', 'ignore', 'pipe'],
-    env: { ...process.env, BREAKWATER_LOG_LEVEL: '' },
-  });
-  children.push(child);
-  const w: Worker = {
-    child,
-    stderr: '',
-    exited: new Promise((resolve) => child.on('exit', (code) => resolve(code))),
-  };
-  child.stderr!.setEncoding('utf8').on('data', (s: string) => {
-    w.stderr += s;
-  });
-  return w;
+  return spawnWorker(CHILD, postgresUrl(), runId, children);
 }
 
 /** Polls a store read until it holds, bounded like `waitFor`. */
