@@ -88,7 +88,10 @@ emulator: {}
       'hostile.json:2 at name: is too long: at most 160 characters (it names the run)',
     );
     const peak = readFileSync(new URL('../../scenarios/morning-peak/scenario.yaml', import.meta.url), 'utf8');
-    const cjk = peak.replace('- name: telegram-outbox-flusher\n      cron:', '- name: 모닝-브리핑\n      cron:');
+    const cjk = peak.replace(
+      '- name: telegram-outbox-flusher\n      cron:',
+      '- name: 모닝-브리핑\n      cron:',
+    );
     expect(refusal(cjk, 'peak.yaml')).toMatch(
       /^peak\.yaml:\d+ at schedule\.jobs\[0\]\.name: has "모" \(U\+BAA8\), which cannot travel in a request header/,
     );
