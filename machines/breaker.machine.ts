@@ -45,6 +45,13 @@ export interface BreakerConfig {
    * and only a HALF-OPEN probe can tell it answers again. False: a stall counts like any other timeout. Default true.
    */
   readonly openOnStall: boolean;
+  /**
+   * Minimum cooldown of an OPEN that a stall caused (`openOnStall`), in ms; `openMs` when that is shorter. One stall
+   * says little about the next call (a provider's hiccup), and a chain with nowhere else to go would otherwise answer
+   * degraded, without a single call, for the whole `openMs` (longer than an agent's default max wait): the probes
+   * come after this instead, and a failed probe reopens for `openMs` as any other. Default 5 000.
+   */
+  readonly stallOpenMs: number;
   /** Minimum cooldown of OPEN, in ms; a longer Retry-After extends it. Default 30 000. */
   readonly openMs: number;
   /** Consecutive good probes in HALF-OPEN that close the circuit. Default 2. */
@@ -68,6 +75,7 @@ export const DEFAULT_BREAKER_CONFIG: BreakerConfig = Object.freeze({
   consecutiveToOpen: 3,
   consecutiveKinds: Object.freeze(['rate_limited', 'network', 'timeout'] as FaultKind[]),
   openOnStall: true,
+  stallOpenMs: 5_000,
   openMs: 30_000,
   probesToClose: 2,
   maxOpenMs: 300_000,
@@ -167,6 +175,7 @@ export function resolveBreakerConfig(input: BreakerInput = {}): BreakerConfig {
     fail('consecutiveToOpen', config.consecutiveToOpen, 'an integer ≥ 1');
   }
   if (!(config.openMs >= 0)) fail('openMs', config.openMs, 'a number of ms ≥ 0');
+  if (!(config.stallOpenMs >= 0)) fail('stallOpenMs', config.stallOpenMs, 'a number of ms ≥ 0');
   if (!(config.maxOpenMs >= 0)) fail('maxOpenMs', config.maxOpenMs, 'a number of ms ≥ 0');
   if (!(Number.isInteger(config.probesToClose) && config.probesToClose >= 1)) {
     fail('probesToClose', config.probesToClose, 'an integer ≥ 1');
@@ -249,8 +258,11 @@ function cooldownEnd(
   at: number,
   retryAfterMs: number | undefined,
   failedProbes = 0,
+  stalled = false,
 ): number {
-  const { openMs } = context.config;
+  // A stall's shorter cooldown applies to the opening only: a failed probe after it reopens for `openMs` (doubling).
+  const { stallOpenMs } = context.config;
+  const openMs = stalled ? Math.min(stallOpenMs, context.config.openMs) : context.config.openMs;
   const maxOpenMs = Math.max(openMs, context.config.maxOpenMs ?? openMs);
   const minimum = Math.min(openMs * 2 ** Math.max(0, failedProbes - 1), maxOpenMs);
   return at + Math.max(minimum, retryAfterMs ?? 0);
@@ -299,7 +311,7 @@ export const breakerMachine = setup({
       const retryAfterMs = event.type === 'CALL_FAILED' ? event.retryAfterMs : undefined;
       return {
         openedAt: event.at,
-        openUntil: cooldownEnd(context, event.at, retryAfterMs),
+        openUntil: cooldownEnd(context, event.at, retryAfterMs, 0, reason === 'stalled'),
         openReason: reason,
         lastFault: event.type === 'CALL_FAILED' ? event.kind : null,
         goodProbes: 0,

@@ -39,6 +39,12 @@ const breakerSchema = z
      * counts like any other timeout. Default true.
      */
     openOnStall: z.boolean().default(true),
+    /**
+     * How long OPEN lasts after a stall before HALF-OPEN probes, ms (`openMs` if shorter). Keep it below the agents'
+     * `maxWaitMs`: a chain with nowhere else to go waits for the probes instead of answering degraded without a call.
+     * Default 5 000.
+     */
+    stallOpenMs: durationMs().default(5_000),
     /** How long OPEN lasts before HALF-OPEN probes, ms (longer when Retry-After says so). Default 30 000. */
     openMs: durationMs().default(30_000),
     /** Consecutive good probes that close it again. Default 2. */
@@ -52,6 +58,7 @@ const breakerSchema = z
     minCallsInWindow: 5,
     consecutiveToOpen: 3,
     openOnStall: true,
+    stallOpenMs: 5_000,
     openMs: 30_000,
     probesToClose: 2,
     maxOpenMs: 300_000,

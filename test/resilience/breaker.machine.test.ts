@@ -205,6 +205,34 @@ describe('breakerMachine — open', () => {
     expect(c.ctx().openUntil).toBe(c.clock.now() + 30_000);
   });
 
+  it('a stall opens for stallOpenMs (5 s by default, openMs when shorter); a failed probe after it reopens for openMs', () => {
+    const b = start();
+    const stall = () =>
+      b.actor.send({ type: 'CALL_FAILED', at: b.clock.now(), kind: 'timeout', stall: true });
+    stall();
+    expect(b.ctx()).toMatchObject({ openReason: 'stalled', openUntil: b.clock.now() + 5_000 });
+    b.clock.advance(5_000);
+    expect(b.value()).toBe('halfOpen');
+    b.actor.send({ type: 'PROBE_STARTED', at: b.clock.now() });
+    b.actor.send({ type: 'PROBE_FAILED', at: b.clock.now() });
+    // The stall's quick second look found it still down: the ordinary cooldown from now on.
+    expect(b.ctx().openUntil).toBe(b.clock.now() + 30_000);
+
+    const short = start({ openMs: 2_000, stallOpenMs: 5_000 });
+    short.actor.send({ type: 'CALL_FAILED', at: short.clock.now(), kind: 'timeout', stall: true });
+    expect(short.ctx().openUntil).toBe(short.clock.now() + 2_000);
+    // A Retry-After longer than the stall's cooldown still wins.
+    const told = start();
+    told.actor.send({
+      type: 'CALL_FAILED',
+      at: told.clock.now(),
+      kind: 'timeout',
+      stall: true,
+      retryAfterMs: 12_000,
+    });
+    expect(told.ctx().openUntil).toBe(told.clock.now() + 12_000);
+  });
+
   it('TICK moves open to halfOpen once at >= openUntil', () => {
     const b = start();
     for (let i = 0; i < 3; i++) b.fail();
@@ -459,6 +487,7 @@ describe('breakerMachine — input validation', () => {
       [{ minCallsInWindow: 0 }, 'minCallsInWindow'],
       [{ consecutiveToOpen: 2.5 }, 'consecutiveToOpen'],
       [{ openMs: -1 }, 'openMs'],
+      [{ stallOpenMs: -1 }, 'stallOpenMs'],
       [{ probesToClose: 0 }, 'probesToClose'],
     ];
     for (const [input, field] of bad) {
