@@ -177,7 +177,8 @@ function withAttempt(t: ActiveTurn, out: CallOutcome): ActiveTurn {
     attempts: t.attempts + upstream,
     stepAttempts: t.stepAttempts + 1,
     faults: out.ok ? t.faults : [...t.faults, out.fault],
-    usage: out.ok ? addUsage(usageSoFar(t), out.result.usage) : usageSoFar(t),
+    // The turn's usage is the sum over its calls: a failed call adds what it may have been billed (see CallOutcome).
+    usage: addUsage(usageSoFar(t), out.ok ? out.result.usage : (out.usage ?? NO_USAGE)),
     leaseId: undefined,
     waitingSince: out.at,
     // A streamed step keeps the text its caller holds after a fault; an answer ends the step.

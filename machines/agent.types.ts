@@ -121,6 +121,12 @@ export type CallOutcome =
       readonly leaseLost?: true;
       /** A streamed call: the step's text the caller holds now (what the next attempt continues or withdraws). */
       readonly partial?: PartialAnswer;
+      /**
+       * What the failed call used, by what its provider bills: a reported 0 when it was refused with an HTTP status
+       * (or never sent), unknown with an estimate when it was cut after it was sent. Absent (outcomes of older
+       * snapshots): a reported 0.
+       */
+      readonly usage?: Usage;
     };
 
 export interface CallEngineInput {

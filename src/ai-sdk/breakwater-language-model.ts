@@ -18,7 +18,7 @@ import type { Turn } from '../runtime/turn.ts';
 import type { StreamEvent } from '../runtime/turn-stream.ts';
 import { BreakwaterTurnFailedError } from './ai-sdk-errors.ts';
 import { mapCallOptions } from './prompt-mapping.ts';
-import { sourceOf } from '../engines/token-usage.ts';
+import { isWhole, usageSource } from '../engines/token-usage.ts';
 
 /**
  * Settings of one model (`bw('premium', settings)`); each overrides the provider's default of the same name.
@@ -73,9 +73,16 @@ export interface BreakwaterMetadata extends JSONObject {
   turnId: string;
   /**
    * Whether the providers reported the turn's token counts (`reported`, `partial`, `unknown`; `usage` has only the
-   * reported ones) and breakwater's estimates (characters ÷ 4) of those they did not: estimates, never measured.
+   * wholly reported ones), the reported part of a count some calls did not report, and breakwater's estimates
+   * (characters ÷ 4) of what was not reported: estimates, never measured.
    */
-  usage: { source: string; estimatedInputTokens?: number; estimatedOutputTokens?: number };
+  usage: {
+    source: string;
+    reportedInputTokens?: number;
+    reportedOutputTokens?: number;
+    estimatedInputTokens?: number;
+    estimatedOutputTokens?: number;
+  };
 }
 
 /**
@@ -342,32 +349,38 @@ function finishReasonOf(turn: Turn): LanguageModelV3FinishReason {
 }
 
 /**
- * The turn's usage as the V3 spec has it: a count the provider did not report is `undefined` (the spec's "not
- * available"), never 0 or an estimate; the estimate is in `providerMetadata.breakwater.usage`.
+ * The turn's usage as the V3 spec has it: a count the providers did not wholly report is `undefined` (the spec's "not
+ * available"), never 0, a part or an estimate; those are in `providerMetadata.breakwater.usage`.
  */
 function usageOf(turn: Turn): LanguageModelV3Usage {
+  const u = turn.usage;
   return {
     inputTokens: {
-      total: turn.usage.inputTokens ?? undefined,
+      total: isWhole(u, 'inputTokens') ? u.inputTokens! : undefined,
       noCache: undefined,
       cacheRead: undefined,
       cacheWrite: undefined,
     },
-    outputTokens: { total: turn.usage.outputTokens ?? undefined, text: undefined, reasoning: undefined },
+    outputTokens: {
+      total: isWhole(u, 'outputTokens') ? u.outputTokens! : undefined,
+      text: undefined,
+      reasoning: undefined,
+    },
   };
 }
 
-/** Whether the provider reported the turn's counts, and breakwater's estimate of those it did not, labelled. */
+/** Whether the providers reported the turn's counts, the reported part of one not wholly reported, and the estimate. */
 function usageMetadataOf(turn: Turn): BreakwaterMetadata['usage'] {
   const u = turn.usage;
+  const partOf = (n: number | null, whole: boolean) => (n !== null && !whole ? n : undefined);
+  const reportedIn = partOf(u.inputTokens, isWhole(u, 'inputTokens'));
+  const reportedOut = partOf(u.outputTokens, isWhole(u, 'outputTokens'));
   return {
-    source: sourceOf(u.inputTokens, u.outputTokens),
-    ...(u.inputTokens === null && u.estimated?.inputTokens !== undefined
-      ? { estimatedInputTokens: u.estimated.inputTokens }
-      : {}),
-    ...(u.outputTokens === null && u.estimated?.outputTokens !== undefined
-      ? { estimatedOutputTokens: u.estimated.outputTokens }
-      : {}),
+    source: usageSource(u),
+    ...(reportedIn !== undefined ? { reportedInputTokens: reportedIn } : {}),
+    ...(reportedOut !== undefined ? { reportedOutputTokens: reportedOut } : {}),
+    ...(u.estimated?.inputTokens !== undefined ? { estimatedInputTokens: u.estimated.inputTokens } : {}),
+    ...(u.estimated?.outputTokens !== undefined ? { estimatedOutputTokens: u.estimated.outputTokens } : {}),
   };
 }
 

@@ -150,9 +150,11 @@ export interface RateLimitState {
 
 /**
  * Where a {@link Usage}'s counts come from:
- * - `reported`: both counts are the provider's;
- * - `partial`: one count is the provider's, the other was not reported (`null`);
- * - `unknown`: the provider reported neither (a stream cut before its usage, a compatible server that sends none).
+ * - `reported`: both counts are the providers', whole;
+ * - `partial`: some of it is: one count of a call was not reported (`null`), or some of a turn's calls reported and
+ *   others did not (a stream cut on the primary, the backup's answer): the counts are the reported part, the rest
+ *   estimated apart;
+ * - `unknown`: no provider reported either count (a call cut after it was sent, a compatible server that sends none).
  *
  * @example
  * ```ts
@@ -173,15 +175,16 @@ export type UsageSource = 'reported' | 'partial' | 'unknown';
  * ```
  */
 export interface Usage {
-  /** Input tokens the provider reported; `null` when it did not report them. */
+  /** Input tokens the providers reported (of a turn: summed over its calls); `null` when none reported them. */
   readonly inputTokens: number | null;
-  /** Output tokens the provider reported; `null` when it did not report them. */
+  /** Output tokens the providers reported (of a turn: summed over its calls); `null` when none reported them. */
   readonly outputTokens: number | null;
-  /** Which of the counts the provider reported (derived from them: the flag a stored row or a span carries). */
+  /** Which of the counts the providers reported (derived from them: the flag a stored row or a span carries). */
   readonly source: UsageSource;
   /**
-   * Present exactly when a count is `null`: breakwater's estimate of that count (characters ÷ 4), never measured.
-   * Only the `null` counts have one.
+   * Present exactly when a count was not wholly reported: breakwater's estimate (characters ÷ 4), never measured, of
+   * the part not reported (all of a `null` count; of a turn's count, the calls that did not report it). Only those
+   * counts have one.
    */
   readonly estimated?: { readonly inputTokens?: number; readonly outputTokens?: number };
 }

@@ -55,8 +55,9 @@ export type RuntimeEvent =
         /** A HALF-OPEN health probe: an upstream call no agent asked for (no `agent`). */
         probe?: boolean;
         /**
-         * On success: the call's tokens as the provider reported them (`null`: not reported, the estimate apart).
-         * Absent from events stored before it was recorded.
+         * On success: the call's tokens as the provider reported them (`null`: not reported, the estimate apart). On a
+         * fault: present when the call was cut after it was sent (unknown, the estimate apart); a call refused with
+         * an HTTP status used nothing. Absent from events stored before it was recorded.
          */
         usage?: Usage;
       },

@@ -79,7 +79,8 @@ export function endpointLabel(id: string): string {
  * `breakwater_upstream_tokens_total{endpoint,type}` (tokens the providers reported, `type` input or output),
  * `breakwater_upstream_tokens_estimated_total{endpoint,type}` (breakwater's estimate of the counts a provider did not
  * report: a metric of its own, so summing the measured one never adds a guess),
- * `breakwater_upstream_usage_unreported_total{endpoint,type}` (answered calls whose count was not reported).
+ * `breakwater_upstream_usage_unreported_total{endpoint,type}` (calls whose count was not reported: answered without
+ * it, or cut after they were sent).
  *
  * @example
  * ```ts
@@ -124,13 +125,13 @@ export function createBreakwaterMetrics(
   });
   const tokensEstimated = new Counter({
     name: `${p}upstream_tokens_estimated_total`,
-    help: "breakwater's estimate (characters / 4) of the tokens of answered calls whose provider did not report them: an estimate, never measured.",
+    help: "breakwater's estimate (characters / 4) of the tokens of upstream calls whose provider did not report them (answered without usage, or cut after they were sent): an estimate, never measured.",
     labelNames: ['endpoint', 'type'],
     registers,
   });
   const usageUnreported = new Counter({
     name: `${p}upstream_usage_unreported_total`,
-    help: 'Answered upstream calls whose provider did not report this token count (a stream cut before its usage, a server that sends none).',
+    help: 'Upstream calls whose provider did not report this token count (a server that sends none; a call cut after it was sent: a stall, a dropped connection, a stream cut).',
     labelNames: ['endpoint', 'type'],
     registers,
   });
@@ -241,10 +242,9 @@ export function createBreakwaterMetrics(
     reported: number | null,
     estimated: number | undefined,
   ) => {
-    if (reported !== null) {
-      tokensReported.inc({ endpoint, type }, reported);
-      return;
-    }
+    if (reported !== null) tokensReported.inc({ endpoint, type }, reported);
+    // One call reports a count whole or not at all: an estimate beside it is the part it did not report.
+    if (reported !== null && estimated === undefined) return;
     usageUnreported.inc({ endpoint, type });
     if (estimated !== undefined) tokensEstimated.inc({ endpoint, type }, estimated);
   };

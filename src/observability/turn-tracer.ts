@@ -10,7 +10,7 @@ import {
   trace,
 } from '@opentelemetry/api';
 import type { Usage } from '../engines/engine-types.ts';
-import { sourceOf } from '../engines/token-usage.ts';
+import { isWhole, usageSource } from '../engines/token-usage.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import type { CallRecordEvent } from '../runtime/call-memo.ts';
 import type { Turn } from '../runtime/turn.ts';
@@ -128,10 +128,9 @@ export class TurnTracer {
     };
     if (breakerState) attributes['breakwater.breaker.state'] = breakerState;
     if (record.probe) attributes['breakwater.probe'] = true;
-    if (record.outcome === 'ok') {
-      attributes['gen_ai.response.model'] = record.model;
-      if (record.usage) Object.assign(attributes, usageAttributes(record.usage));
-    }
+    if (record.outcome === 'ok') attributes['gen_ai.response.model'] = record.model;
+    // A failed attempt carries usage only when it was cut after it was sent: unknown, its estimate apart.
+    if (record.usage) Object.assign(attributes, usageAttributes(record.usage));
     const end = Date.now();
     const span = this.#tracer.startSpan(
       `chat ${record.requestModel ?? record.model}`,
@@ -213,20 +212,28 @@ export class TurnTracer {
 }
 
 /**
- * A usage as span attributes. `gen_ai.usage.*` carry only counts the provider reported: the GenAI conventions ask
- * for the provider's numbers, and a tool summing them must not add a guess. A count not reported is left out, and
- * `breakwater.usage.source` says so (`partial`, `unknown`); breakwater's estimate of it goes under
- * `breakwater.usage.estimated_*`, a name no GenAI tool reads as measured.
+ * A usage as span attributes. `gen_ai.usage.*` carry only counts the provider reported whole: the GenAI conventions
+ * ask for the provider's numbers, and a tool summing them must not add a guess or take a part for the whole. A count
+ * not reported is left out, and `breakwater.usage.source` says so (`partial`, `unknown`); of a count reported in part
+ * (a turn whose cut call reported nothing and whose next call did), the reported part goes under
+ * `breakwater.usage.reported_*`; breakwater's estimate of what was not reported under `breakwater.usage.estimated_*`,
+ * names no GenAI tool reads as measured.
  */
 export function usageAttributes(u: Usage): Attributes {
   // Derived from the counts: a memoized result stored before usage could be unknown has no `source`.
-  const out: Attributes = { 'breakwater.usage.source': sourceOf(u.inputTokens, u.outputTokens) };
-  if (u.inputTokens !== null) out['gen_ai.usage.input_tokens'] = u.inputTokens;
-  else if (u.estimated?.inputTokens !== undefined)
-    out['breakwater.usage.estimated_input_tokens'] = u.estimated.inputTokens;
-  if (u.outputTokens !== null) out['gen_ai.usage.output_tokens'] = u.outputTokens;
-  else if (u.estimated?.outputTokens !== undefined)
-    out['breakwater.usage.estimated_output_tokens'] = u.estimated.outputTokens;
+  const out: Attributes = { 'breakwater.usage.source': usageSource(u) };
+  for (const [count, name] of [
+    ['inputTokens', 'input_tokens'],
+    ['outputTokens', 'output_tokens'],
+  ] as const) {
+    const n = u[count];
+    if (isWhole(u, count)) out[`gen_ai.usage.${name}`] = n!;
+    else {
+      if (n !== null) out[`breakwater.usage.reported_${name}`] = n;
+      const est = u.estimated?.[count];
+      if (est !== undefined) out[`breakwater.usage.estimated_${name}`] = est;
+    }
+  }
   return out;
 }
 

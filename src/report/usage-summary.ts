@@ -1,4 +1,4 @@
-import { decodeUsage } from '../engines/token-usage.ts';
+import { decodeUsage, usageSource } from '../engines/token-usage.ts';
 
 /**
  * One token count (input or output) over a run's stored turns: what the providers reported, and apart from it the
@@ -10,11 +10,14 @@ import { decodeUsage } from '../engines/token-usage.ts';
  * ```
  */
 export interface TokenTotal {
-  /** Sum of the counts the providers reported (turns whose count is unknown add nothing here). */
+  /** Sum of the counts the providers reported (of a turn some of whose calls reported nothing, the part reported). */
   readonly reported: number;
-  /** Turns whose count no provider reported (a stream cut before its usage, a server that sends none). */
+  /** Turns whose count was not wholly reported (a call cut after it was sent, a server that sends none). */
   readonly unreportedTurns: number;
-  /** breakwater's estimate (characters ÷ 4) of those turns' counts: an estimate, never measured; 0 without them. */
+  /**
+   * breakwater's estimate (characters ÷ 4) of what those turns' unreported calls used: an estimate, never measured;
+   * 0 without them.
+   */
   readonly estimated: number;
 }
 
@@ -29,9 +32,9 @@ export interface TokenTotal {
 export interface UsageSummary {
   /** Stored turns that carry usage (rows without any are not counted). */
   readonly turns: number;
-  /** Of `turns`, those with both counts reported. */
+  /** Of `turns`, those with both counts reported whole. */
   readonly reportedTurns: number;
-  /** Of `turns`, those with a count not reported (`partial` or `unknown`). */
+  /** Of `turns`, those with a count not wholly reported (`partial` or `unknown`). */
   readonly unknownTurns: number;
   readonly input: TokenTotal;
   readonly output: TokenTotal;
@@ -55,7 +58,7 @@ export function summarizeUsage(turns: readonly { readonly usage?: unknown }[]): 
     const u = decodeUsage(t.usage);
     if (!u) continue;
     counted++;
-    if (u.inputTokens !== null && u.outputTokens !== null) reportedTurns++;
+    if (usageSource(u) === 'reported') reportedTurns++;
     add(input, u.inputTokens, u.estimated?.inputTokens);
     add(output, u.outputTokens, u.estimated?.outputTokens);
   }
@@ -73,8 +76,9 @@ function add(
   reported: number | null,
   estimated: number | undefined,
 ): void {
+  // A count with an estimate was not wholly reported; its reported part (if any) still counts as reported.
   if (reported !== null) total.reported += reported;
-  else {
+  if (reported === null || estimated !== undefined) {
     total.unreportedTurns++;
     total.estimated += estimated ?? 0;
   }
@@ -86,7 +90,7 @@ function add(
  * @example
  * ```ts
  * formatUsageSummary(summary);
- * // 'tokens 2 of 3 turns reported: input 1200, output 300 + 1 turn not reported (≈40 output estimated, not measured)'
+ * // 'tokens 2 of 3 turns reported: input 1200, output 300 + 1 turn not wholly reported (≈40 output estimated, not measured)'
  * ```
  */
 export function formatUsageSummary(s: UsageSummary): string {
@@ -97,5 +101,5 @@ export function formatUsageSummary(s: UsageSummary): string {
     ...(s.output.unreportedTurns > 0 ? [`≈${s.output.estimated} output`] : []),
   ];
   const turns = `${s.unknownTurns} turn${s.unknownTurns === 1 ? '' : 's'}`;
-  return `${head} + ${turns} not reported (${est.join(' + ')} estimated, not measured)`;
+  return `${head} + ${turns} not wholly reported (${est.join(' + ')} estimated, not measured)`;
 }

@@ -24,6 +24,7 @@ import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
 import { CallCancel } from '../engines/call-abort.ts';
+import { estimateTokens, faultUsage } from '../engines/token-usage.ts';
 import type { Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
 import { InternalActorError } from '../errors/internal-error.ts';
 import { type Fault, isEngineFaultError } from '../faults/fault.ts';
@@ -398,10 +399,19 @@ export function createAgentActors(deps: AgentActorDeps) {
         );
         if (fault.retryAfterCappedFromMs !== undefined)
           warnCapped(logger, cappedCall(input, engine), fault.retryAfterCappedFromMs);
+        // What the call may have cost: a reported 0 when refused with a status, unknown (estimated) when cut after it
+        // was sent: its prompt ÷ 4 read, the text it had written ÷ 4.
+        const usage = faultUsage(fault, {
+          inputTokens: Math.max(0, estimateRequestTokens(request) - request.maxTokens),
+          outputTokens: estimateTokens(attempt?.receivedChars ?? 0),
+        });
         if (deps.onCall && (deps.callsHeard?.() ?? true))
-          deps.onCall(callRecord(input, engine, wallStartedAt, started, 'fault', at, fault));
+          deps.onCall({
+            ...callRecord(input, engine, wallStartedAt, started, 'fault', at, fault),
+            ...(usage.source !== 'reported' ? { usage } : {}),
+          });
         const partial = attempt?.failed(fault);
-        return partial ? { ok: false, fault, at, partial } : { ok: false, fault, at };
+        return partial ? { ok: false, fault, at, partial, usage } : { ok: false, fault, at, usage };
       }
     } finally {
       // A call we cut ourselves (cancelled, a deadline, the lease) may still be on its way to the server or its

@@ -34,6 +34,8 @@ export function callEvent(c: CallRecordEvent): RuntimeEvent {
             ...(c.fault.retryAfterCappedFromMs !== undefined
               ? { retryAfterCappedFromMs: c.fault.retryAfterCappedFromMs }
               : {}),
+            // A call cut after it was sent: its usage is unknown (the estimate apart), and counted so.
+            ...(c.usage ? { usage: c.usage } : {}),
           }
         : {
             status: 200,

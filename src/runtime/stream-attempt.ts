@@ -5,7 +5,6 @@ import {
   type EngineResult,
   type StreamSink,
 } from '../engines/engine-types.ts';
-import { addUsage, bestInput, estimateTokens, usageOf } from '../engines/token-usage.ts';
 import type { Fault } from '../faults/fault.ts';
 import type { StreamSource, TurnStreamSink } from './turn-stream.ts';
 
@@ -32,14 +31,15 @@ export interface StreamAttempt {
   /** The engine's sink: deltas go to the caller as they come. */
   readonly sink: StreamSink;
   /**
-   * The call answered: the result with the whole step's text (kept prefix + this answer); tool calls announced.
-   * After an attempt cut mid-stream (its text kept or withdrawn), the step's usage is unknown: that attempt read a
-   * prompt and wrote tokens no provider reported. Its counts are `null`, with the estimate apart (this answer's
-   * counts + the cut attempt's prompt and text ÷ 4).
+   * The call answered: the result with the whole step's text (kept prefix + this answer); tool calls announced. Its
+   * usage is this call's, as its provider reported it: a cut attempt before it is counted as its own call (unknown,
+   * see `faultUsage`), so the turn's sum keeps this one's reported counts.
    */
   succeeded(result: EngineResult): EngineResult;
   /** The call failed: the fault announced; returns the step's text the caller holds now. */
   failed(fault: Fault): PartialAnswer | undefined;
+  /** Characters this attempt received so far (its own text, not the kept prefix): what a cut call had written. */
+  readonly receivedChars: number;
 }
 
 function keptSources(sources: readonly StreamSource[], chars: number): StreamSource[] {
@@ -113,17 +113,13 @@ export function beginStreamAttempt(
         out.push({ type: 'text', text: delta, endpointId });
       },
     },
+    get receivedChars() {
+      return received.length;
+    },
     succeeded(result) {
       if (!announced) announce();
       for (const call of result.toolCalls) out.push({ type: 'tool-call', call, endpointId });
-      if (!priorText) return result;
-      // The cut attempt's own usage: unknown, estimated from this call's prompt and the text it had written.
-      const cut = usageOf(null, null, {
-        inputTokens: Math.max(0, bestInput(result.usage) - prefixTokens),
-        outputTokens: mode === 'continuation' ? prefixTokens : estimateTokens(priorText.length),
-      });
-      const usage = addUsage(result.usage, cut);
-      return Object.freeze(kept ? { ...result, text: kept + result.text, usage } : { ...result, usage });
+      return kept ? Object.freeze({ ...result, text: kept + result.text }) : result;
     },
     failed(fault) {
       out.push({ type: 'fault', fault, endpointId, afterChars: received.length });

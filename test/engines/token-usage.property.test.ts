@@ -13,9 +13,10 @@ import {
 } from '../../src/engines/token-usage.ts';
 
 /*
- * The arithmetic of usage over any mix of calls: a count stays what the providers reported, and is unknown (null)
- * as soon as one call did not report it, never a sum that hides a guess; the estimate is there exactly for the
- * unknown counts, and pacing (which may estimate) charges the same tokens however the calls are grouped.
+ * The arithmetic of usage over any mix of calls: a count is the sum of what the providers reported, unknown (null)
+ * only when no call reported it, never a sum that hides a guess; the estimate covers exactly the calls that did not
+ * report it (a turn whose primary was cut and whose backup answered keeps the backup's counts, flagged partial), and
+ * pacing (which may estimate) charges the same tokens however the calls are grouped.
  */
 
 const count = fc.option(fc.integer({ min: 0, max: 100_000 }), { nil: undefined });
@@ -29,25 +30,29 @@ const callUsage: fc.Arbitrary<Usage> = fc
   .map((r) => usageOf(r.input, r.output, { inputTokens: r.estIn, outputTokens: r.estOut }));
 
 describe('usage arithmetic', () => {
-  it('a sum keeps reported counts exact, unknown as soon as one part is, the estimate apart', () => {
+  it('a sum keeps the reported counts, null only when no part reported, the estimate of the rest apart', () => {
     fc.assert(
       fc.property(fc.array(callUsage, { maxLength: 12 }), (parts) => {
         const sum = parts.reduce(addUsage, NO_USAGE);
-        const allInput = parts.every((u) => u.inputTokens !== null);
-        const allOutput = parts.every((u) => u.outputTokens !== null);
-        expect(sum.inputTokens).toBe(allInput ? parts.reduce((n, u) => n + u.inputTokens!, 0) : null);
-        expect(sum.outputTokens).toBe(allOutput ? parts.reduce((n, u) => n + u.outputTokens!, 0) : null);
+        const reportedSum = (k: 'inputTokens' | 'outputTokens') => parts.reduce((n, u) => n + (u[k] ?? 0), 0);
+        const allOf = (k: 'inputTokens' | 'outputTokens') => parts.every((u) => u[k] !== null);
+        // Unknown plus a reported 0 is unknown: a count is null while some call did not report it and the others
+        // reported 0 of it (NO_USAGE, a turn's start, changes nothing).
+        const known = (k: 'inputTokens' | 'outputTokens') => allOf(k) || reportedSum(k) > 0;
+        expect(sum.inputTokens).toBe(known('inputTokens') ? reportedSum('inputTokens') : null);
+        expect(sum.outputTokens).toBe(known('outputTokens') ? reportedSum('outputTokens') : null);
+        const whole = allOf('inputTokens') && allOf('outputTokens');
         expect(sum.source).toBe(
-          allInput && allOutput ? 'reported' : !allInput && !allOutput ? 'unknown' : 'partial',
+          whole ? 'reported' : !known('inputTokens') && !known('outputTokens') ? 'unknown' : 'partial',
         );
-        // The estimate exists exactly for the unknown counts, and estimates the whole of that count.
-        expect(sum.estimated?.inputTokens).toBe(
-          allInput ? undefined : parts.reduce((n, u) => n + bestInput(u), 0),
-        );
-        expect(sum.estimated?.outputTokens).toBe(
-          allOutput ? undefined : parts.reduce((n, u) => n + bestOutput(u), 0),
-        );
-        if (allInput && allOutput) expect(sum.estimated).toBeUndefined();
+        // The estimate exists exactly for the counts some call did not report, and covers those calls only.
+        const estOf = (k: 'inputTokens' | 'outputTokens') =>
+          parts.reduce((n, u) => n + (u[k] === null ? (u.estimated?.[k] ?? 0) : 0), 0);
+        expect(sum.estimated?.inputTokens).toBe(allOf('inputTokens') ? undefined : estOf('inputTokens'));
+        expect(sum.estimated?.outputTokens).toBe(allOf('outputTokens') ? undefined : estOf('outputTokens'));
+        if (whole) expect(sum.estimated).toBeUndefined();
+        expect(bestInput(sum)).toBe(parts.reduce((n, u) => n + bestInput(u), 0));
+        expect(bestOutput(sum)).toBe(parts.reduce((n, u) => n + bestOutput(u), 0));
         // Pacing charges every token once, reported or estimated, whatever the grouping.
         expect(pacingTokens(sum)).toBe(parts.reduce((n, u) => n + pacingTokens(u), 0));
         const half = Math.floor(parts.length / 2);
@@ -60,7 +65,9 @@ describe('usage arithmetic', () => {
         expect(decodeUsage(JSON.parse(JSON.stringify(sum)))).toEqual(sum);
         // A person never reads an unknown count as a number.
         const line = describeUsage(sum);
-        if (sum.source !== 'reported') expect(line).toMatch(/unknown .*\(not reported; .*estimated\)$/);
+        if (sum.source === 'unknown') expect(line).toMatch(/^unknown .*\(not reported; .*estimated\)$/);
+        else if (sum.source === 'partial')
+          expect(line).toMatch(/\(not (all )?reported; .*estimated( for the rest)?\)$/);
         else expect(line).toBe(`${sum.inputTokens} input + ${sum.outputTokens} output tokens`);
       }),
       { seed: 31_2026, numRuns: 400 },
