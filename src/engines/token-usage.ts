@@ -132,16 +132,16 @@ export function faultUsage(
 /** Connection errors that mean the request never reached a server. */
 const NEVER_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'lease_lost', 'byok_expired']);
 
-/** Whether `fault` cut a call the provider may have read (and billed) without an HTTP answer saying otherwise. */
+/**
+ * Whether `fault` cut a call the provider may have read (and billed) without an HTTP status saying it refused it: no
+ * status (a stall, a dropped connection, a stream cut, an error event inside a 200 stream, a cancellation), unless the
+ * call never left (a refused connection, nothing sent) or our side refused it before sending (a bad or too large
+ * request with no status is the SDK's own check).
+ */
 export function wasCutAfterSending(fault: Fault): boolean {
   if (fault.status !== undefined) return false;
   if (fault.code !== undefined && NEVER_SENT_CODES.has(fault.code)) return false;
-  return (
-    fault.kind === 'timeout' ||
-    fault.kind === 'network' ||
-    fault.kind === 'cancelled' ||
-    fault.kind === 'server_error'
-  );
+  return fault.kind !== 'bad_request' && fault.kind !== 'request_too_large';
 }
 
 /** Input tokens to pace with: the reported part plus the estimate of the rest. Never shown as measured. */

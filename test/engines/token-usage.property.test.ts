@@ -1,12 +1,14 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Usage } from '../../src/engines/engine-types.ts';
+import type { Fault } from '../../src/faults/fault.ts';
 import {
   addUsage,
   bestInput,
   bestOutput,
   decodeUsage,
   describeUsage,
+  faultUsage,
   NO_USAGE,
   pacingTokens,
   usageOf,
@@ -82,5 +84,28 @@ describe('usage arithmetic', () => {
     });
     for (const bad of [null, undefined, 7, 'x', {}, { inputTokens: -1, outputTokens: 2 }, { inputTokens: 1 }])
       expect(decodeUsage(bad)).toBeNull();
+  });
+
+  it('a failed call: a reported 0 when refused with a status or never sent, unknown when cut after it was sent', () => {
+    const est = { inputTokens: 30, outputTokens: 3 };
+    const unknown = { inputTokens: null, outputTokens: null, source: 'unknown', estimated: est };
+    const f = (kind: Fault['kind'], extra: Partial<Fault> = {}): Fault => ({
+      kind,
+      provider: 'openai',
+      message: 'm',
+      ...extra,
+    });
+    for (const refused of [
+      f('rate_limited', { status: 429 }),
+      f('server_error', { status: 500 }),
+      f('bad_request', { status: 400 }),
+      f('network', { code: 'ECONNREFUSED' }),
+      f('auth', { code: 'byok_expired' }),
+      f('bad_request'),
+    ])
+      expect(faultUsage(refused, est)).toEqual(NO_USAGE);
+    // A stall (no headers, a body that stopped), a dropped connection, an error event inside a 200 stream.
+    for (const cut of [f('timeout'), f('network'), f('overloaded'), f('cancelled')])
+      expect(faultUsage(cut, est)).toEqual(unknown);
   });
 });
