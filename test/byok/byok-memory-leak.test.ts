@@ -41,9 +41,13 @@ const observed: { byokCalls: number; sampleRetries: number; ranAfterExpiry: bool
 
 const canaryCalls = () => emulator.stats().calls.filter((c) => c.key === 'canary');
 
+/**
+ * Waits for `done`, polled every 50 ms, at most `maxMs` of wall time. Not a count of polls: on a loaded machine
+ * a 50 ms timer fires far later, and 1 200 polls took minutes, so the hook's own timeout ran out first.
+ */
 async function until(what: string, done: () => boolean, maxMs = 60_000): Promise<void> {
-  for (let waited = 0; !done(); waited += 50) {
-    if (waited > maxMs) throw new Error(`${what}: not within ${maxMs} ms\n${stdout}\n${stderr}`);
+  for (const since = Date.now(); !done(); ) {
+    if (Date.now() - since > maxMs) throw new Error(`${what}: not within ${maxMs} ms\n${stdout}\n${stderr}`);
     if (child?.exitCode !== null)
       throw new Error(`${what}: the CLI exited (${child?.exitCode})\n${stdout}\n${stderr}`);
     await new Promise((r) => setTimeout(r, 50));
@@ -180,7 +184,7 @@ emulator:
   process.kill(child.pid!, 'SIGUSR2');
   let file: string | undefined;
   let lastSize = -1;
-  for (let waited = 0; waited < 120_000; waited += 500) {
+  for (const since = Date.now(); Date.now() - since < 120_000; ) {
     await new Promise((r) => setTimeout(r, 500));
     const name = readdirSync(snapshots).find((f) => f.endsWith('.heapsnapshot'));
     if (!name) continue;
@@ -194,7 +198,9 @@ emulator:
   }
   if (!file) throw new Error('the CLI wrote no heap snapshot within 120 s');
   expiredHeap = findKeyInSnapshot(file, CANARY);
-}, 300_000);
+  // Each stage above has its own bound (wall time), which a hang reaches with its name; this one is their sum (CLI
+  // start 60 s, key active 60 s, calls 60 s, rest 20 s, expiry 60 s, snapshot 120 s) and the four samples' time.
+}, 480_000);
 
 afterAll(async () => {
   if (child && child.exitCode === null) child.kill('SIGKILL');

@@ -96,7 +96,11 @@ describe.each(coordinationCases())('$name lost mid-run', ({ options: make }) => 
     });
     const url = new URL(base.url!);
     url.port = String(proxy.port);
-    const ttl = 1_500;
+    // A held call is fenced a fifth of the TTL before its lease runs out unless a renewal (every third of it) came
+    // back, and a grant slower than that is refused as late. At 1.5 s, a loaded machine's pause of under a second
+    // did either before all three calls were held; at 5 s only a pause of ~3 s does, and the fence's lead on the
+    // backend's expiry is a second.
+    const ttl = 5_000;
     const { lines, logger } = captureLog();
     supervisor = runtime({ ...base, url: url.toString(), leaseTtlMs: ttl }, logger);
     emulator.addFault({ kind: 'hang_before_headers', match: { flavor: 'anthropic' }, count: 3 });

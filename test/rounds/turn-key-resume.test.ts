@@ -78,6 +78,16 @@ const answers = async (runId: string) =>
     ]),
   );
 
+/**
+ * The sequence number of the latest request the emulator has begun: later requests have higher ones. Not the
+ * last recorded call's: calls are recorded as they end, so the last one recorded can be older than one that ended
+ * before it (a memoized call that started last and answered first then counted as asked after the mark).
+ */
+function latestSeq(): number {
+  const s = emulator.stats();
+  return s.totalCalls + s.inFlight;
+}
+
 /** Upstream calls answered (200) more than once for one idempotency key since `fromSeq`. */
 function answeredTwice(fromSeq: number): string[] {
   const counts = new Map<string, number>();
@@ -96,7 +106,7 @@ describe('turn keys across a resume', () => {
     // Distinct turns get distinct answers: a turn given the other's answer is seen.
     expect(expected.get('1|I1|I1:Kai')).not.toBe(expected.get('1|I1:I1|Kai'));
 
-    const fromSeq = emulator.stats().calls.at(-1)?.seq ?? 0;
+    const fromSeq = latestSeq();
     await interrupted(spec, 'keys-cut', ['I1|I1:Kai', 'I1:I1|Kai']);
     const memo = await database.db
       .selectFrom('call_results')
@@ -106,7 +116,7 @@ describe('turn keys across a resume', () => {
     expect(memo.map((m) => m.idempotency_key)).toEqual(
       expect.arrayContaining(['keys-cut:1:I1:I1%3AKai:call0', 'keys-cut:1:I1%3AI1:Kai:call0']),
     );
-    const resumeSeq = emulator.stats().totalCalls + emulator.stats().inFlight;
+    const resumeSeq = latestSeq();
     const resumed = await runScenario({ scenario: spec, runId: 'keys-cut', resume: true, ...common() });
     expect(resumed.run.status).toBe('completed');
     expect(await answers('keys-cut')).toEqual(expected);
@@ -159,7 +169,7 @@ describe('turn keys across a resume', () => {
     const legacyKeys = new Set(rows.map((r) => r.idempotency_key.replaceAll('%3A', ':')));
     expect(legacyKeys).toContain('keys-legacy:1:I1:Ops:Kai:call0');
 
-    const fromSeq = emulator.stats().calls.at(-1)?.seq ?? 0;
+    const fromSeq = latestSeq();
     const resumed = await runScenario({ scenario: spec, runId: 'keys-legacy', resume: true, ...common() });
     expect(resumed.run.status).toBe('completed');
     const asked = emulator
