@@ -959,7 +959,9 @@ export class CoordinatedTokenScheduler implements TokenScheduler {
   }
 
   #fail(e: unknown): void {
-    if (this.#down) return;
+    // Closed (its runtime stopped, say while it was still connecting): nothing is sent any more, so nothing failed
+    // closed; a connect cut short by the close is not a backend that went away.
+    if (this.#down || this.#closed) return;
     this.#down = true;
     const error = isCoordinationUnavailableError(e)
       ? e

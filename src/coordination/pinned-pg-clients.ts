@@ -59,6 +59,15 @@ export class PinnedPgClients {
     for (const w of this.#waiting.splice(0)) w.reject(closed);
   }
 
+  /**
+   * Gives every idle connection back to the pool as broken (destroyed): after one was cut, the others were most
+   * likely cut with it (an administrator terminating a process's backends, a server restart) even if their error
+   * has not been read yet; the next queries make fresh ones.
+   */
+  dropIdle(): void {
+    for (const c of this.#idle.splice(0)) this.#drop(c, new Error('dropped after a connection was cut'));
+  }
+
   async #take(): Promise<pg.PoolClient> {
     if (this.#closed) throw new Error('the connections are closed');
     for (let c = this.#idle.pop(); c; c = this.#idle.pop()) {

@@ -15,6 +15,13 @@ import type {
 } from './coordination-backend.ts';
 import { leaseKey } from './coordination-backend.ts';
 import { CoordinationUnavailableError } from './coordination-errors.ts';
+import {
+  DEFAULT_CONNECT_RIDE_OUT,
+  isConnectCut,
+  type RideOut,
+  rideOutCuts,
+  statementRideOut,
+} from './connect-ride-out.ts';
 import { PinnedPgClients } from './pinned-pg-clients.ts';
 import {
   PostgresTokenBatcher,
@@ -42,6 +49,8 @@ export interface PostgresCoordinationOptions {
   readonly tokenStatementsInFlight?: number;
   /** Connecting and each query must answer within this, ms. Default 5 000. */
   readonly timeoutMs?: number;
+  /** How `connect()` rides out a connection cut while it connects. Default {@link DEFAULT_CONNECT_RIDE_OUT}. */
+  readonly connectRideOut?: RideOut;
 }
 
 /*
@@ -179,6 +188,8 @@ export class PostgresCoordination implements CoordinationBackend {
   /** Slots this process gave back, newest last (at most `limit`): where its next acquisitions look first. */
   readonly #freed: number[] = [];
   readonly #clients = new Set<pg.Client | pg.PoolClient>();
+  /** The pools of connect attempts under way: ended by close() (their connections must not outlive it). */
+  readonly #connecting = new Set<pg.Pool>();
 
   constructor(options: PostgresCoordinationOptions) {
     this.#o = options;
@@ -213,29 +224,70 @@ export class PostgresCoordination implements CoordinationBackend {
     this.#batch = new PostgresTokenBatcher((b) => this.#runBatch(b), options.tokenStatementsInFlight ?? 2);
   }
 
+  /**
+   * Checks the server, brings the coordination tables to the latest migration and subscribes to wake-ups. A
+   * connection cut meanwhile (terminated by an administrator while the server stays up, a reset) is ridden out:
+   * each attempt on connections of its own (a pool made for it and ended after it, a new LISTEN client), a
+   * bounded number of attempts with a growing pause, within one window (see connect-ride-out.ts); then one error
+   * ({@link CoordinationUnavailableError}) saying how many attempts over how long. Closed meanwhile: stops at once.
+   */
   async connect(signal?: AbortSignal): Promise<void> {
     signal?.throwIfAborted();
+    const closed = () =>
+      this.#closed ? new CoordinationUnavailableError('the coordination backend is closed') : undefined;
     try {
-      await this.#pool.query('select 1');
+      await rideOutCuts(
+        () => this.#connectOnce(signal),
+        this.#o.connectRideOut ?? DEFAULT_CONNECT_RIDE_OUT,
+        signal,
+        closed,
+      );
     } catch (e) {
-      throw this.#unavailable(e, 'could not connect');
+      if (this.#closed) throw closed();
+      throw this.#unavailable(e, connectStep(e), e as { attempts?: number; elapsedMs?: number });
     }
-    const db = new Kysely<unknown>({ dialect: new PostgresDialect({ pool: this.#pool }) });
+  }
+
+  /** One attempt of {@link connect}: none of its connections is one a cut before it could have broken. */
+  async #connectOnce(signal: AbortSignal | undefined): Promise<void> {
+    const timeout = this.#o.timeoutMs ?? 5_000;
+    const pool = new pg.Pool({
+      connectionString: this.#o.url,
+      // The migrator holds one connection for its lock and its transactions; one more for kysely's own look.
+      max: 2,
+      connectionTimeoutMillis: timeout,
+      query_timeout: timeout,
+      statement_timeout: timeout,
+      application_name: 'breakwater-coordination',
+    });
+    pool.on('error', () => {});
+    // Its connections are close()'s to cut too: a migration waiting on a lock must not hold a closed backend.
+    pool.on('connect', (client) => {
+      this.#clients.add(client);
+      client.on('error', () => {});
+    });
+    pool.on('remove', (client) => this.#clients.delete(client));
+    this.#connecting.add(pool);
     try {
-      await migrateToLatest(db, signal ? { signal } : {});
-    } catch (e) {
-      // A connection cut under the migration (terminated by an administrator while the server stays up): tried
-      // once more on a fresh connection, as every statement here is (migrations are transactional and recorded).
-      const cut =
-        e instanceof Error && /terminating connection|Connection terminated|ECONNRESET/i.test(e.message);
-      if (!cut || this.#closed) throw this.#unavailable(e, 'could not prepare the coordination tables');
       try {
-        await migrateToLatest(db, signal ? { signal } : {});
-      } catch (again) {
-        throw this.#unavailable(again, 'could not prepare the coordination tables');
+        await pool.query('select 1');
+      } catch (e) {
+        throw withStep(e, 'could not connect');
       }
+      try {
+        await migrateToLatest(new Kysely<unknown>({ dialect: new PostgresDialect({ pool }) }), {
+          ...(signal ? { signal } : {}),
+        });
+      } catch (e) {
+        throw withStep(e, 'could not prepare the coordination tables');
+      }
+    } finally {
+      this.#connecting.delete(pool);
+      await boundedClose(
+        pool.end().catch(() => {}),
+        1_000,
+      );
     }
-    // Not db.destroy(): it would end the pool this backend keeps using.
     // Closed while connecting (a runtime stopped at once): no LISTEN connection may be opened after close().
     if (this.#closed) throw new CoordinationUnavailableError('the coordination backend is closed');
     await this.#listen();
@@ -407,7 +459,10 @@ export class PostgresCoordination implements CoordinationBackend {
     this.#conns.close();
     this.#batch.close(new CoordinationUnavailableError('the coordination backend is closed'));
     // A server that does not answer (a frozen network path) must not hold the process: bounded, then dropped.
-    await boundedClose(Promise.allSettled([listener?.end(), this.#pool.end()]), 1_000);
+    await boundedClose(
+      Promise.allSettled([listener?.end(), this.#pool.end(), ...[...this.#connecting].map((p) => p.end())]),
+      1_000,
+    );
     for (const c of [...this.#clients, ...(listener ? [listener] : [])])
       (c as unknown as { connection?: { stream?: { destroy(): void } } }).connection?.stream?.destroy();
   }
@@ -471,7 +526,7 @@ export class PostgresCoordination implements CoordinationBackend {
         this.#listener = undefined;
         this.#listening = undefined;
         void client.end().catch(() => {});
-        throw this.#closed ? e : this.#unavailable(e, 'could not subscribe to wake-ups (LISTEN)');
+        throw this.#closed ? e : withStep(e, 'could not subscribe to wake-ups (LISTEN)');
       }
     })();
     return this.#listening;
@@ -484,35 +539,47 @@ export class PostgresCoordination implements CoordinationBackend {
     // Named: each connection plans a statement once (planning costs as much as running these small ones).
     const name = PREPARED.get(text);
     const config = name ? { name, text, values } : { text, values };
+    const closed = () =>
+      this.#closed ? new CoordinationUnavailableError('the coordination backend is closed') : undefined;
     try {
-      return await this.#conns.query<R>(config);
+      // A connection cut under the statement (terminated by an administrator, a proxy's idle cut) while the server
+      // is up: asked again on fresh connections, bounded (see connect-ride-out.ts), not failed closed at once (its
+      // waiters would answer degraded). Every statement here may run more than once: an acquire whose answer was
+      // lost holds a token until its TTL (never over the limit), a take counts high, and releases, renewals,
+      // claims and publications are idempotent. A statement that timed out is not asked again: a server that does
+      // not answer is failed closed at once.
+      return await rideOutCuts(
+        () => this.#conns.query<R>(config),
+        statementRideOut(this.#o.connections ?? 4),
+        undefined,
+        closed,
+        () => this.#conns.dropIdle(),
+      );
     } catch (e) {
-      if (!(isConnectionFailure(e) || isUnavailableText(e))) throw e;
-      // A connection cut under one statement (terminated by an administrator, a proxy's idle cut) while the server
-      // is up: asked once more on a fresh connection, not failed closed (its waiters would answer degraded). Every
-      // statement here may run twice: an acquire whose answer was lost holds a token until its TTL (never over the
-      // limit), a take counts high, and releases, renewals, claims and publications are idempotent.
-      // A statement that timed out is not asked again: a server that does not answer is failed closed at once.
-      if (this.#closed || isTimeout(e)) throw this.#unavailable(e, 'lost');
-      try {
-        return await this.#conns.query<R>(config);
-      } catch (again) {
-        throw isConnectionFailure(again) || isUnavailableText(again)
-          ? this.#unavailable(again, 'lost')
-          : again;
-      }
+      if (this.#closed) throw closed();
+      if (isConnectCut(e) || isConnectionFailure(e) || isUnavailableText(e))
+        throw this.#unavailable(e, 'lost', e as { attempts?: number; elapsedMs?: number });
+      throw e;
     }
   }
 
-  #unavailable(e: unknown, what: string): CoordinationUnavailableError {
+  #unavailable(
+    e: unknown,
+    what: string,
+    tries: { attempts?: number; elapsedMs?: number } = {},
+  ): CoordinationUnavailableError {
     const text = e instanceof Error ? e.message : String(e);
     const code = (e as { code?: unknown } | null)?.code;
     const problem =
       code === 'ECONNREFUSED'
         ? 'connection refused (is the server running, on that port?)'
         : scrubSecrets(text.replace(/\s+/g, ' ').trim()) || 'connection failed';
+    const after =
+      tries.attempts !== undefined && tries.attempts > 1
+        ? `, after ${tries.attempts} attempts over ${((tries.elapsedMs ?? 0) / 1000).toFixed(1)} s`
+        : '';
     return new CoordinationUnavailableError(
-      `coordination.url: ${this.location} is unreachable (${what}: ${problem}); not sending (fail closed)`,
+      `coordination.url: ${this.location} is unreachable (${what}: ${problem}${after}); not sending (fail closed)`,
       { cause: e },
     );
   }
@@ -529,8 +596,15 @@ async function boundedClose(closing: Promise<unknown>, ms: number): Promise<void
   clearTimeout(timer);
 }
 
-function isTimeout(e: unknown): boolean {
-  return e instanceof Error && /timeout|timed out/i.test(e.message);
+/** The error of a step of connect(), marked with the step (the one message says which failed). */
+function withStep(e: unknown, step: string): Error {
+  return Object.assign(e instanceof Error ? e : new Error(String(e)), { step });
+}
+
+/** Which step of connect() an error came from (set by #connectOnce and #listen). */
+function connectStep(e: unknown): string {
+  const step = (e as { step?: unknown } | null)?.step;
+  return typeof step === 'string' ? step : 'could not connect';
 }
 
 function isUnavailableText(e: unknown): boolean {

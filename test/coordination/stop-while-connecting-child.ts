@@ -4,6 +4,7 @@
  * SUBSCRIBE). Then it does nothing: it must exit by itself. If it is still alive after `reportAfterMs`, it prints the
  * handles that keep it (an unref'd timer: the report itself holds nothing).
  */
+import pino from 'pino';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeConfigInput } from '../../src/runtime/runtime-config.ts';
@@ -29,8 +30,10 @@ const config: RuntimeConfigInput = {
   chains: { main: ['e'] },
 };
 
+// Errors and warnings on stderr: a connect cut short by the stop is no backend gone (the test reads them).
+const logger = pino({ level: 'warn' }, pino.destination(2));
 for (const ms of spec.stopAfterMs) {
-  const supervisor = createSupervisor(config, { coordination: spec.coordination });
+  const supervisor = createSupervisor(config, { coordination: spec.coordination, logger });
   if (ms > 0) await new Promise((r) => setTimeout(r, ms));
   await supervisor.stop();
 }
