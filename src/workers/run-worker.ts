@@ -25,6 +25,7 @@ import { scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { findDatabaseUnavailable } from '../store/database-unavailable-error.ts';
+import { isConnectCut } from '../coordination/connect-ride-out.ts';
 import type { BreakwaterDatabase } from '../store/open-database.ts';
 import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
 import { createRunStore, type RunStore } from '../store/run-store.ts';
@@ -143,6 +144,8 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
   const unjoinable = new Set<string>();
   /** When the database was first found unreachable in a row of failed steps (a connection cut: ridden out). */
   let lostSince: number | undefined;
+  /** Per run: when joining it first failed on a lost connection, in a row of such failures. */
+  const joinLostSince = new Map<string, number>();
   try {
     for (;;) {
       options.signal?.throwIfAborted();
@@ -161,11 +164,30 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
           try {
             ctx = await joinRun(options, run);
           } catch (e) {
+            // A connection lost while joining (its store's, or its coordination's cut) is tried again within the
+            // ride-out window, as a lost step is; only a refusal (no such scenario, not a workers run, another
+            // coordination server…) or a fault outlasting the window is final: then the run is skipped for good.
+            const since = joinLostSince.get(run.runId) ?? Date.now();
+            if (
+              isTransientJoinFailure(e) &&
+              !options.signal?.aborted &&
+              Date.now() - since <= DATABASE_RIDE_OUT_MS
+            ) {
+              joinLostSince.set(run.runId, since);
+              options.logger?.warn(
+                { runId: run.runId, problem: e instanceof Error ? e.message : String(e) },
+                'could not join the run (a connection was lost); trying again',
+              );
+              await sleepUnlessAborted(DATABASE_RETRY_MS, options.signal);
+              continue;
+            }
+            joinLostSince.delete(run.runId);
             if (options.runId) throw e;
             unjoinable.add(run.runId);
             options.logger?.error({ runId: run.runId, err: e }, 'cannot join this run; skipping it');
             continue;
           }
+          joinLostSince.delete(run.runId);
           contexts.set(run.runId, ctx);
           options.onJoin?.(run.runId, holder);
         }
@@ -194,6 +216,37 @@ export async function runWorker(options: RunWorkerOptions): Promise<WorkerSummar
 const DATABASE_RIDE_OUT_MS = 60_000;
 /** Between two tries while the database is unreachable, real ms. */
 const DATABASE_RETRY_MS = 1_000;
+
+/**
+ * True when joining failed because a connection was lost (the store's, or the coordination's cut while the server
+ * stays up): worth joining again. Not a refusal: a scenario that does not load, a run not started for workers,
+ * a coordination URL naming another server or refused, a bad password.
+ */
+export function isTransientJoinFailure(e: unknown): boolean {
+  if (findDatabaseUnavailable(e)) return true;
+  const seen = new Set<unknown>();
+  for (
+    let at = e;
+    at !== null && typeof at === 'object' && !seen.has(at);
+    at = (at as { cause?: unknown }).cause
+  ) {
+    seen.add(at);
+    if (isConnectCut(at)) return true;
+  }
+  return false;
+}
+
+function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
 
 /** The oldest running run spread over workers. */
 async function nextRun(

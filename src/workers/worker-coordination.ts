@@ -197,7 +197,8 @@ export async function probeCoordination(
   try {
     await probe.connect(AbortSignal.timeout(timeoutMs));
   } catch (e) {
-    throw new WorkerCoordinationError(`${flag}: ${clean(e)}`);
+    // The backend's error is the cause: a worker tells a connection cut (tried again) from a refusal by it.
+    throw new WorkerCoordinationError(`${flag}: ${clean(e)}`, { cause: e });
   } finally {
     await probe.close();
   }
