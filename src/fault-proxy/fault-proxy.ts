@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { guardConnections } from '../http/connection-guard.ts';
+import { checkLocalHost } from '../http/local-host-check.ts';
 import type { AddressInfo, Socket } from 'node:net';
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { parkOnClock } from '../clock/virtual-clock.ts';
@@ -333,16 +335,28 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
     }
   }
 
+  let port = 0;
   const server: Server = createServer((req, res) => {
+    // A local server as the visualizer and /metrics are: a page of another site reaching 127.0.0.1 under a name of
+    // its own (DNS rebinding) must not use it to spend the real endpoint's key, and two Host headers are refused.
+    const refused = checkLocalHost(req, port);
+    if (refused) {
+      req.resume();
+      res.writeHead(refused.status, { 'content-type': 'text/plain' }).end(`${refused.message}\n`);
+      return;
+    }
     void handle(req, res).catch(() => res.destroy());
   });
+  // One client opening connections and never finishing their heads cannot fill the proxy: slow heads are cut,
+  // and room is kept for new clients. Many: a run's calls in flight (held ones included) each hold one.
+  guardConnections(server, { maxConnections: 512, headersTimeoutMs: 3_000 });
   server.on('connection', (socket) => {
     sockets.add(socket);
     socket.on('close', () => sockets.delete(socket));
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
+  port = (server.address() as AddressInfo).port;
   let closed: Promise<void> | undefined;
 
   return Object.freeze({
