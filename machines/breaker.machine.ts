@@ -138,7 +138,16 @@ export type BreakerEvent =
     }
   | { readonly type: 'PROBE_STARTED'; readonly at: number }
   | { readonly type: 'PROBE_SUCCEEDED'; readonly at: number }
-  | { readonly type: 'PROBE_FAILED'; readonly at: number; readonly retryAfterMs?: number }
+  | {
+      readonly type: 'PROBE_FAILED';
+      readonly at: number;
+      readonly retryAfterMs?: number;
+      /**
+       * The probe was answered with a rate limit (429): the endpoint is alive and only said when to come back, so
+       * the circuit reopens for that Retry-After alone, and the failed-probe doubling does not count it.
+       */
+      readonly rateLimited?: boolean;
+    }
   | { readonly type: 'PROBE_ABANDONED'; readonly at: number }
   | { readonly type: 'TICK'; readonly at: number }
   | {
@@ -331,11 +340,16 @@ export const breakerMachine = setup({
     closeCircuit: assign(({ context }) => initialContext(context.config, context.openCount)),
     reopen: assign(({ context, event }) => {
       if (event.type !== 'PROBE_FAILED') return {};
-      const failedProbes = (context.failedProbes ?? 0) + 1;
+      // A 429 with Retry-After is an answer: waiting out `openMs` (30 s) on it would lock out a chain with nowhere
+      // else to go long after the provider said to come back, which is what a stall's short opening exists to avoid.
+      const answered = event.rateLimited === true && event.retryAfterMs !== undefined;
+      const failedProbes = (context.failedProbes ?? 0) + (answered ? 0 : 1);
       return {
         failedProbes,
         openedAt: event.at,
-        openUntil: cooldownEnd(context, event.at, event.retryAfterMs, failedProbes),
+        openUntil: answered
+          ? event.at + (event.retryAfterMs ?? 0)
+          : cooldownEnd(context, event.at, event.retryAfterMs, failedProbes),
         openReason: 'probe_failed' as const,
         goodProbes: 0,
         probeInFlight: false,

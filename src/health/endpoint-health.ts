@@ -289,6 +289,7 @@ export class EndpointHealthTracker {
         type: 'PROBE_FAILED',
         at: now,
         ...(fault.retryAfterMs !== undefined ? { retryAfterMs: fault.retryAfterMs } : {}),
+        ...(fault.kind === 'rate_limited' ? { rateLimited: true } : {}),
       });
     }
     this.#hooks.onFault?.(this.id, fault);

@@ -315,6 +315,23 @@ describe('breakerMachine — halfOpen', () => {
     expect(b.value()).toBe('halfOpen');
   });
 
+  it('a probe answered with a 429 reopens for its Retry-After alone, not openMs, and does not double the next opening', () => {
+    const b = startHalfOpen({ openMs: 30_000 });
+    let at = b.clock.now();
+    b.actor.send({ type: 'PROBE_STARTED', at });
+    b.actor.send({ type: 'PROBE_FAILED', at, retryAfterMs: 3_000, rateLimited: true });
+    expect(b.value()).toBe('open');
+    expect(b.ctx().openUntil).toBe(at + 3_000);
+    expect(b.ctx().failedProbes ?? 0).toBe(0);
+    b.clock.advance(3_000);
+    expect(b.value()).toBe('halfOpen');
+    // A probe that fails without an answer still reopens for openMs, undoubled by the 429 before it.
+    at = b.clock.now();
+    b.actor.send({ type: 'PROBE_STARTED', at });
+    b.actor.send({ type: 'PROBE_FAILED', at });
+    expect(b.ctx().openUntil).toBe(at + 30_000);
+  });
+
   it('each failed probe after the first doubles the minimum cooldown up to maxOpenMs; a longer Retry-After still wins; closing resets it', () => {
     const b = startHalfOpen({ openMs: 10_000, maxOpenMs: 35_000 });
     const lengths: number[] = [];
