@@ -115,6 +115,7 @@ export function tokenRequestOf(context: AgentContext): AcquireTokenInput {
     retry,
     attempt: t.stepAttempts,
     maxWaitMs: context.settings.maxWaitMs,
+    ...(t.cooledMs ? { cooledMs: t.cooledMs } : {}),
     prompt: promptOf(context),
   };
   if (t.stepAttempts === 0) return request;
@@ -166,7 +167,22 @@ function withGrant(t: ActiveTurn, a: GrantedAnswer): ActiveTurn {
     waitMs: t.waitMs + (t.waitingSince !== undefined ? Math.max(0, a.at - t.waitingSince) : 0),
     waitingSince: undefined,
     coolingUntil: undefined,
+    coolingFrom: undefined,
+    cooledMs: undefined,
   };
+}
+
+/** `t` leaving its cooling at `at`: the time it cooled counts against its max wait until its next grant. */
+function withCoolingEnded(t: ActiveTurn, at: number): ActiveTurn {
+  if (t.coolingFrom === undefined) return t;
+  return { ...t, coolingFrom: undefined, cooledMs: (t.cooledMs ?? 0) + Math.max(0, at - t.coolingFrom) };
+}
+
+/** When a cooling agent was woken: its deadline's time, or the runtime's when it announced a change. */
+function wokenAt(event: AgentEvent): number {
+  if (event.type === 'WAKE') return event.output.at;
+  if (event.type === 'RECHECK') return event.at;
+  throw new Error(`a cooling agent is woken by WAKE or RECHECK, not ${event.type}`);
 }
 
 /** `t` with one more attempt recorded: its count, fault or usage, and the step's kept partial answer. */
@@ -339,8 +355,11 @@ const agentSetup = setup({
       const a = outputOf<TokenAnswer>(event);
       if (a.kind !== 'cool') return {};
       const t = context.turn!;
-      return { turn: { ...t, coolingUntil: a.until, waitingSince: t.waitingSince ?? a.at } };
+      return {
+        turn: { ...t, coolingUntil: a.until, coolingFrom: a.at, waitingSince: t.waitingSince ?? a.at },
+      };
     }),
+    endCooling: assign(({ context, event }) => ({ turn: withCoolingEnded(context.turn!, wokenAt(event)) })),
     forgetLease: assign(({ context }) => ({ turn: { ...context.turn!, leaseId: undefined } })),
     recordAttempt: assign(({ context, event }) => ({
       turn: withAttempt(context.turn!, outputOf<CallOutcome>(event)),
@@ -615,7 +634,11 @@ export const agentMachine = agentSetup.createMachine({
         input: ({ context }) => ({ at: context.turn!.coolingUntil ?? 0 }),
       },
       // RECHECK: something changed that may let it go sooner (a BYOK key came): ask again now.
-      on: { WAKE: 'queued', RECHECK: 'queued', CANCEL },
+      on: {
+        WAKE: { target: 'queued', actions: 'endCooling' },
+        RECHECK: { target: 'queued', actions: 'endCooling' },
+        CANCEL,
+      },
     },
     degraded: {
       initial: 'answering',

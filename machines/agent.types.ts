@@ -79,6 +79,10 @@ export interface ActiveTurn {
   readonly waitingSince?: number;
   /** While cooling: when to ask for a token again (absolute, so a restored actor wakes at the same instant). */
   readonly coolingUntil?: number;
+  /** While cooling: when this cooling began. */
+  readonly coolingFrom?: number;
+  /** Time cooled since the last grant (or the ask), ms: it counts against the max wait. Absent: none. */
+  readonly cooledMs?: number;
   readonly leaseId?: string;
   readonly endpointId?: string;
   readonly endpointIndex?: number;
@@ -167,6 +171,8 @@ export interface AcquireTokenInput {
    */
   readonly skip?: readonly string[];
   readonly maxWaitMs: number;
+  /** Time cooled since the last grant (or the ask), ms: the scheduler lets it wait only what is left. */
+  readonly cooledMs?: number;
   /** The next call's prompt parts: the runtime estimates its tokens for TPM pacing. */
   readonly prompt: PromptParts;
 }
@@ -257,7 +263,7 @@ export type AgentEvent =
   | { type: 'CALL.FAILED'; error: unknown }
   /** From `wakeAt`: the deadline is reached. */
   | { type: 'WAKE'; output: { at: number } }
-  /** From the runtime: an endpoint appeared (a BYOK key); a cooling agent asks again at once. */
-  | { type: 'RECHECK' };
+  /** From the runtime at `at`: an endpoint appeared (a BYOK key) or came back (its breaker closed); a cooling agent asks again at once. */
+  | { type: 'RECHECK'; at: number };
 
 export type AgentEmitted = { type: 'turn.completed'; turn: Turn };

@@ -31,6 +31,11 @@ export const HALF_OPEN_RECHECK_MS = 1_000;
 export interface Readiness {
   readonly until: number;
   readonly cause: WaitCause;
+  /**
+   * The breaker waits for its probe: `until` is only when to look again, not when it will be ready. A caller may
+   * wait for the probe's outcome (its close is announced) as long as its own max wait allows.
+   */
+  readonly probing?: true;
 }
 
 /** The runtime-wide settings every endpoint's health follows. */
@@ -159,9 +164,11 @@ export class EndpointHealthTracker {
     if (state === 'open') {
       const openUntil = this.#breaker.context.openUntil ?? now;
       // Past the deadline but before its TICK ran: the probe comes first, so callers look again shortly.
-      return { until: openUntil > now ? openUntil : now + HALF_OPEN_RECHECK_MS, cause: 'open' };
+      return openUntil > now
+        ? { until: openUntil, cause: 'open' }
+        : { until: now + HALF_OPEN_RECHECK_MS, cause: 'open', probing: true };
     }
-    if (state === 'halfOpen') return { until: now + HALF_OPEN_RECHECK_MS, cause: 'open' };
+    if (state === 'halfOpen') return { until: now + HALF_OPEN_RECHECK_MS, cause: 'open', probing: true };
     if (this.#cooldownUntil > now) return { until: this.#cooldownUntil, cause: 'cooldown' };
     if (this.#maxConcurrency !== undefined && this.#inFlight >= this.#maxConcurrency)
       return { until: now, cause: 'concurrency' };

@@ -20,6 +20,8 @@ export type Selection =
       readonly index: number;
       readonly until: number;
       readonly cause: WaitCause;
+      /** The endpoint's breaker waits for its probe: `until` is when to look again (see `Readiness.probing`). */
+      readonly probing?: true;
     }
   | { readonly kind: 'none'; readonly reason: string };
 
@@ -128,7 +130,9 @@ export class EndpointRegistry {
       const wait = entry.health.readiness(now, tokens);
       if (!wait) return { kind: 'ready', endpointId: id, index };
       if (!best || wait.until < best.until)
-        best = { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause };
+        best = wait.probing
+          ? { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause, probing: true }
+          : { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause };
     }
     if (best) return best;
     if (skipped > 0)

@@ -149,6 +149,7 @@ export function createAgentActors(deps: AgentActorDeps) {
       ...(session !== undefined ? { session } : {}),
       estimatedTokens: estimateRequestTokens(request),
       maxWaitMs: input.maxWaitMs,
+      ...(input.cooledMs ? { cooledMs: input.cooledMs } : {}),
       retry: input.retry,
       attempt: input.attempt,
       ...(input.tried ? { tried: input.tried } : {}),

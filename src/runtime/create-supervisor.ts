@@ -133,8 +133,7 @@ export function createSupervisor(
     onInjected: () => {
       scheduler.rescan();
       // Agents cooling on their own timers may use the new key now.
-      for (const h of handles.values())
-        if (h instanceof LlmAgentHandle && h.state() === 'cooling') h.actor.send({ type: 'RECHECK' });
+      recheckCooling();
     },
   });
   const probes = { request: (id: string) => probeRunner.request(id) };
@@ -156,13 +155,16 @@ export function createSupervisor(
       defaultConcurrency: config.concurrency.limit,
     },
     hooks: {
-      onBreakerChange: (c) =>
+      onBreakerChange: (c) => {
         emit({
           type: 'breaker.state',
           at: clock.now(),
           endpoint: c.endpointId,
           data: { state: c.state, previous: c.previous, openUntil: c.openUntil },
-        }),
+        });
+        // A probe closed it: agents cooling until their next look (the probe's outcome had no known time) go now.
+        if (c.state === 'closed') recheckCooling();
+      },
       onProbeWanted: (id) => probes.request(id),
       onReadinessChange: (id) => scheduler?.wake(id),
       onFault: (id, fault) => {
@@ -290,6 +292,15 @@ export function createSupervisor(
   const agentLogic = agentMachine.provide({ actors: agentActors.actors, actions: agentActors.actions });
 
   const handles = new Map<string, ManagedHandle>();
+  /**
+   * Cooling agents ask again at once: something that may let them go sooner happened (a BYOK key came, a breaker
+   * closed). A walk over the agents, on events that are rare by nature (a key injected, an endpoint recovering).
+   */
+  function recheckCooling(): void {
+    const at = clock.now();
+    for (const h of handles.values())
+      if (h instanceof LlmAgentHandle && h.state() === 'cooling') h.actor.send({ type: 'RECHECK', at });
+  }
   const listeners = new Set<(c: AgentStateChange) => void>();
   const notify = (c: AgentStateChange) => {
     if (eventListeners.size > 0)

@@ -106,7 +106,11 @@ const concurrencySchema = z
 
 const agentDefaultsSchema = z
   .strictObject({
-    /** Longest an agent waits for a cooling endpoint before it answers degraded, ms. Default 10 000. */
+    /**
+     * Longest an agent waits for its endpoints to come back between two calls (every cooling since its last call
+     * counted together, a HALF-OPEN probe's outcome included) before it answers degraded, ms. A wait for a free
+     * concurrency token is not counted. Default 10 000.
+     */
     maxWaitMs: nonNegativeMs().default(10_000),
     /** Upstream attempts per engine call before the turn answers degraded. Default 6. */
     maxAttempts: count(LIMITS.attempts, 'attempts').default(6),

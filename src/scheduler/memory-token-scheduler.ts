@@ -351,12 +351,13 @@ export class MemoryTokenScheduler implements TokenScheduler {
         if (request.attempt === 0) this.#o.budget?.recordCall(now);
         this.#grant(w, sel.endpointId, sel.index, now);
       }
-    } else if (sel.until - now > request.maxWaitMs) {
-      const reason = `every endpoint of chain "${request.chain}" is unavailable beyond max wait ${request.maxWaitMs} ms (earliest: ${sel.endpointId}, ${sel.cause}, in ${Math.round(sel.until - now)} ms)`;
-      this.#deny(w, now, reason);
-    } else if (isRoomWait(sel.cause)) this.#park(w, this.#usableBy(request, spent), now);
+    } else if (!waitsFor(sel, now, request)) this.#deny(w, now, beyondMaxWait(sel, now, request));
+    else if (isRoomWait(sel.cause)) this.#park(w, this.#usableBy(request, spent), now);
     else {
-      const { endpointId, until, cause } = sel;
+      const { endpointId, cause } = sel;
+      // A breaker waiting for its probe has no known end: cool until the next look or the max wait, whichever is
+      // first (the probe's close wakes cooling agents at once).
+      const until = sel.probing ? Math.min(sel.until, now + waitLeft(request)) : sel.until;
       this.#settle(w, { kind: 'cool', endpointId, until, cause, at: now });
       this.#o.onReport?.({ type: 'token.wait', at: now, agent: request.holder, endpointId, until, cause });
     }
@@ -514,7 +515,32 @@ function isRoomWait(cause: string): boolean {
 /** Whether a request keeps a place in the queue (ready, or waiting for room within its max wait). */
 function keepsPlace(sel: Selection, now: number, request: TokenRequest): boolean {
   if (sel.kind === 'ready') return true;
-  return sel.kind === 'wait' && isRoomWait(sel.cause) && sel.until - now <= request.maxWaitMs;
+  return sel.kind === 'wait' && isRoomWait(sel.cause) && waitsFor(sel, now, request);
+}
+
+/** What is left of `request`'s max wait after the cooling it already did since its last call, ms. */
+function waitLeft(request: TokenRequest): number {
+  return request.maxWaitMs - (request.cooledMs ?? 0);
+}
+
+/**
+ * Whether `request` may wait for `sel`: it comes back within what is left of the max wait. A probe's outcome has no
+ * known time: it is waited for while any max wait is left.
+ */
+function waitsFor(sel: Extract<Selection, { kind: 'wait' }>, now: number, request: TokenRequest): boolean {
+  const left = waitLeft(request);
+  return sel.probing ? left > 0 : sel.until - now <= left;
+}
+
+function beyondMaxWait(
+  sel: Extract<Selection, { kind: 'wait' }>,
+  now: number,
+  request: TokenRequest,
+): string {
+  const { maxWaitMs, cooledMs } = request;
+  const spent = cooledMs ? `, ${Math.round(cooledMs)} ms of it already spent cooling` : '';
+  const when = sel.probing ? 'waiting for its probe' : `in ${Math.round(sel.until - now)} ms`;
+  return `every endpoint of chain "${request.chain}" is unavailable beyond max wait ${maxWaitMs} ms${spent} (earliest: ${sel.endpointId}, ${sel.cause}, ${when})`;
 }
 
 /** A request's handle for its caller (a class: one is made per request, on the hot path). */

@@ -12,8 +12,13 @@ export interface TokenRequest {
   readonly session?: string;
   /** Tokens the call is estimated to use (input + max output), for TPM pacing. */
   readonly estimatedTokens: number;
-  /** Longest the agent may wait for an endpoint before it answers degraded, ms. */
+  /** Longest the agent may wait for an endpoint before it answers degraded, ms (counted from its last call). */
   readonly maxWaitMs: number;
+  /**
+   * How long this request already cooled since its last call (or its ask), ms: it may wait `maxWaitMs` minus this
+   * more. Default 0.
+   */
+  readonly cooledMs?: number;
   /**
    * A re-attempt, charged to the retry budget when it is granted on an endpoint it was `tried` on (with no `tried`
    * list: wherever it is granted). The budget limits retries, not fallbacks: with the budget spent, the request

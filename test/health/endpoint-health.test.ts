@@ -98,7 +98,12 @@ describe('endpoint health — cooldown, breaker, probes', () => {
     const t = tracker();
     for (let i = 0; i < 3; i++) t.call(fault('network'));
     const openUntil = t.health.view(t.clock.now()).openUntil!;
-    expect(t.health.readiness(openUntil + 10, 100)).toEqual({ until: openUntil + 1_010, cause: 'open' });
+    // It waits for its probe: `until` is the next look, not a known end (`probing`).
+    expect(t.health.readiness(openUntil + 10, 100)).toEqual({
+      until: openUntil + 1_010,
+      cause: 'open',
+      probing: true,
+    });
     expect(t.health.breakerState).toBe('open');
   });
 

@@ -182,7 +182,7 @@ export type ModelEvent =
   | Extract<AgentEvent, { type: 'ASK' }>
   | { type: 'CANCEL'; at: number }
   | { type: 'MEMORY.SET'; slots: Readonly<Record<string, string>> }
-  | { type: 'RECHECK' }
+  | { type: 'RECHECK'; at: number }
   | { type: string; output?: unknown; error?: unknown };
 
 const done = (invoke: string, output: unknown): ModelEvent => ({
@@ -226,7 +226,7 @@ export const ev = {
   /** A `wakeAt` timer fired (cooling: back to queued; resting: check the chain). */
   woke: (): ModelEvent => ({ type: 'WAKE', output: { at: T0 } }),
   /** The runtime says an endpoint appeared (a BYOK key): a cooling agent asks again at once. */
-  recheck: (): ModelEvent => ({ type: 'RECHECK' }),
+  recheck: (): ModelEvent => ({ type: 'RECHECK', at: T0 }),
   health: (healthy: boolean): ModelEvent => done(CHECKING_INVOKE, { healthy, at: T0 }),
   healthThrew: (): ModelEvent => threw(CHECKING_INVOKE),
 };

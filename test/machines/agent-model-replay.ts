@@ -139,7 +139,7 @@ async function perform(live: Live, event: ModelEvent): Promise<void> {
       agent.send({ ...ask, ready: { grant: { ...answer, leaseId, at: now }, turn: turnOfAsk(ask) } });
     }
   } else if (e.type === 'CANCEL') agent.send({ type: 'CANCEL', at: now });
-  else if (e.type === 'RECHECK') agent.send({ type: 'RECHECK' });
+  else if (e.type === 'RECHECK') agent.send({ type: 'RECHECK', at: now });
   else if (e.type === 'MEMORY.SET') agent.send(e as never);
   else if (e.type === 'TOKEN.ANSWER') {
     const answer = e.output as TokenAnswer;
