@@ -72,7 +72,7 @@ export function createSupervisor(
   input: RuntimeConfigInput | RuntimeConfig,
   options: SupervisorOptions = {},
 ): Supervisor {
-  const config = defineConfig(input as RuntimeConfigInput);
+  const config = defineConfig(input as RuntimeConfigInput, 'createSupervisor');
   const clock = options.clock ?? systemClock;
   const logger = options.logger ?? createLogger();
   const coordination = resolveCoordination(options.coordination, `${hostname()}:${process.pid}`);

@@ -36,6 +36,16 @@ describe('a bad config is refused at start with a message naming the field', () 
     expect(msg).toMatch(/chains\.light\[1\]/);
     expect(msg).toMatch(/"ghost".*not defined/);
   });
+  it('createSupervisor names itself as the place, not defineConfig (which the caller never called)', () => {
+    let message = '';
+    try {
+      createSupervisor({ ...base, chains: { light: ['ghost'] } } as never);
+    } catch (e) {
+      expect(isConfigError(e)).toBe(true);
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/^createSupervisor at chains\.light\[0\]: names endpoint "ghost"/);
+  });
   it('negative limits', () => {
     expect(refusal({ ...base, concurrency: { limit: -1 } })).toMatch(/concurrency\.limit/);
     expect(refusal({ ...base, endpoints: [{ ...base.endpoints[0], limits: { rpm: -5 } }] })).toMatch(
