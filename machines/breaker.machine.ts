@@ -105,6 +105,8 @@ export interface BreakerContext {
   readonly openCount: number;
   /** Failed probes since the circuit last closed (absent in snapshots of older releases: 0). */
   readonly failedProbes?: number;
+  /** Probes answered with a 429 and Retry-After since the circuit last closed (absent in older snapshots: 0). */
+  readonly limitedProbes?: number;
 }
 
 /**
@@ -216,8 +218,16 @@ function initialContext(config: BreakerConfig, openCount = 0): BreakerContext {
     probeInFlight: false,
     openCount,
     failedProbes: 0,
+    limitedProbes: 0,
   };
 }
+
+/**
+ * The shortest reopening after a probe answered with a 429, doubled for each such probe in a row (up to `openMs`): a
+ * provider that keeps saying "retry after 0" must not be probed in a tight loop (one was probed 46 times a second, and
+ * on a virtual clock the run never ended).
+ */
+export const MIN_REPROBE_MS = 1_000;
 
 type CallEvent = Extract<BreakerEvent, { type: 'CALL_SUCCEEDED' | 'CALL_FAILED' }>;
 
@@ -344,11 +354,14 @@ export const breakerMachine = setup({
       // else to go long after the provider said to come back, which is what a stall's short opening exists to avoid.
       const answered = event.rateLimited === true && event.retryAfterMs !== undefined;
       const failedProbes = (context.failedProbes ?? 0) + (answered ? 0 : 1);
+      const limitedProbes = (context.limitedProbes ?? 0) + (answered ? 1 : 0);
+      const floor = Math.min(MIN_REPROBE_MS * 2 ** (limitedProbes - 1), context.config.openMs);
       return {
         failedProbes,
+        limitedProbes,
         openedAt: event.at,
         openUntil: answered
-          ? event.at + (event.retryAfterMs ?? 0)
+          ? event.at + Math.max(event.retryAfterMs ?? 0, floor)
           : cooldownEnd(context, event.at, event.retryAfterMs, failedProbes),
         openReason: 'probe_failed' as const,
         goodProbes: 0,

@@ -458,9 +458,9 @@ export class EndpointHealthTracker {
     // Other calls granted on this endpoint are in flight and not yet counted in `remaining`.
     const others = this.#inFlight;
     const req = lessInFlight(r.rateLimit.requests, others);
-    if (req) this.#rpm.observe(req, now);
+    if (req) this.#rpm.observe(atMost(req, this.#rpmLimit), now);
     const tok = lessInFlight(r.rateLimit.tokens ?? r.rateLimit.inputTokens, others);
-    if (tok) this.#tpm.observe(tok, now);
+    if (tok) this.#tpm.observe(atMost(tok, this.#tpmLimit), now);
     if ((req || tok) && this.#hooks.onRateLimit)
       this.#hooks.onRateLimit(this.id, {
         ...(req ? { requests: req } : {}),
@@ -550,4 +550,13 @@ function limiterSignal(fault: Fault): 'overload' | 'other' {
 /** A rate-limit window with the calls still in flight taken off `remaining` (the provider has not counted them). */
 function lessInFlight(w: RateLimitWindow | undefined, inFlight: number): RateLimitWindow | undefined {
   return w && w.remaining !== undefined ? { ...w, remaining: Math.max(0, w.remaining - inFlight) } : w;
+}
+
+/**
+ * `w` with its limit no higher than the `configured` one: a provider's headers may lower the pace a user set (the key
+ * has less room than they thought) but never raise it (their limit may be a budget, or a share of a key used elsewhere).
+ */
+function atMost(w: RateLimitWindow, configured: number | undefined): RateLimitWindow {
+  if (configured === undefined || w.limit === undefined || w.limit <= configured) return w;
+  return { ...w, limit: configured };
 }

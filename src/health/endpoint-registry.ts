@@ -20,7 +20,10 @@ export type Selection =
       readonly index: number;
       readonly until: number;
       readonly cause: WaitCause;
-      /** The endpoint's breaker waits for its probe: `until` is when to look again (see `Readiness.probing`). */
+      /**
+       * An endpoint of those looked at has a breaker waiting for its probe, whose outcome has no known time (see
+       * `Readiness.probing`): a caller may wait for it while its max wait lasts, even past `until`'s endpoint.
+       */
       readonly probing?: true;
     }
   | { readonly kind: 'none'; readonly reason: string };
@@ -118,6 +121,7 @@ export class EndpointRegistry {
    */
   select(ids: readonly string[], now: number, tokens: number, skip?: readonly string[]): Selection {
     let best: Extract<Selection, { kind: 'wait' }> | undefined;
+    let probing = false;
     let skipped = 0;
     for (let index = 0; index < ids.length; index++) {
       const id = ids[index]!;
@@ -129,12 +133,11 @@ export class EndpointRegistry {
       if (!entry) continue;
       const wait = entry.health.readiness(now, tokens);
       if (!wait) return { kind: 'ready', endpointId: id, index };
+      if (wait.probing) probing = true;
       if (!best || wait.until < best.until)
-        best = wait.probing
-          ? { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause, probing: true }
-          : { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause };
+        best = { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause };
     }
-    if (best) return best;
+    if (best) return probing ? { ...best, probing: true } : best;
     if (skipped > 0)
       return {
         kind: 'none',

@@ -1,6 +1,7 @@
 import { hostname } from 'node:os';
 import { type Actor, createActor, fromPromise, type Snapshot } from 'xstate';
 import { type AgentInput, agentMachine } from '../../machines/agent.machine.ts';
+import type { AgentContext } from '../../machines/agent.types.ts';
 import { supervisorMachine } from '../../machines/supervisor.machine.ts';
 import { systemClock } from '../clock/clock.ts';
 import { isScaledClock } from '../clock/scaled-clock.ts';
@@ -163,7 +164,7 @@ export function createSupervisor(
           data: { state: c.state, previous: c.previous, openUntil: c.openUntil },
         });
         // A probe closed it: agents cooling until their next look (the probe's outcome had no known time) go now.
-        if (c.state === 'closed') recheckCooling();
+        if (c.state === 'closed') recheckCooling(c.endpointId);
       },
       onProbeWanted: (id) => probes.request(id),
       onReadinessChange: (id) => scheduler?.wake(id),
@@ -296,10 +297,15 @@ export function createSupervisor(
    * Cooling agents ask again at once: something that may let them go sooner happened (a BYOK key came, a breaker
    * closed). A walk over the agents, on events that are rare by nature (a key injected, an endpoint recovering).
    */
-  function recheckCooling(): void {
+  function recheckCooling(endpointId?: string): void {
     const at = clock.now();
-    for (const h of handles.values())
-      if (h instanceof LlmAgentHandle && h.state() === 'cooling') h.actor.send({ type: 'RECHECK', at });
+    for (const h of handles.values()) {
+      if (!(h instanceof LlmAgentHandle) || h.state() !== 'cooling') continue;
+      // A closed breaker matters only to agents whose chain has that endpoint (others would ask again for nothing).
+      const chain = endpointId && (h.actor.getSnapshot().context as AgentContext).settings.chain;
+      if (chain && !endpointsOf(chain, sessions.get(h.name)).includes(endpointId)) continue;
+      h.actor.send({ type: 'RECHECK', at });
+    }
   }
   const listeners = new Set<(c: AgentStateChange) => void>();
   const notify = (c: AgentStateChange) => {

@@ -351,8 +351,8 @@ export class MemoryTokenScheduler implements TokenScheduler {
         if (request.attempt === 0) this.#o.budget?.recordCall(now);
         this.#grant(w, sel.endpointId, sel.index, now);
       }
-    } else if (!waitsFor(sel, now, request)) this.#deny(w, now, beyondMaxWait(sel, now, request));
-    else if (isRoomWait(sel.cause)) this.#park(w, this.#usableBy(request, spent), now);
+    } else if (keepsPlace(sel, now, request)) this.#park(w, this.#usableBy(request, spent), now);
+    else if (!waitsFor(sel, now, request)) this.#deny(w, now, beyondMaxWait(sel, now, request));
     else {
       const { endpointId, cause } = sel;
       // A breaker waiting for its probe has no known end: cool until the next look or the max wait, whichever is
@@ -515,7 +515,7 @@ function isRoomWait(cause: string): boolean {
 /** Whether a request keeps a place in the queue (ready, or waiting for room within its max wait). */
 function keepsPlace(sel: Selection, now: number, request: TokenRequest): boolean {
   if (sel.kind === 'ready') return true;
-  return sel.kind === 'wait' && isRoomWait(sel.cause) && waitsFor(sel, now, request);
+  return sel.kind === 'wait' && isRoomWait(sel.cause) && sel.until - now <= waitLeft(request);
 }
 
 /** What is left of `request`'s max wait after the cooling it already did since its last call, ms. */
@@ -524,12 +524,12 @@ function waitLeft(request: TokenRequest): number {
 }
 
 /**
- * Whether `request` may wait for `sel`: it comes back within what is left of the max wait. A probe's outcome has no
- * known time: it is waited for while any max wait is left.
+ * Whether `request` may cool for `sel`: its earliest endpoint comes back within what is left of the max wait. A
+ * probe's outcome has no known time: while one of its endpoints waits for its probe, any max wait left is enough.
  */
 function waitsFor(sel: Extract<Selection, { kind: 'wait' }>, now: number, request: TokenRequest): boolean {
   const left = waitLeft(request);
-  return sel.probing ? left > 0 : sel.until - now <= left;
+  return sel.until - now <= left || (sel.probing === true && left > 0);
 }
 
 function beyondMaxWait(
@@ -539,8 +539,8 @@ function beyondMaxWait(
 ): string {
   const { maxWaitMs, cooledMs } = request;
   const spent = cooledMs ? `, ${Math.round(cooledMs)} ms of it already spent cooling` : '';
-  const when = sel.probing ? 'waiting for its probe' : `in ${Math.round(sel.until - now)} ms`;
-  return `every endpoint of chain "${request.chain}" is unavailable beyond max wait ${maxWaitMs} ms${spent} (earliest: ${sel.endpointId}, ${sel.cause}, ${when})`;
+  const probe = sel.probing ? '; a breaker of the chain waits for its probe' : '';
+  return `every endpoint of chain "${request.chain}" is unavailable beyond max wait ${maxWaitMs} ms${spent} (earliest: ${sel.endpointId}, ${sel.cause}, in ${Math.round(sel.until - now)} ms${probe})`;
 }
 
 /** A request's handle for its caller (a class: one is made per request, on the hot path). */

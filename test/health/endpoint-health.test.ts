@@ -172,6 +172,30 @@ describe('endpoint health — buckets and concurrency', () => {
     expect(t.health.readiness(t.clock.now(), 100)).toBeUndefined();
   });
 
+  it('headers never raise a configured limit: a key allowing 10 000 RPM still paces at the 10 the config says', () => {
+    const t = tracker({ rpm: 10, tpm: 5_000 });
+    for (let i = 0; i < 10; i++)
+      t.call(
+        success('mini', {
+          requests: { limit: 10_000, remaining: 9_999 - i },
+          tokens: { limit: 2_000_000, remaining: 1_999_000 },
+        }),
+      );
+    // Ten calls in this minute: the eleventh waits for the window, as the config asks.
+    expect(t.health.readiness(t.clock.now(), 100)?.cause).toBe('pacing');
+    expect(t.health.sharedLimits(t.clock.now())).toEqual({ rpm: 10, tpm: 5_000 });
+  });
+
+  it('headers may lower a configured limit and raise it back up to it, not beyond', () => {
+    const t = tracker({ rpm: 10 });
+    t.call(success('mini', { requests: { limit: 4, remaining: 3 } }));
+    expect(t.health.sharedLimits(t.clock.now()).rpm).toBe(4);
+    t.call(success('mini', { requests: { limit: 8, remaining: 6 } }));
+    expect(t.health.sharedLimits(t.clock.now()).rpm).toBe(8);
+    t.call(success('mini', { requests: { limit: 500, remaining: 497 } }));
+    expect(t.health.sharedLimits(t.clock.now()).rpm).toBe(10);
+  });
+
   it('an unused grant gives its request and tokens back', () => {
     const t = tracker({ rpm: 1, tpm: 1_000 });
     t.health.take(900, t.clock.now());

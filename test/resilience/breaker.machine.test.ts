@@ -332,6 +332,34 @@ describe('breakerMachine — halfOpen', () => {
     expect(b.ctx().openUntil).toBe(at + 30_000);
   });
 
+  it('probes answered with a 429 and a tiny Retry-After are spaced at least 1 s, doubling per such probe up to openMs; closing resets it', () => {
+    const b = startHalfOpen({ openMs: 10_000 });
+    const lengths: number[] = [];
+    for (let i = 0; i < 6; i++) {
+      const at = b.clock.now();
+      b.actor.send({ type: 'PROBE_STARTED', at });
+      b.actor.send({ type: 'PROBE_FAILED', at, retryAfterMs: 0, rateLimited: true });
+      expect(b.value()).toBe('open');
+      lengths.push(b.ctx().openUntil! - at);
+      b.clock.advance(b.ctx().openUntil! - at);
+      expect(b.value()).toBe('halfOpen');
+    }
+    expect(lengths).toEqual([1_000, 2_000, 4_000, 8_000, 10_000, 10_000]);
+    // A longer Retry-After still wins over the floor.
+    let at = b.clock.now();
+    b.actor.send({ type: 'PROBE_STARTED', at });
+    b.actor.send({ type: 'PROBE_FAILED', at, retryAfterMs: 25_000, rateLimited: true });
+    expect(b.ctx().openUntil).toBe(at + 25_000);
+    b.clock.advance(25_000);
+    for (let i = 0; i < 2; i++) {
+      at = b.clock.now();
+      b.actor.send({ type: 'PROBE_STARTED', at });
+      b.actor.send({ type: 'PROBE_SUCCEEDED', at });
+    }
+    expect(b.value()).toBe('closed');
+    expect(b.ctx().limitedProbes).toBe(0);
+  });
+
   it('each failed probe after the first doubles the minimum cooldown up to maxOpenMs; a longer Retry-After still wins; closing resets it', () => {
     const b = startHalfOpen({ openMs: 10_000, maxOpenMs: 35_000 });
     const lengths: number[] = [];

@@ -5,7 +5,8 @@
  *   tried by the turn: the retry budget and `maxAttempts` limit retries, not fallbacks;
  * - a turn whose chain has a healthy endpoint is answered;
  * - every ask settles exactly once, with a turn;
- * - upstream calls in flight, by the emulator's own record, never exceed the token limit; none is held at the end.
+ * - upstream calls in flight, by the emulator's own record, never exceed the token limit; none is held at the end;
+ * - no agent cools longer than its max wait between two calls.
  * Fixed seed and a bounded number of runs: the same schedules every time.
  */
 import fc from 'fast-check';
@@ -13,6 +14,7 @@ import { describe, expect, it } from 'vitest';
 import { createVirtualClock } from '../../src/clock/virtual-clock.ts';
 import { type EmulatorFaultKind, type EmulatorFlavor, startEmulator } from '../../src/emulator/index.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
+import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
 import type { Turn } from '../../src/runtime/turn.ts';
 import { emulatorEndpoint, settle } from '../support/runtime-harness.ts';
 
@@ -74,6 +76,9 @@ const scenario = fc.boolean().chain((stream) =>
     // Each agent's chain: some endpoints, in some order.
     chains: fc.array(fc.shuffledSubarray([0, 1, 2], { minLength: 1 }), { minLength: 3, maxLength: 3 }),
     turnsPerAgent: fc.integer({ min: 1, max: 3 }),
+    // Max waits shorter than a stall's opening and than a probe's deadline, and the default.
+    maxWaitMs: fc.constantFrom(1_500, 4_000, 10_000),
+    stallOpenMs: fc.constantFrom(1_000, 5_000),
   }),
 );
 type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
@@ -97,6 +102,7 @@ async function run(s: Scenario): Promise<void> {
     },
     clock,
   });
+  const coolingGaps = coolingPerGap();
   const supervisor = createSupervisor(
     {
       endpoints: ENDPOINTS.map((e) =>
@@ -108,9 +114,10 @@ async function run(s: Scenario): Promise<void> {
       chains: Object.fromEntries(s.chains.map((c, i) => [`chain${i}`, c.map((e) => ENDPOINTS[e]!.id)])),
       concurrency: { limit: s.limit },
       retry: { budgetRatio: 0, minRetriesPerWindow: s.minRetriesPerWindow },
-      agentDefaults: { maxAttempts: s.maxAttempts },
+      breaker: { stallOpenMs: s.stallOpenMs },
+      agentDefaults: { maxAttempts: s.maxAttempts, maxWaitMs: s.maxWaitMs },
     },
-    { clock, random: () => 0.5 },
+    { clock, random: () => 0.5, onEvent: coolingGaps.onEvent },
   );
   try {
     s.schedules.forEach((sch, i) => {
@@ -154,12 +161,40 @@ async function run(s: Scenario): Promise<void> {
         if (healthyInChain.length > 0) expect(['answered', 'fallback'], where).toContain(turn.outcome);
       }
     }
+    // Max wait bounds each wait between two calls: the time cooled in it, never the queue for a free token.
+    expect(coolingGaps.worst(), 'longest cooling between two calls (ms)').toBeLessThanOrEqual(s.maxWaitMs);
     await settle(() => supervisor.tokens().held === 0);
   } finally {
     await supervisor.stop();
     await emulator.close();
     clock.stop();
   }
+}
+
+/**
+ * Each agent's time in `cooling` summed over each wait between two calls (from leaving a call, or the ask, to the next
+ * call or the turn's end), read from its `agent.state` events on the run clock.
+ */
+function coolingPerGap(): { onEvent: (e: RuntimeEvent) => void; worst: () => number } {
+  const per = new Map<string, { state: string; since: number; cooled: number }>();
+  let worst = 0;
+  const calling = (s: string) => s === 'calling' || s === 'fallback';
+  return {
+    onEvent(e) {
+      if (e.type !== 'agent.state' || e.agent === undefined) return;
+      const next = (e.data as { state: string }).state;
+      const a = per.get(e.agent) ?? { state: 'idle', since: e.at, cooled: 0 };
+      if (a.state === 'cooling') a.cooled += e.at - a.since;
+      if (calling(next) || next === 'idle' || next === 'degraded') {
+        worst = Math.max(worst, a.cooled);
+        a.cooled = 0;
+      }
+      a.state = next;
+      a.since = e.at;
+      per.set(e.agent, a);
+    },
+    worst: () => worst,
+  };
 }
 
 describe('failover across a chain under random fault schedules (fast-check, fixed seed)', () => {
