@@ -8,9 +8,10 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * A file missing here is simply ordered after these; a name here with no file is ignored.
  */
 const SLOW_FIRST: readonly string[] = [
+  'test/package/consumer-install.test.ts',
+  'test/workers/morning-peak-workers.test.ts',
   'test/workers/workers-parity.test.ts',
   'test/workers/cli-workers.test.ts',
-  'test/package/consumer-install.test.ts',
   'test/workers/workers-kill-quality.test.ts',
   'test/workers/workers-run-options.test.ts',
   'test/rounds/crash-resume-pglite.test.ts',

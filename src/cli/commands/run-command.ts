@@ -38,6 +38,7 @@ import { openCliDatabase, storeUrl } from '../cli-store.ts';
 import { WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
 import { coordinationBackendOf, probeCoordination } from '../../workers/worker-coordination.ts';
 import { listenForStop, STOP_GRACE_MS } from '../stop-signal.ts';
+import { checkVirtualTimeFlags, checkVirtualTimeScenario } from './virtual-time-check.ts';
 
 /** The scenario `breakwater run` replays when none is named (seed 003). */
 export const DEFAULT_SCENARIO = 'agent8-storm';
@@ -86,6 +87,12 @@ export interface RunCommandOptions {
    * coordination pool. Default: this process alone; a resumed run started with workers goes on with as many.
    */
   readonly workers?: number;
+  /**
+   * Run on a virtual clock instead of the scenario's scaled one: as fast as the CPU allows, the same timeline on a
+   * fast, slow or loaded machine (`timeScale` ignored). Only for a new run whose endpoints are all the in-process
+   * emulator's ({@link checkVirtualTimeFlags}). Default false.
+   */
+  readonly virtualTime?: boolean;
 }
 
 /**
@@ -101,8 +108,13 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   const print = options.print ?? printToStdout;
   if (options.resumeRunId !== undefined && options.resumeRunId.trim() === '')
     throw new CliError('resume needs the id of a run; `breakwater runs` lists them');
+  if (options.virtualTime && options.workers !== undefined)
+    throw new CliError(
+      '--virtual-time does not go with --workers (worker processes share wall-time leases): a virtual clock is only for the in-process emulator; drop one',
+    );
   if (options.workers !== undefined || (await isWorkersResume(options)))
     return runWorkersCommand(options, print);
+  if (options.virtualTime) checkVirtualTimeFlags(options);
   if (options.emulatorUrl !== undefined) checkEmulatorUrl(options.emulatorUrl);
   // Checked and reached before anything is stored: a bad or unreachable backend is one line, and no run.
   const coordination =
@@ -119,6 +131,11 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
   const freshSource =
     options.resumeRunId === undefined ? resolveScenario(options.scenario ?? DEFAULT_SCENARIO) : undefined;
   const freshScenario = freshSource !== undefined ? loadScenario(freshSource) : undefined;
+  if (options.virtualTime) {
+    if (!freshScenario)
+      throw new CliError('--virtual-time is for a new run; resume continues on its own clock');
+    checkVirtualTimeScenario(freshScenario);
+  }
   const database: BreakwaterDatabase = await openCliDatabase({
     ...(options.databaseUrl ? { databaseUrl: options.databaseUrl } : {}),
     ...(options.dataDir ? { dataDir: options.dataDir } : {}),
@@ -170,6 +187,7 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
       ...(policy ? { policy } : {}),
       ...(options.providers ? { providers: options.providers } : {}),
       ...(options.emulatorUrl ? { emulatorUrl: options.emulatorUrl } : {}),
+      ...(options.virtualTime ? { virtualTime: true } : {}),
       ...(coordination ? { coordination } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
       logger: createLogger(),
@@ -235,6 +253,11 @@ export async function runRunCommand(options: RunCommandOptions = {}): Promise<Ru
     });
     live?.stop();
     live = undefined;
+    // The virtual clock's safety valve fired: its timeline then depended on the machine after all; say so.
+    if (result.forcedClockJumps)
+      note(
+        `virtual clock: ${result.forcedClockJumps} forced jump(s) past work it could not see finish; this run's timeline depended on the machine`,
+      );
     const report = await loadRunReport(store, result.runId);
     // The page shows the run's end with the report's verdicts before the server goes.
     vizSource?.publish({
@@ -461,6 +484,7 @@ interface RunFlags {
   stdin?: boolean;
   stream?: boolean;
   workers?: string;
+  virtualTime?: boolean;
 }
 
 function workerCount(value: string): number {
@@ -608,11 +632,16 @@ export function registerRunCommand(program: Command): Command {
       .option(
         '--workers <n>',
         'spread the run over N local worker processes on one PostgreSQL store (needs --database-url)',
+      )
+      .option(
+        '--virtual-time',
+        'run on a virtual clock (timeScale ignored): as fast as the CPU allows, the same timeline on any machine; in-process emulator endpoints only',
       ),
   ).action(async (scenario: string, flags: RunFlags) => {
     await act({
       scenario,
       ...(flags.workers !== undefined ? { workers: workerCount(flags.workers) } : {}),
+      ...(flags.virtualTime ? { virtualTime: true } : {}),
       ...(flags.policy ? { policy: flags.policy } : {}),
       ...(flags.providers ? { providers: flags.providers } : {}),
       ...(flags.runId !== undefined ? { runId: checkRunId(flags.runId) } : {}),
