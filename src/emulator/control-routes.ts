@@ -1,6 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isConfigError } from '../errors/config-error.ts';
-import { checkLocalHost } from '../http/local-host-check.ts';
 import type { EmulatorStats, FaultRule } from './emulator-types.ts';
 
 /** What the control endpoints drive (the {@link Emulator} itself). */
@@ -51,8 +50,8 @@ const asObject = (v: unknown): Record<string, unknown> => {
 
 /**
  * Serves `/_emulator/*`: `GET stats`, `GET urls` (every flavor's base URL), `POST faults` (FaultRule → `{id}`), `GET faults`,
- * `DELETE faults[/id]`, `POST credit` (`{key, tokens}`), `POST time-scale` (`{scale}`), `POST reset`. Only a
- * `Host` of `127.0.0.1:<port>` or `localhost:<port>` is answered (403 otherwise, 400 for two `Host` headers).
+ * `DELETE faults[/id]`, `POST credit` (`{key, tokens}`), `POST time-scale` (`{scale}`), `POST reset`. The
+ * listener has checked `Host` first (`emulator-host-policy.ts`: 403 for a foreign one, 400 for two).
  */
 export async function handleControl(
   control: EmulatorControl,
@@ -61,14 +60,8 @@ export async function handleControl(
   req: IncomingMessage,
   res: ServerResponse,
 ): Promise<void> {
-  // The control routes change what the emulator answers and show its stats: a page of another site
-  // reaching 127.0.0.1 under its own name (DNS rebinding) must not drive them. Provider routes are not
-  // checked: SDK clients send their own Host, always 127.0.0.1:<port> here.
-  const refused = checkLocalHost(req, req.socket.localPort ?? 0);
-  if (refused) {
-    req.resume();
-    return send(res, refused.status, { error: refused.message, field: 'host' });
-  }
+  // The caller has checked Host (every emulator listener does, before routing): the control routes change
+  // what the emulator answers, and a page reaching it under a name of its own must not drive them.
   const path = pathname.replace(/^\/_emulator\/?/, '').replace(/\/$/, '');
   try {
     if (method === 'GET' && path === 'stats') return send(res, 200, control.stats());

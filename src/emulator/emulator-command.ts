@@ -14,6 +14,10 @@ export interface EmulatorCommandOptions {
   port?: number;
   /** Path of a `.json`/`.yaml`/`.yml` profile. Default: the empty profile. */
   profile?: string;
+  /** Address the listeners bind (see `EmulatorOptions.host`). @default '127.0.0.1' */
+  host?: string;
+  /** Names answered on a non-loopback bind (see `EmulatorOptions.allowedHosts`). @default [] */
+  allowedHosts?: readonly string[];
   /** Stops the emulator when aborted (as SIGINT/SIGTERM do). */
   signal?: AbortSignal;
   /** Where lines go. Default: stdout. */
@@ -41,6 +45,8 @@ export async function runEmulatorCommand(opts: EmulatorCommandOptions = {}): Pro
   const emu = await startEmulator({
     ...(opts.port !== undefined ? { port: opts.port } : {}),
     ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
+    ...(opts.host !== undefined ? { host: opts.host } : {}),
+    ...(opts.allowedHosts !== undefined ? { allowedHosts: opts.allowedHosts } : {}),
   });
   const width = Math.max(...EMULATOR_FLAVORS.map((f) => f.length), 'control'.length);
   print(`${'control'.padEnd(width)}  ${emu.controlURL}`);

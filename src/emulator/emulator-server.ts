@@ -2,6 +2,8 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import type pino from 'pino';
 import { type Clock, systemClock } from '../clock/clock.ts';
+import { guardConnections } from '../http/connection-guard.ts';
+import { type EmulatorHostPolicy, emulatorHostPolicy } from './emulator-host-policy.ts';
 import { handleCall } from './call-handler.ts';
 import { routeCall } from './call-routes.ts';
 import { sendNotFound } from './response-writer.ts';
@@ -39,6 +41,20 @@ export interface EmulatorOptions {
   wallNow?: () => number;
   /** Overrides `profile.seed`. */
   seed?: number;
+  /**
+   * Address every listener binds. `0.0.0.0` (or a non-loopback address) lets other machines or containers
+   * reach it; its URLs then still say 127.0.0.1 for a wildcard bind.
+   * @default '127.0.0.1'
+   */
+  host?: string;
+  /**
+   * Host names (no port) the listeners answer besides the loopback names and the bound address, when
+   * {@link host} is not a loopback address: the names other containers use, such as a docker compose
+   * service name (`llm-emulator`). Any other `Host` gets 403 (DNS rebinding); a loopback bind answers only
+   * `127.0.0.1:<port>` and `localhost:<port>`, and refuses this option.
+   * @default []
+   */
+  allowedHosts?: readonly string[];
   /** Debug log of every call (keys appear only as alias/fingerprint). Default: none. */
   logger?: pino.Logger;
 }
@@ -76,13 +92,17 @@ export interface Emulator {
   close(): Promise<void>;
 }
 
-const HOST = '127.0.0.1';
+/**
+ * Room for calls in flight on one listener (held ones included: hangs, stalls, slow streams); one more first
+ * evicts an idle connection. A request head must be complete within a few seconds of the connection opening.
+ */
+const GUARD = { maxConnections: 512, headersTimeoutMs: 5_000 } as const;
 
-function listen(server: Server, port: number): Promise<number> {
+function listen(server: Server, port: number, host: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const onError = (e: Error) => reject(e);
     server.once('error', onError);
-    server.listen(port, HOST, () => {
+    server.listen(port, host, () => {
       server.off('error', onError);
       resolve((server.address() as AddressInfo).port);
     });
@@ -98,6 +118,7 @@ function closeServer(server: Server): Promise<void> {
 
 class RunningEmulator implements Emulator, EmulatorControl {
   readonly #core: EmulatorCore;
+  readonly #hosts: EmulatorHostPolicy;
   readonly #control: Server;
   readonly #ports = new Map<EmulatorFlavor, number>();
   readonly #servers = new Map<EmulatorFlavor, Server>();
@@ -108,26 +129,51 @@ class RunningEmulator implements Emulator, EmulatorControl {
   #closed = false;
   controlURL = '';
 
-  constructor(core: EmulatorCore) {
+  constructor(core: EmulatorCore, hosts: EmulatorHostPolicy) {
     this.#core = core;
-    this.#control = createServer((req, res) => this.#onControl(req, res));
+    this.#hosts = hosts;
+    this.#control = createServer((req, res) => {
+      if (this.#hostRefused(req, res)) return;
+      this.#onControl(req, res);
+    });
+    guardConnections(this.#control, GUARD);
   }
 
   async start(port: number): Promise<void> {
-    const controlPort = await listen(this.#control, port);
-    this.controlURL = `http://${HOST}:${controlPort}`;
+    const controlPort = await listen(this.#control, port, this.#hosts.bind);
+    this.controlURL = `http://${this.#hosts.urlHost}:${controlPort}`;
     for (const [i, flavor] of EMULATOR_FLAVORS.entries()) {
       const server = this.#makeServer(flavor);
-      this.#ports.set(flavor, await listen(server, port === 0 ? 0 : port + 1 + i));
+      this.#ports.set(flavor, await listen(server, port === 0 ? 0 : port + 1 + i, this.#hosts.bind));
       this.#servers.set(flavor, server);
     }
     this.#syncRefusals();
   }
 
   #makeServer(flavor: EmulatorFlavor): Server {
-    const server = createServer((req, res) => this.#onFlavor(flavor, req, res));
+    const server = createServer((req, res) => {
+      if (this.#hostRefused(req, res)) return;
+      this.#onFlavor(flavor, req, res);
+    });
     server.keepAliveTimeout = 5_000;
+    // One client holding connections it never finishes a head on cannot lock the SDKs of a run out.
+    guardConnections(server, GUARD);
     return server;
+  }
+
+  /**
+   * Every listener, control and provider alike: a page of another site reaching it under its own name (DNS
+   * rebinding) must neither drive the control routes nor spend a key on the provider routes, and two Host
+   * headers are malformed. Answered before anything is counted: a refused request is no call.
+   */
+  #hostRefused(req: IncomingMessage, res: ServerResponse): boolean {
+    const refused = this.#hosts.check(req, req.socket.localPort ?? 0);
+    if (!refused) return false;
+    req.resume();
+    res.setHeader('connection', 'close');
+    res.writeHead(refused.status, { 'content-type': 'application/json' });
+    res.end(JSON.stringify({ error: refused.message, field: 'host' }));
+    return true;
   }
 
   #onControl(req: IncomingMessage, res: ServerResponse): void {
@@ -201,7 +247,7 @@ class RunningEmulator implements Emulator, EmulatorControl {
         this.#refused.delete(flavor);
         const server = this.#makeServer(flavor);
         this.#servers.set(flavor, server);
-        listen(server, this.#ports.get(flavor)!).catch((e) =>
+        listen(server, this.#ports.get(flavor)!, this.#hosts.bind).catch((e) =>
           core.logger?.error({ err: e, flavor }, 'emulator could not reopen a listener'),
         );
       }
@@ -224,7 +270,7 @@ class RunningEmulator implements Emulator, EmulatorControl {
     const port = this.#ports.get(flavor);
     if (port === undefined)
       throw new ControlInputError('flavor', `must be one of ${EMULATOR_FLAVORS.join(', ')}`);
-    const root = `http://${HOST}:${port}`;
+    const root = `http://${this.#hosts.urlHost}:${port}`;
     if (flavor === 'openai' || flavor === 'vllm' || flavor === 'ollama') return `${root}/v1`;
     if (flavor === 'gemini-compat') return `${root}/v1beta/openai`;
     return root;
@@ -293,7 +339,8 @@ class RunningEmulator implements Emulator, EmulatorControl {
 }
 
 /**
- * Starts the provider emulator: one control listener and one listener per flavor, all on 127.0.0.1.
+ * Starts the provider emulator: one control listener and one listener per flavor, all on 127.0.0.1
+ * (or {@link EmulatorOptions.host}), each answering only its own names (see {@link EmulatorOptions.allowedHosts}).
  *
  * @example
  * ```ts
@@ -304,6 +351,7 @@ class RunningEmulator implements Emulator, EmulatorControl {
  * ```
  */
 export async function startEmulator(options: EmulatorOptions = {}): Promise<Emulator> {
+  const hosts = emulatorHostPolicy(options.host, options.allowedHosts);
   const profile = loadEmulatorProfile(options.profile ?? {});
   const core = new EmulatorCore(
     resolveProfile(profile, options.seed),
@@ -311,7 +359,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     options.logger,
     options.wallNow,
   );
-  const emulator = new RunningEmulator(core);
+  const emulator = new RunningEmulator(core, hosts);
   try {
     await emulator.start(options.port ?? 0);
   } catch (e) {

@@ -38,6 +38,28 @@ export function localHosts(port: number): string[] {
  * ```
  */
 export function checkLocalHost(req: IncomingMessage, port: number): HostRefusal | undefined {
+  const local = localHosts(port);
+  return checkHost(
+    req,
+    (host) => local.includes(host),
+    `the Host header is not 127.0.0.1 or localhost on this port; open http://127.0.0.1:${port}/`,
+  );
+}
+
+/**
+ * The Host check with the accepted names left to the caller: exactly one `Host` header (else 400), and
+ * `accepts` of its value, trimmed and lower-cased (else 403 with `foreignMessage`).
+ *
+ * @example
+ * ```ts
+ * const refused = checkHost(req, (h) => h === 'llm-emulator:8701', 'the Host header is not a name of this emulator');
+ * ```
+ */
+export function checkHost(
+  req: IncomingMessage,
+  accepts: (host: string) => boolean,
+  foreignMessage: string,
+): HostRefusal | undefined {
   let count = 0;
   let value = '';
   for (let i = 0; i < req.rawHeaders.length; i += 2) {
@@ -53,10 +75,6 @@ export function checkLocalHost(req: IncomingMessage, port: number): HostRefusal 
           ? 'the request has no Host header'
           : `the request has ${count} Host headers; exactly one is allowed`,
     };
-  if (!localHosts(port).includes(value.trim().toLowerCase()))
-    return {
-      status: 403,
-      message: `the Host header is not 127.0.0.1 or localhost on this port; open http://127.0.0.1:${port}/`,
-    };
+  if (!accepts(value.trim().toLowerCase())) return { status: 403, message: foreignMessage };
   return undefined;
 }

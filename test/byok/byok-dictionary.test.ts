@@ -46,8 +46,15 @@ async function startRecordingProxy(target: URL): Promise<Server> {
         )
         .join('\n');
       upstream.push(`${req.method} ${req.url}\n${head}\n\n${body.toString('utf8')}`);
+      // Host names the emulator's listener, as a reverse proxy sends it (the emulator answers only its own names).
       const out = request(
-        { host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers },
+        {
+          host: target.hostname,
+          port: target.port,
+          path: req.url,
+          method: req.method,
+          headers: { ...req.headers, host: target.host },
+        },
         (answer) => {
           res.writeHead(answer.statusCode ?? 502, answer.headers);
           answer.pipe(res);

@@ -18,12 +18,30 @@ export interface EmulatorCommandOptions {
   readonly port?: number;
   /** Path of a `.json`/`.yaml`/`.yml` emulator profile. Default: the empty profile. */
   readonly profile?: string;
+  /**
+   * Address the listeners bind; `0.0.0.0` for other containers to reach it.
+   * @default '127.0.0.1'
+   */
+  readonly host?: string;
+  /**
+   * Host names answered besides the loopback names on a non-loopback bind (a compose service name).
+   * @default []
+   */
+  readonly allowedHosts?: readonly string[];
   /** Stops the emulator when it aborts. Required: without it the emulator would never stop. */
   readonly signal: AbortSignal;
   /** Where the URLs and the closing summary go. Default: stdout. */
   readonly print?: Print;
   /** Time source of the emulator. Default: the system clock. */
   readonly clock?: Clock;
+}
+
+/** Parses `--allowed-hosts`: comma-separated host names, blanks dropped (each is checked by the emulator). */
+export function parseAllowedHosts(value: string): string[] {
+  return value
+    .split(',')
+    .map((h) => h.trim())
+    .filter((h) => h !== '');
 }
 
 /** Parses `--port`: an integer from 0 to 65 529 (the flavors take the six ports above it). */
@@ -63,11 +81,11 @@ function isAddressInUse(e: unknown): boolean {
 }
 
 /**
- * Starts the provider emulator on 127.0.0.1, prints the control URL and each flavor's base URL,
+ * Starts the provider emulator on 127.0.0.1 (or `host`), prints the control URL and each flavor's base URL,
  * and runs until `signal` aborts; then closes every listener.
  *
  * @returns the emulator's stats at the moment it stopped
- * @throws {ConfigError} for a bad profile file; {@link CliError} when a port is taken
+ * @throws {ConfigError} for a bad profile file or host option; {@link CliError} when a port is taken
  * @example
  * ```ts
  * const stop = new AbortController();
@@ -83,7 +101,13 @@ export async function runEmulatorCommand(options: EmulatorCommandOptions): Promi
   const profile = loadEmulatorProfile(options.profile ?? {});
   let emulator: Emulator;
   try {
-    emulator = await startEmulator({ profile, port, ...(options.clock ? { clock: options.clock } : {}) });
+    emulator = await startEmulator({
+      profile,
+      port,
+      ...(options.clock ? { clock: options.clock } : {}),
+      ...(options.host !== undefined ? { host: options.host } : {}),
+      ...(options.allowedHosts !== undefined ? { allowedHosts: options.allowedHosts } : {}),
+    });
   } catch (e) {
     if (isAddressInUse(e)) {
       throw new CliError(
@@ -95,7 +119,8 @@ export async function runEmulatorCommand(options: EmulatorCommandOptions): Promi
     throw e;
   }
   try {
-    print(`breakwater emulator on 127.0.0.1 (${profileLabel(options.profile)})`);
+    const names = options.allowedHosts?.length ? `; also answers ${options.allowedHosts.join(', ')}` : '';
+    print(`breakwater emulator on ${options.host ?? '127.0.0.1'} (${profileLabel(options.profile)})${names}`);
     const rows: Array<[string, string]> = [['control', emulator.controlURL]];
     for (const flavor of EMULATOR_FLAVORS) rows.push([flavor, emulator.baseURL(flavor)]);
     for (const line of alignRows(rows)) print(line);
@@ -114,7 +139,7 @@ export async function runEmulatorCommand(options: EmulatorCommandOptions): Promi
 }
 
 /**
- * Registers `breakwater emulator [--port N] [--profile file] [--show-profile]`.
+ * Registers `breakwater emulator [--port N] [--host ADDR] [--allowed-hosts NAMES] [--profile file] [--show-profile]`.
  *
  * @example
  * ```ts
@@ -125,12 +150,19 @@ export function registerEmulatorCommand(program: Command): Command {
   return program
     .command('emulator')
     .description(
-      'Run the provider emulator (Anthropic, OpenAI, Gemini, Gemini-compat, vLLM and Ollama wire formats) on 127.0.0.1 until SIGINT/SIGTERM.',
+      'Run the provider emulator (Anthropic, OpenAI, Gemini, Gemini-compat, vLLM and Ollama wire formats) on 127.0.0.1 (or --host) until SIGINT/SIGTERM.',
     )
     .addOption(
       new Option('--port <n>', 'control port; the six flavors listen on port+1 … port+6; 0 = free ports')
         .argParser(parsePort)
         .default(0),
+    )
+    .option('--host <address>', 'address to listen on; 0.0.0.0 lets other containers reach it', '127.0.0.1')
+    .addOption(
+      new Option(
+        '--allowed-hosts <names>',
+        'comma-separated Host names answered on a non-loopback --host (e.g. a compose service name); any other Host gets 403',
+      ).argParser(parseAllowedHosts),
     )
     .option('--profile <file>', 'emulator profile (.json, .yaml or .yml): keys, quotas, credit, faults')
     .option('--show-profile', 'print the effective profile (every default filled in, keys masked) and exit')
@@ -139,20 +171,30 @@ export function registerEmulatorCommand(program: Command): Command {
       '\nControl endpoints on the control URL: GET /_emulator/stats, POST|GET|DELETE /_emulator/faults,\n' +
         'DELETE /_emulator/faults/<id>, POST /_emulator/credit, POST /_emulator/time-scale, POST /_emulator/reset.',
     )
-    .action(async (opts: { port: number; profile?: string; showProfile?: boolean }) => {
-      if (opts.showProfile) {
-        printToStdout(describeEffectiveProfile(loadEmulatorProfile(opts.profile ?? {})));
-        return;
-      }
-      const stop = listenForStop();
-      try {
-        await runEmulatorCommand({
-          port: opts.port,
-          signal: stop.signal,
-          ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
-        });
-      } finally {
-        stop.dispose();
-      }
-    });
+    .action(
+      async (opts: {
+        port: number;
+        host: string;
+        allowedHosts?: string[];
+        profile?: string;
+        showProfile?: boolean;
+      }) => {
+        if (opts.showProfile) {
+          printToStdout(describeEffectiveProfile(loadEmulatorProfile(opts.profile ?? {})));
+          return;
+        }
+        const stop = listenForStop();
+        try {
+          await runEmulatorCommand({
+            port: opts.port,
+            host: opts.host,
+            signal: stop.signal,
+            ...(opts.allowedHosts !== undefined ? { allowedHosts: opts.allowedHosts } : {}),
+            ...(opts.profile !== undefined ? { profile: opts.profile } : {}),
+          });
+        } finally {
+          stop.dispose();
+        }
+      },
+    );
 }
