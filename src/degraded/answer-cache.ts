@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ConfigError } from '../errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 
@@ -79,9 +80,13 @@ function storable(prompt: string, answer: string): boolean {
   return answer.trim() !== '' && prompt.trim() !== '';
 }
 
-/** The exact-hit key: case, width and whitespace differences do not make a prompt different. */
+/**
+ * The exact-hit key: case, width and whitespace differences do not make a prompt different. A digest of the
+ * normalized prompt, not the prompt itself: a key per remembered answer held a lower-cased copy of every prompt
+ * (an agent's 500 prompts of 10 KB each held 5 MB more than the prompts).
+ */
 function exactKey(prompt: string): string {
-  return nfkc(prompt).toLowerCase().replace(/\s+/g, ' ').trim();
+  return createHash('sha256').update(nfkc(prompt).toLowerCase().replace(/\s+/g, ' ').trim()).digest('base64');
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createSeededRandom, hash32 } from './seeded-random.ts';
+import { createSeededRandom, hash32Of } from './seeded-random.ts';
 import type { GeneratedAnswer, WireRequest } from './wire-request.ts';
 import { estimateTokens } from './wire-request.ts';
 
@@ -129,8 +129,8 @@ function generateWholeAnswer(
     const u = [...req.messages].reverse().find((m) => m.role === 'user');
     lastUser = u && u.role === 'user' ? u.text : '';
   }
-  const key = `${req.model}\u0000${req.system}\u0000${JSON.stringify(req.messages)}`;
-  const h = hash32(key, opts.seed);
+  // The hash of model, system and messages joined by NULs, hashed part by part (no copy of the system prompt).
+  const h = hash32Of([req.model, '\u0000', req.system, '\u0000', JSON.stringify(req.messages)], opts.seed);
 
   if (trailingResults.length === 0 && req.tools.length > 0) {
     const tool = req.tools[0]!;

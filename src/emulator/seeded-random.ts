@@ -36,10 +36,25 @@ export function createSeededRandom(seed: number): SeededRandom {
 
 /** A 32-bit FNV-1a hash, used to derive per-content seeds (answers must not depend on call order). */
 export function hash32(text: string, seed = 0): number {
+  return hash32Of([text], seed);
+}
+
+/**
+ * {@link hash32} of the parts joined, without joining them: a call's system prompt can be tens of KB, and a copy of it
+ * per call only to hash it was garbage the size of every request.
+ *
+ * @example
+ * ```ts
+ * hash32Of(['a', 'b'], 7) === hash32('ab', 7); // true
+ * ```
+ */
+export function hash32Of(parts: readonly string[], seed = 0): number {
   let h = (0x811c9dc5 ^ seed) >>> 0;
-  for (let i = 0; i < text.length; i++) {
-    h ^= text.charCodeAt(i);
-    h = Math.imul(h, 0x01000193) >>> 0;
+  for (const text of parts) {
+    for (let i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i);
+      h = Math.imul(h, 0x01000193) >>> 0;
+    }
   }
   return h >>> 0;
 }

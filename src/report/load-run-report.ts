@@ -37,6 +37,10 @@ export async function loadRunReport(
   const call = signal ? { signal } : {};
   const run = await store.getRun(runId, call);
   if (!run) throw new RunNotFoundError(runId);
-  const [records, turns] = await Promise.all([store.readEvents(runId, call), store.listTurns(runId, call)]);
+  // Answers, outcomes and usage only: the prompts of a large run are tens of MB the report never reads.
+  const [records, turns] = await Promise.all([
+    store.readEvents(runId, call),
+    store.listTurns(runId, { ...call, withPrompts: false }),
+  ]);
   return buildRunReport(run, eventsFromRecords(records), { ...reportOptions, turns });
 }

@@ -1,4 +1,4 @@
-import { type Kysely, sql } from 'kysely';
+import { type Kysely, type Selectable, sql } from 'kysely';
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { describeStateProblem } from './agent-state-schema.ts';
 import type { BreakwaterDatabase } from './open-database.ts';
@@ -22,7 +22,7 @@ import {
   toTurnRecord,
 } from './store-codec.ts';
 import { RunExistsError, RunNotFoundError } from './store-errors.ts';
-import type { RunStatus, StoreSchema } from './store-schema.ts';
+import type { RunStatus, StoreSchema, TurnsTable } from './store-schema.ts';
 import type {
   AgentStateRecord,
   CommitRoundInput,
@@ -124,10 +124,15 @@ export interface RunStore {
    */
   listRounds(runId: string, options?: StoreCallOptions): Promise<RoundRecord[]>;
   /**
-   * Committed turns, by round then by the order they were committed in.
+   * Committed turns, by round then by the order they were committed in. `withPrompts: false` leaves each turn's
+   * `prompt` out (`null`): a report reads answers, outcomes and usage, and a run's prompts can be tens of MB (every
+   * agent's prompt repeats its item's text). Default `true`.
    * @example `const lastRound = await store.listTurns(runId, { round: run.currentRound })`
    */
-  listTurns(runId: string, options?: StoreCallOptions & { readonly round?: number }): Promise<TurnRecord[]>;
+  listTurns(
+    runId: string,
+    options?: StoreCallOptions & { readonly round?: number; readonly withPrompts?: boolean },
+  ): Promise<TurnRecord[]>;
   /**
    * Per agent of the run, its state row, validated. Reads only.
    * @throws {SnapshotRestoreError} when a state is corrupt or from another machine version
@@ -179,6 +184,24 @@ export interface RunStoreOptions {
 
 const EVENT_CHUNK = 2_000; // 8 parameters a row
 const KEY_CHUNK = 5_000;
+
+/** Every column of `turns` but the prompt (listTurns reads the prompt only when asked). */
+const TURN_COLUMNS_BUT_PROMPT = [
+  'run_id',
+  'round',
+  'item_id',
+  'agent',
+  'agent_seq',
+  'position',
+  'answer',
+  'outcome',
+  'endpoint_id',
+  'degraded',
+  'usage',
+  'faults',
+  'wait_ms',
+  'idempotency_key',
+] as const;
 
 /**
  * Creates the {@link RunStore} over an open database (PGlite or PostgreSQL: same queries).
@@ -358,11 +381,15 @@ export function createRunStore(
     async listTurns(runId, opts = {}) {
       opts.signal?.throwIfAborted();
       const id = requireId('listTurns', 'runId', runId);
-      let query = db.selectFrom('turns').selectAll().where('run_id', '=', id);
+      let query = db
+        .selectFrom('turns')
+        .select(TURN_COLUMNS_BUT_PROMPT)
+        .select(opts.withPrompts === false ? sql<unknown>`null`.as('prompt') : 'prompt')
+        .where('run_id', '=', id);
       if (opts.round !== undefined)
         query = query.where('round', '=', requireInt('listTurns', 'round', opts.round, 0));
       const rows = await query.orderBy('round').orderBy('position').execute();
-      return rows.map(toTurnRecord);
+      return rows.map((row) => toTurnRecord(row as Selectable<TurnsTable>));
     },
 
     async loadAgentStates(runId, opts) {

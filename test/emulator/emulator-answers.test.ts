@@ -1,5 +1,7 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { hash32, hash32Of } from '../../src/emulator/seeded-random.ts';
 import { anthropicClient, EXPECTED_ARGS, geminiClient, openaiClient, WEATHER_SCHEMA } from './sdk-clients.ts';
 
 let emu: Emulator;
@@ -143,5 +145,16 @@ describe('every flavor answers through its real SDK, with a tool-call round trip
     expect(cut.usage.output_tokens).toBe(5);
     const t = cut.content[0];
     expect(t?.type === 'text' && t.text.length).toBe(20);
+  });
+});
+
+describe('the answer seed', () => {
+  it('hash32Of hashes the parts as hash32 hashes them joined, so answers keep their seed (fast-check, fixed seed)', () => {
+    fc.assert(
+      fc.property(fc.array(fc.string({ unit: 'grapheme' })), fc.integer(), (parts, seed) => {
+        expect(hash32Of(parts, seed)).toBe(hash32(parts.join(''), seed));
+      }),
+      { seed: 4242, numRuns: 2_000 },
+    );
   });
 });
