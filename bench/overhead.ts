@@ -19,7 +19,7 @@ import { parseArgs } from 'node:util';
 import OpenAI from 'openai';
 import { createEngine } from '../src/engines/create-engine.ts';
 import { describeEndpoint, type ParsedEndpointConfig } from '../src/engines/endpoint-config.ts';
-import type { Engine, EngineResult } from '../src/engines/engine-types.ts';
+import type { Engine, EngineResult } from '../src/core/engine-types.ts';
 import { createSupervisor, type Supervisor } from '../src/runtime/create-supervisor.ts';
 import { row, writeResult } from './lib/bench-result.ts';
 import { processCpuMicros } from './lib/process-cpu.ts';

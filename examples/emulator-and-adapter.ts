@@ -8,7 +8,7 @@ import { pathToFileURL } from 'node:url';
 import { sleep, systemClock } from '../src/clock/clock.ts';
 import { startEmulator } from '../src/emulator/index.ts';
 import { createEngine, type EngineResult } from '../src/engines/index.ts';
-import { type Fault, isEngineFaultError } from '../src/faults/fault.ts';
+import { type Fault, isEngineFaultError } from '../src/core/fault.ts';
 
 /** What the example saw. */
 export interface ExampleOutcome {

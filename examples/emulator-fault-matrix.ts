@@ -18,7 +18,7 @@ import {
   startEmulator,
 } from '../src/emulator/index.ts';
 import { createEngine, type EndpointConfig } from '../src/engines/index.ts';
-import { isEngineFaultError } from '../src/faults/fault.ts';
+import { isEngineFaultError } from '../src/core/fault.ts';
 
 /**
  * How long a hang or a stall may last before the adapter's deadline cuts it, in simulated ms. The

@@ -1,10 +1,15 @@
 import { assign, emit, fromCallback, fromPromise, setup } from 'xstate';
-import type { DegradedAnswer } from '../src/degraded/decision-tree.ts';
-import type { ChatMessage, StopReason, ToolCall } from '../src/engines/engine-types.ts';
-import { addUsage, NO_USAGE } from '../src/engines/token-usage.ts';
-import type { Fault, FaultKind } from '../src/faults/fault.ts';
-import type { PromptParts } from '../src/runtime/prompt-builder.ts';
-import { type AgentMemory, type Turn, type TurnOutcome, usageSoFar } from '../src/runtime/turn.ts';
+import type { ChatMessage, StopReason, ToolCall } from '../src/core/engine-types.ts';
+import { addUsage, NO_USAGE } from '../src/core/token-usage.ts';
+import type { Fault, FaultKind } from '../src/core/fault.ts';
+import {
+  type AgentMemory,
+  type DegradedAnswer,
+  type PromptParts,
+  type Turn,
+  type TurnOutcome,
+  usageSoFar,
+} from '../src/core/turn.ts';
 import type {
   AcquireTokenInput,
   ActiveTurn,
@@ -52,7 +57,7 @@ export type {
 
 /** Faults after which trying *another* endpoint is a fallback, not a retry: the endpoint said it has no room for us. */
 const CAPACITY_FAULTS: ReadonlySet<FaultKind> = new Set(['rate_limited', 'credit_exhausted', 'auth']);
-/** Faults no engine swap fixes (`isSwappableFault` in src/faults/fault.ts; a machine imports types only). */
+/** Faults no engine swap fixes (`isSwappableFault` in src/core/fault.ts; a machine imports types only). */
 const FINAL_FAULTS: ReadonlySet<FaultKind> = new Set(['bad_request', 'cancelled']);
 /** Faults that say the endpoint can never take this request: the step skips that endpoint from then on. */
 const UNFIT_FAULTS: ReadonlySet<FaultKind> = new Set(['request_too_large']);

@@ -1,14 +1,6 @@
-import type { DegradedAnswer } from '../src/degraded/decision-tree.ts';
-import type {
-  ChatMessage,
-  EngineResult,
-  ToolCall,
-  ToolDefinition,
-  Usage,
-} from '../src/engines/engine-types.ts';
-import type { Fault } from '../src/faults/fault.ts';
-import type { PromptParts } from '../src/runtime/prompt-builder.ts';
-import type { AgentMemory, ToolResultRecord, Turn } from '../src/runtime/turn.ts';
+import type { ChatMessage, EngineResult, ToolCall, ToolDefinition, Usage } from '../src/core/engine-types.ts';
+import type { Fault } from '../src/core/fault.ts';
+import type { AgentMemory, DegradedAnswer, PromptParts, ToolResultRecord, Turn } from '../src/core/turn.ts';
 
 /*
  * The agent machine's plain-data types: its settings, context, the turn in progress, the inputs and outputs of

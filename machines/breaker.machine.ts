@@ -12,14 +12,14 @@
  * restored one behave the same, and nothing depends on XState's (unpersisted) delayed transitions.
  */
 import { assign, setup } from 'xstate';
-import { ConfigError } from '../src/errors/config-error.ts';
-import { type FaultKind, isTransientFault } from '../src/faults/fault.ts';
+import { ConfigError } from '../src/core/errors/config-error.ts';
+import { type FaultKind, isTransientFault } from '../src/core/fault.ts';
 import {
   type OutcomeBucket,
   outcomeTotals,
   pruneOutcomes,
   recordOutcome,
-} from '../src/resilience/outcome-window.ts';
+} from '../src/core/outcome-window.ts';
 
 /**
  * Bumped whenever the context shape or the states change, so a persisted snapshot of an older

@@ -41,9 +41,9 @@ export type {
 } from './runtime/agent-definition.ts';
 export type { AgentHandle, AskOptions, TurnMeta } from './runtime/agent-handle-types.ts';
 export type { CallOptions } from './runtime/one-off-call.ts';
-export type { Turn, TurnAnswer, TurnOutcome } from './runtime/turn.ts';
+export type { Turn, TurnAnswer, TurnOutcome } from './core/turn.ts';
 export type { StreamEvent, TurnStream } from './runtime/turn-stream.ts';
-export type { ChatMessage, StopReason, ToolCall, Usage } from './engines/engine-types.ts';
+export type { ChatMessage, StopReason, ToolCall, Usage } from './core/engine-types.ts';
 export type { EndpointHealth } from './health/endpoint-health-view.ts';
 
 // Tools.
@@ -56,13 +56,13 @@ export type { RuntimeConfig, RuntimeConfigInput } from './runtime/runtime-config
 export type { EndpointConfig } from './engines/endpoint-config.ts';
 
 // Errors and their guards.
-export { ConfigError, isConfigError } from './errors/config-error.ts';
-export { AgentStoppedError, isAgentStoppedError } from './errors/lifecycle-errors.ts';
-export { ToolArgumentsError, isToolArgumentsError } from './errors/tool-arguments-error.ts';
-export { EngineFaultError, isEngineFaultError, type Fault, type FaultKind } from './faults/fault.ts';
+export { ConfigError, isConfigError } from './core/errors/config-error.ts';
+export { AgentStoppedError, isAgentStoppedError } from './core/errors/lifecycle-errors.ts';
+export { ToolArgumentsError, isToolArgumentsError } from './core/errors/tool-arguments-error.ts';
+export { EngineFaultError, isEngineFaultError, type Fault, type FaultKind } from './core/fault.ts';
 
 // Events.
-export type { RuntimeEvent, RuntimeEventListener, RuntimeEventType } from './events/runtime-event.ts';
+export type { RuntimeEvent, RuntimeEventListener, RuntimeEventType } from './core/runtime-event.ts';
 
 // Time.
 export { type Clock, systemClock } from './clock/clock.ts';

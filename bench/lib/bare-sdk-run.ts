@@ -1,12 +1,12 @@
 import OpenAI from 'openai';
 import { startEmulator } from '../../src/emulator/index.ts';
 import type { EmulatorStats } from '../../src/emulator/index.ts';
-import type { ChatMessage } from '../../src/engines/engine-types.ts';
+import type { ChatMessage } from '../../src/core/engine-types.ts';
 import { fromChatCompletion, toOpenAIBody } from '../../src/engines/openai-engine.ts';
 import { type PeerAnswer, roundPrompt } from '../../src/rounds/round-prompt.ts';
 import { isNoAgentDefinition, type LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
 import { buildRequest } from '../../src/runtime/prompt-builder.ts';
-import { type AgentMemory, emptyMemory } from '../../src/runtime/turn.ts';
+import { type AgentMemory, emptyMemory } from '../../src/core/turn.ts';
 import { scenarioRuntimeConfig } from '../../src/scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../../src/scenarios/scenario-tools.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';

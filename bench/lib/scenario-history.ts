@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { describeEndpoint, type ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
-import type { Engine, EngineResult } from '../../src/engines/engine-types.ts';
+import type { Engine, EngineResult } from '../../src/core/engine-types.ts';
 import { roundPrompt } from '../../src/rounds/round-prompt.ts';
 import { toTurnInput } from '../../src/rounds/round-runner.ts';
 import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';

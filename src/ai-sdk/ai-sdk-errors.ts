@@ -1,4 +1,4 @@
-import type { Turn } from '../runtime/turn.ts';
+import type { Turn } from '../core/turn.ts';
 
 /**
  * A turn that ended `failed` under `generateText`/`streamText`: a fault no engine swap fixes (a bad request, a

@@ -9,16 +9,16 @@ import type {
   LanguageModelV3StreamResult,
   LanguageModelV3Usage,
 } from '@ai-sdk/provider';
-import type { DegradedAnswer } from '../degraded/decision-tree.ts';
+import type { DegradedAnswer } from '../core/turn.ts';
 import type { DegradedContext } from '../runtime/agent-definition.ts';
-import type { ToolCall } from '../engines/engine-types.ts';
+import type { ToolCall } from '../core/engine-types.ts';
 import type { CallOptions } from '../runtime/one-off-call.ts';
 import type { Supervisor } from '../runtime/supervisor-types.ts';
-import type { Turn } from '../runtime/turn.ts';
+import type { Turn } from '../core/turn.ts';
 import type { StreamEvent } from '../runtime/turn-stream.ts';
 import { BreakwaterTurnFailedError } from './ai-sdk-errors.ts';
 import { mapCallOptions } from './prompt-mapping.ts';
-import { isWhole, usageSource } from '../engines/token-usage.ts';
+import { isWhole, usageSource } from '../core/token-usage.ts';
 
 /**
  * Settings of one model (`bw('premium', settings)`); each overrides the provider's default of the same name.

@@ -4,7 +4,7 @@ import type {
   LanguageModelV3ToolResultOutput,
   SharedV3Warning,
 } from '@ai-sdk/provider';
-import type { ChatMessage } from '../engines/engine-types.ts';
+import type { ChatMessage } from '../core/engine-types.ts';
 import type { ClientTool } from '../runtime/agent-definition.ts';
 import { UnsupportedPromptError } from './ai-sdk-errors.ts';
 

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 
 /**
  * The `/byok PROVIDER KEY` line a user types on stdin, parsed from its bytes: the key is never turned

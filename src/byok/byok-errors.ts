@@ -1,4 +1,4 @@
-import type { Fault, FaultKind } from '../faults/fault.ts';
+import type { Fault, FaultKind } from '../core/fault.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import type { ProviderName } from './byok-types.ts';
 

@@ -1,5 +1,5 @@
-import type { CompatFlavor, ProviderKind } from '../engines/engine-types.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import type { CompatFlavor, ProviderKind } from '../core/engine-types.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { keyBuffer } from './sealed-key.ts';
 
 /**

@@ -6,8 +6,8 @@ import type { CallCredential } from '../engines/call-credential.ts';
 import type { EngineWireOptions } from '../engines/create-engine.ts';
 import { deferredSdkEngine } from '../engines/deferred-engine.ts';
 import { type ParsedEndpointConfig, parseEndpointConfig } from '../engines/endpoint-config.ts';
-import type { EndpointDescriptor, Engine } from '../engines/engine-types.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import type { EndpointDescriptor, Engine } from '../core/engine-types.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import type { ByokTemplate, ProviderName } from './byok-types.ts';
 
 /**

@@ -1,4 +1,4 @@
-import type { CompatFlavor, ProviderKind } from '../engines/engine-types.ts';
+import type { CompatFlavor, ProviderKind } from '../core/engine-types.ts';
 
 /**
  * A provider name as the user types it after `/byok` (`anthropic`, `openai`, `gemini`, or any name

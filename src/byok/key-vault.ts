@@ -8,9 +8,9 @@ import {
   type EndpointConfig,
   type ParsedEndpointConfig,
 } from '../engines/endpoint-config.ts';
-import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
-import { ConfigError } from '../errors/config-error.ts';
-import { EngineFaultError, type Fault, isEngineFaultError } from '../faults/fault.ts';
+import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from '../core/engine-types.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
+import { EngineFaultError, type Fault, isEngineFaultError } from '../core/fault.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { ByokRejectedError, ByokVaultClosedError } from './byok-errors.ts';
 import { checkByokKey, checkSessionId, keyFormatOf, maskKeyBytes, positiveMs } from './byok-input.ts';

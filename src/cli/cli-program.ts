@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { packageManifest } from '../config/package-root.ts';
-import { isConfigError } from '../errors/config-error.ts';
+import { isConfigError } from '../core/errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { isDataDirInUseError } from '../store/pglite-lock.ts';
 import { isRunLeaseHeldError } from '../store/run-lease.ts';

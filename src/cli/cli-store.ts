@@ -1,6 +1,6 @@
 import { redactUrl } from '../redact/secret-scrubber.ts';
 import { findDatabaseUnavailable } from '../store/database-unavailable-error.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { type BreakwaterDatabase, openDatabase } from '../store/open-database.ts';
 import { CliError } from './cli-error.ts';
 

@@ -1,4 +1,4 @@
-import { onAbort } from '../runtime/abort-fanout.ts';
+import { onAbort } from './abort-fanout.ts';
 
 /**
  * Time, injected. Every deadline, cooldown, bucket refill and timer in breakwater reads this

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 
 /**
  * Where several processes share one quota: `memory` (this process alone), `postgres` or `redis`.

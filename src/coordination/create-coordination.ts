@@ -1,4 +1,4 @@
-import { notRedis } from '../errors/foreign-server.ts';
+import { notRedis } from '../core/errors/foreign-server.ts';
 import { redactUrl } from '../redact/secret-scrubber.ts';
 import type {
   CoordinationBackend,

@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/clock.ts';
 import { isScaledClock } from '../clock/scaled-clock.ts';
-import type { RateLimitWindow } from '../engines/engine-types.ts';
+import type { RateLimitWindow } from '../core/engine-types.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import type {
   CoordinationBackend,

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 
 /** Options of an {@link AnswerCache}. */

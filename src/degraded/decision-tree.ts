@@ -2,24 +2,7 @@
  * Precompiled decision trees: when no engine can answer, an agent still gives a structured answer
  * from plain rules over what it knows (seed 003, layer 4) — never a placeholder.
  */
-
-/** Where a degraded answer came from. `summary` = the generic summary of the agent's memory and item. */
-export type DegradedSource = 'decision_tree' | 'cache' | 'summary';
-
-/** An answer given without any engine. Plain, frozen data: safe to log, persist and show. */
-export interface DegradedAnswer {
-  /** The answer itself, readable as it is. */
-  readonly summary: string;
-  /** Structured parts of the answer (what a caller may act on). */
-  readonly fields?: Readonly<Record<string, unknown>>;
-  readonly source: DegradedSource;
-  /** Why the answer is degraded (e.g. "all engines open"), or, from a bare tree, which rule answered. */
-  readonly reason: string;
-  /** What the answer rests on: the rule that matched, the earlier prompt it was cached for, the memory. */
-  readonly basis?: string;
-  /** For `cache` answers: similarity (0–1] of the cached prompt to this one; 1 for an exact hit. */
-  readonly similarity?: number;
-}
+import type { DegradedAnswer } from '../core/turn.ts';
 
 /** A decision tree over a context `C`: always answers. */
 export type DecisionTree<C> = (context: C) => DegradedAnswer;

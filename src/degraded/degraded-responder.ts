@@ -1,6 +1,7 @@
 import { scrubSecrets, scrubValue } from '../redact/secret-scrubber.ts';
 import type { AnswerCache } from './answer-cache.ts';
-import type { DecisionTree, DegradedAnswer } from './decision-tree.ts';
+import type { DegradedAnswer } from '../core/turn.ts';
+import type { DecisionTree } from './decision-tree.ts';
 
 /** What the caller knows about the agent when it must answer degraded. */
 export interface DegradedInput {

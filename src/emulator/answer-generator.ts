@@ -1,4 +1,4 @@
-import { createSeededRandom, hash32Of } from './seeded-random.ts';
+import { createSeededRandom, hash32Of } from '../core/seeded-random.ts';
 import type { GeneratedAnswer, WireRequest } from './wire-request.ts';
 import { estimateTokens } from './wire-request.ts';
 

@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isConfigError } from '../errors/config-error.ts';
+import { isConfigError } from '../core/errors/config-error.ts';
 import type { EmulatorStats, FaultRule } from './emulator-types.ts';
 
 /** What the control endpoints drive (the {@link Emulator} itself). */

@@ -12,7 +12,7 @@ import { geminiWire } from './gemini-wire.ts';
 import { LocalServerQueue } from './local-server-queue.ts';
 import { openaiWire } from './openai-wire.ts';
 import { QuotaWindows } from './quota-windows.ts';
-import { createSeededRandom, type SeededRandom } from './seeded-random.ts';
+import { createSeededRandom, type SeededRandom } from '../core/seeded-random.ts';
 import type { WireModule } from './wire-module.ts';
 
 /**

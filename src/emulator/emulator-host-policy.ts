@@ -1,6 +1,6 @@
 import { isIP } from 'node:net';
 import type { IncomingMessage } from 'node:http';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { checkHost, checkLocalHost, type HostRefusal, localHosts } from '../http/local-host-check.ts';
 
 /**

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { parseDocument } from 'yaml';
 import { boundedArray, boundedNumber, DAY_MS, LIMITS } from '../config/bounds.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import {
   EMULATOR_FAULT_KINDS,
   EMULATOR_FLAVORS,

@@ -1,5 +1,5 @@
 import type { EmulatorFaultKind, EmulatorFlavor, FaultRule } from './emulator-types.ts';
-import type { SeededRandom } from './seeded-random.ts';
+import type { SeededRandom } from '../core/seeded-random.ts';
 
 /**
  * The active fault rules: which one (if any) fires for a call. Rules are tried in insertion

@@ -21,7 +21,7 @@ import type {
   StopReason,
   StreamSink,
   ToolCall,
-} from './engine-types.ts';
+} from '../core/engine-types.ts';
 import { sdkTimeoutMs } from './sdk-timeout.ts';
 import { timedFetch } from './timed-fetch.ts';
 

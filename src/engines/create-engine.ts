@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../clock/clock.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import {
   describeEndpoint,
   describeEnvName,
@@ -8,7 +8,7 @@ import {
   parseEndpointConfig,
 } from './endpoint-config.ts';
 import { deferredSdkEngine } from './deferred-engine.ts';
-import type { Engine } from './engine-types.ts';
+import type { Engine } from '../core/engine-types.ts';
 
 /** Options of {@link createEngine}. */
 export interface CreateEngineOptions {

@@ -1,9 +1,15 @@
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
 import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
-import type { EndpointDescriptor, Engine, EngineRequest, EngineResult, StreamSink } from './engine-types.ts';
+import type {
+  EndpointDescriptor,
+  Engine,
+  EngineRequest,
+  EngineResult,
+  StreamSink,
+} from '../core/engine-types.ts';
 
 /**
  * The engine of a parsed endpoint, its provider SDK loaded on the first call. The three SDKs cost about half a

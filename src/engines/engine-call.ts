@@ -1,9 +1,9 @@
 import type { Clock } from '../clock/clock.ts';
 import { classifyError } from '../faults/classify-error.ts';
-import { EngineFaultError, type Fault } from '../faults/fault.ts';
+import { EngineFaultError, type Fault } from '../core/fault.ts';
 import { readRateLimitState } from '../ratelimit/rate-limit-headers.ts';
 import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
-import { callAbortOf } from './call-abort.ts';
+import { callAbortOf } from '../core/call-abort.ts';
 import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';
 import type {
@@ -15,8 +15,8 @@ import type {
   RateLimitWindow,
   StopReason,
   ToolCall,
-} from './engine-types.ts';
-import { estimateTokens, usageOf } from './token-usage.ts';
+} from '../core/engine-types.ts';
+import { estimateTokens, usageOf } from '../core/token-usage.ts';
 import {
   beginTimedCall,
   endTimedCall,

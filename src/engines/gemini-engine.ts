@@ -27,7 +27,7 @@ import type {
   StopReason,
   StreamSink,
   ToolCall,
-} from './engine-types.ts';
+} from '../core/engine-types.ts';
 import { timedFetch } from './timed-fetch.ts';
 
 /**

@@ -24,7 +24,7 @@ export type {
   ToolDefinition,
   Usage,
   UsageSource,
-} from './engine-types.ts';
+} from '../core/engine-types.ts';
 export {
   addUsage,
   describeUsage,
@@ -32,7 +32,7 @@ export {
   pacingTokens,
   reportedUsage,
   usageOf,
-} from './token-usage.ts';
+} from '../core/token-usage.ts';
 export {
   DEFAULT_HEADERS_TIMEOUT_MS,
   DEFAULT_IDLE_TIMEOUT_MS,

@@ -29,7 +29,7 @@ import type {
   StopReason,
   StreamSink,
   ToolCall,
-} from './engine-types.ts';
+} from '../core/engine-types.ts';
 import { sdkTimeoutMs } from './sdk-timeout.ts';
 import { type TimedFetchOptions, timedFetch } from './timed-fetch.ts';
 

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
-import { type CallAbort, signalAbort } from './call-abort.ts';
+import { type CallAbort, signalAbort } from '../core/call-abort.ts';
 import { type CallCredential, redactKeyIn } from './call-credential.ts';
 import { type CredentialFetchInit, credentialFetch, ON_BODY_CHUNK } from './credential-fetch.ts';
 

@@ -12,9 +12,9 @@ import { FaultRules } from '../emulator/fault-rules.ts';
 import { geminiWire } from '../emulator/gemini-wire.ts';
 import { openaiWire } from '../emulator/openai-wire.ts';
 import { retryAfterHeaders } from '../emulator/rate-limit-headers-out.ts';
-import { createSeededRandom } from '../emulator/seeded-random.ts';
+import { createSeededRandom } from '../core/seeded-random.ts';
 import type { ErrorSpec, WireContext, WireModule } from '../emulator/wire-module.ts';
-import type { CompatFlavor, ProviderKind } from '../engines/engine-types.ts';
+import type { CompatFlavor, ProviderKind } from '../core/engine-types.ts';
 import type { EndpointFaultRule } from './endpoint-fault-rule.ts';
 
 /**

@@ -5,7 +5,7 @@ import {
   type BreakerInput,
   breakerMachine,
 } from '../../machines/breaker.machine.ts';
-import { bucketWidth, type OutcomeBucket } from '../resilience/outcome-window.ts';
+import { bucketWidth, type OutcomeBucket } from '../core/outcome-window.ts';
 
 /** The three states of a breaker. */
 export type { BreakerState } from './endpoint-health-view.ts';

@@ -1,6 +1,6 @@
 import type { TokenBucketExport } from '../resilience/token-bucket.ts';
-import type { EndpointDescriptor, EngineResult } from '../engines/engine-types.ts';
-import type { Fault } from '../faults/fault.ts';
+import type { EndpointDescriptor, EngineResult } from '../core/engine-types.ts';
+import type { Fault } from '../core/fault.ts';
 
 /*
  * The plain-data views of endpoint health that the public API hands out, apart from the classes that keep it (which

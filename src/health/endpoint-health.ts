@@ -1,6 +1,6 @@
 import type { BreakerInput } from '../../machines/breaker.machine.ts';
-import type { EndpointDescriptor, EngineResult, RateLimitWindow } from '../engines/engine-types.ts';
-import { type Fault, isStallFault } from '../faults/fault.ts';
+import type { EndpointDescriptor, EngineResult, RateLimitWindow } from '../core/engine-types.ts';
+import { type Fault, isStallFault } from '../core/fault.ts';
 import { AimdLimiter } from '../resilience/aimd-limiter.ts';
 import { backoffDelay } from '../resilience/backoff.ts';
 import { TokenBucket } from '../resilience/token-bucket.ts';
@@ -15,7 +15,7 @@ import type {
   EndpointHealthExport,
   WaitCause,
 } from './endpoint-health-view.ts';
-import { pacingTokens } from '../engines/token-usage.ts';
+import { pacingTokens } from '../core/token-usage.ts';
 
 export type {
   CallSettlement,

@@ -1,6 +1,6 @@
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import { describeEndpoint } from '../engines/endpoint-config.ts';
-import type { Engine } from '../engines/engine-types.ts';
+import type { Engine } from '../core/engine-types.ts';
 import type { TimerHeap } from '../scheduler/timer-heap.ts';
 import {
   type EndpointHealth,

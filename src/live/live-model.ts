@@ -1,4 +1,4 @@
-import type { AgentInfo, RuntimeEvent } from '../events/runtime-event.ts';
+import type { AgentInfo, RuntimeEvent } from '../core/runtime-event.ts';
 import { shortDuration } from './short-duration.ts';
 
 /**

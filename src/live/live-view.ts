@@ -1,6 +1,6 @@
 import { createLogUpdate } from 'log-update';
 import type { Clock } from '../clock/clock.ts';
-import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { LiveModel, type LiveProgress } from './live-model.ts';
 import { renderFrame, shortDuration } from './live-render.ts';

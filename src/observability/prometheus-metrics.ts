@@ -1,5 +1,5 @@
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { RuntimeEvent } from '../events/runtime-event.ts';
+import type { RuntimeEvent } from '../core/runtime-event.ts';
 import type { EndpointHealth } from '../health/endpoint-health.ts';
 import type { Supervisor } from '../runtime/supervisor-types.ts';
 

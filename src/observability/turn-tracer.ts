@@ -9,11 +9,11 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import type { Usage } from '../engines/engine-types.ts';
-import { isWhole, usageSource } from '../engines/token-usage.ts';
+import type { Usage } from '../core/engine-types.ts';
+import { isWhole, usageSource } from '../core/token-usage.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
-import type { CallRecordEvent } from '../runtime/call-memo.ts';
-import type { Turn } from '../runtime/turn.ts';
+import type { CallRecordEvent } from '../core/call-memo.ts';
+import type { Turn } from '../core/turn.ts';
 import type { SchedulerReport } from '../scheduler/token-scheduler.ts';
 
 /** Options of tracing (`createSupervisor(config, { tracing })`). */

@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { cronProblem } from '../scenarios/scenario-schema.ts';
 import { isAbsoluteInstant, isTimeZone } from '../scenarios/zoned-time.ts';
 import { shiftCron } from './cron-shift.ts';

@@ -1,7 +1,7 @@
 import { eventsFromRecords } from '../report/stored-events.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { RunNotFoundError } from '../store/store-errors.ts';
-import { pacingTokens } from '../engines/token-usage.ts';
+import { pacingTokens } from '../core/token-usage.ts';
 
 /**
  * `breakwater plan --from-run ID`: what a stored run says about each agent's cost — how many upstream

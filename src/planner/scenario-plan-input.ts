@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { SEED_THRESHOLDS } from '../report/run-report.ts';
 import { scheduleWindow } from '../scenarios/round-planner.ts';
 import type { ScenarioAgent, ScenarioSpec } from '../scenarios/scenario-types.ts';

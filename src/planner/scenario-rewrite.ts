@@ -1,5 +1,5 @@
 import { isMap, isSeq, parseDocument, type YAMLMap } from 'yaml';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import type { PlanMove } from './plan-types.ts';
 
 /** Options of {@link rewriteScenario}. */

@@ -1,5 +1,5 @@
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
 
 /**

@@ -8,15 +8,15 @@ import {
   type ParsedEndpointConfig,
   parseEndpointConfig,
 } from '../engines/endpoint-config.ts';
-import type { Engine, EngineResult } from '../engines/engine-types.ts';
-import { NO_USAGE } from '../engines/token-usage.ts';
-import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
-import { type Fault, isEngineFaultError } from '../faults/fault.ts';
+import type { Engine, EngineResult } from '../core/engine-types.ts';
+import { NO_USAGE } from '../core/token-usage.ts';
+import type { RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
+import { type Fault, isEngineFaultError } from '../core/fault.ts';
 import { createLogger } from '../logging/logger.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import type { TurnExecutor, TurnRequest } from '../rounds/turn-executor.ts';
 import { buildRequest } from '../runtime/prompt-builder.ts';
-import { type AgentMemory, emptyMemory, type Turn, type TurnOutcome } from '../runtime/turn.ts';
+import { type AgentMemory, emptyMemory, type Turn, type TurnOutcome } from '../core/turn.ts';
 import { scenarioEndpoints } from '../scenarios/scenario-endpoints.ts';
 import type { ScenarioAgent, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import {

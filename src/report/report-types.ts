@@ -1,4 +1,4 @@
-import type { AgentInfo } from '../events/runtime-event.ts';
+import type { AgentInfo } from '../core/runtime-event.ts';
 import type { UsageSummary } from './usage-summary.ts';
 
 /**

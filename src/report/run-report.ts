@@ -1,4 +1,4 @@
-import type { AgentInfo, RuntimeEvent } from '../events/runtime-event.ts';
+import type { AgentInfo, RuntimeEvent } from '../core/runtime-event.ts';
 import type { RunRecord } from '../store/store-types.ts';
 import {
   type Interval,

@@ -1,4 +1,4 @@
-import type { RuntimeEvent } from '../events/runtime-event.ts';
+import type { RuntimeEvent } from '../core/runtime-event.ts';
 import type { EventRecord } from '../store/store-types.ts';
 
 /**

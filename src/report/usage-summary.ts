@@ -1,4 +1,4 @@
-import { decodeUsage, usageSource } from '../engines/token-usage.ts';
+import { decodeUsage, usageSource } from '../core/token-usage.ts';
 
 /**
  * One token count (input or output) over a run's stored turns: what the providers reported, and apart from it the

@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 
 /** Options of an {@link AimdLimiter}. */
 export interface AimdLimiterOptions {

@@ -1,4 +1,4 @@
-import type { Fault } from '../faults/fault.ts';
+import type { Fault } from '../core/fault.ts';
 
 /** Options of {@link backoffDelay} and {@link retryDelay}. */
 export interface BackoffOptions {

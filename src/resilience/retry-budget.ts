@@ -1,4 +1,4 @@
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { SlidingLog } from './sliding-log.ts';
 
 /** Options of a {@link RetryBudget}. */

@@ -1,5 +1,5 @@
-import type { RateLimitWindow } from '../engines/engine-types.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import type { RateLimitWindow } from '../core/engine-types.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { SlidingLog } from './sliding-log.ts';
 
 /** Refunds of fractional token counts must not leave a bucket blocked by rounding dust. */

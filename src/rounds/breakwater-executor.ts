@@ -3,14 +3,14 @@ import type { InspectionEvent } from 'xstate';
 import type { Clock } from '../clock/clock.ts';
 import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
-import type { Engine } from '../engines/engine-types.ts';
+import type { Engine } from '../core/engine-types.ts';
 import type { CallMemo } from '../runtime/agent-actors.ts';
 import type { AgentDefinition } from '../runtime/agent-definition.ts';
 import { createSupervisor, type Supervisor } from '../runtime/create-supervisor.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
 import type { SupervisorOptions } from '../runtime/supervisor-types.ts';
 import type { AgentHandle, AskOptions } from '../runtime/agent-handle-types.ts';
-import { type AgentMemory, emptyMemory, type Turn } from '../runtime/turn.ts';
+import { type AgentMemory, emptyMemory, type Turn } from '../core/turn.ts';
 import type { TurnExecutor } from './turn-executor.ts';
 
 /** Options of {@link createBreakwaterExecutor}. */

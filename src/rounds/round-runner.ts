@@ -1,7 +1,7 @@
 import { sleep, type Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
-import type { RuntimeEventListener } from '../events/runtime-event.ts';
-import type { Turn } from '../runtime/turn.ts';
+import type { RuntimeEventListener } from '../core/runtime-event.ts';
+import type { Turn } from '../core/turn.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { durableAgentState } from '../runtime/agent-snapshot.ts';
 import type { AgentStateInput, LogEventInput, RunRecord, TurnInput } from '../store/store-types.ts';

@@ -3,7 +3,7 @@ import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import type { EndpointHealthExport } from '../health/endpoint-health.ts';
 import { type AgentDefinition, isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import type { Supervisor } from '../runtime/create-supervisor.ts';
-import type { AgentMemory, ToolResultRecord, Utterance } from '../runtime/turn.ts';
+import type { AgentMemory, ToolResultRecord, Utterance } from '../core/turn.ts';
 import type { RunStore } from '../store/run-store.ts';
 import type { TurnRecord } from '../store/store-types.ts';
 

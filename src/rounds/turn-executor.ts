@@ -1,6 +1,6 @@
-import type { RuntimeEventListener } from '../events/runtime-event.ts';
+import type { RuntimeEventListener } from '../core/runtime-event.ts';
 import type { TurnMeta } from '../runtime/agent-handle.ts';
-import type { AgentMemory, Turn } from '../runtime/turn.ts';
+import type { AgentMemory, Turn } from '../core/turn.ts';
 
 /** What the round runner needs to run one turn, whatever the policy behind it. */
 export interface TurnRequest {

@@ -4,7 +4,7 @@ import { DAY_MS } from '../config/bounds.ts';
 import { DEFAULT_LEASE_MS } from '../runtime/runtime-config.ts';
 import { createEngine, type EngineWireOptions } from '../engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
-import type { Engine } from '../engines/engine-types.ts';
+import type { Engine } from '../core/engine-types.ts';
 
 /** Options of {@link wireTimeEngines}. */
 export interface WireTimeEnginesOptions {

@@ -23,11 +23,11 @@ import {
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
-import { CallCancel } from '../engines/call-abort.ts';
-import { estimateTokens, faultUsage } from '../engines/token-usage.ts';
-import type { Engine, EngineRequest, EngineResult } from '../engines/engine-types.ts';
-import { InternalActorError } from '../errors/internal-error.ts';
-import { type Fault, isEngineFaultError } from '../faults/fault.ts';
+import { CallCancel } from '../core/call-abort.ts';
+import { estimateTokens, faultUsage } from '../core/token-usage.ts';
+import type { Engine, EngineRequest, EngineResult } from '../core/engine-types.ts';
+import { InternalActorError } from '../core/errors/internal-error.ts';
+import { type Fault, isEngineFaultError } from '../core/fault.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
@@ -40,10 +40,10 @@ import {
   type TokenTicket,
 } from '../scheduler/token-scheduler.ts';
 import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
-import type { CallMemo, CallRecordEvent } from './call-memo.ts';
-import { buildRequest, estimateRequestTokens, type PromptParts } from './prompt-builder.ts';
+import type { CallMemo, CallRecordEvent } from '../core/call-memo.ts';
+import { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
 import { beginStreamAttempt, replayMemoized, type StreamAttempt } from './stream-attempt.ts';
-import type { ToolResultRecord } from './turn.ts';
+import type { PromptParts, ToolResultRecord } from '../core/turn.ts';
 import type { TurnStreamSink } from './turn-stream.ts';
 
 type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
@@ -81,7 +81,7 @@ export interface AgentActorDeps {
   readonly streamOf?: (agent: string, turnId: string) => TurnStreamSink | undefined;
 }
 
-export type { CallMemo, CallRecordEvent } from './call-memo.ts';
+export type { CallMemo, CallRecordEvent } from '../core/call-memo.ts';
 
 /** Prefix of a memo grant's lease id: the answer is memoized, no token was taken. */
 const MEMO_LEASE = 'memo:';

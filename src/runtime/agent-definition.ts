@@ -1,5 +1,5 @@
-import type { JsonSchema } from '../engines/engine-types.ts';
-import type { DegradedAnswer } from '../degraded/decision-tree.ts';
+import type { JsonSchema } from '../core/engine-types.ts';
+import type { DegradedAnswer } from '../core/turn.ts';
 
 /**
  * What a tool implementation gets besides its arguments.

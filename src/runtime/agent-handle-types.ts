@@ -1,6 +1,6 @@
 import type { RuntimeActor } from './runtime-actor.ts';
 import type { TurnStream } from './turn-stream.ts';
-import type { AgentMemory, Turn } from './turn.ts';
+import type { AgentMemory, Turn } from '../core/turn.ts';
 
 /**
  * The states an agent is seen in.

@@ -3,10 +3,10 @@ import { randomUUID } from 'node:crypto';
 import type { Actor } from 'xstate';
 import type { AgentContext, AgentEvent, agentMachine } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
-import type { ChatMessage } from '../engines/engine-types.ts';
-import { NO_USAGE } from '../engines/token-usage.ts';
-import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
-import { onAbort } from './abort-fanout.ts';
+import type { ChatMessage } from '../core/engine-types.ts';
+import { NO_USAGE } from '../core/token-usage.ts';
+import { AgentStoppedError } from '../core/errors/lifecycle-errors.ts';
+import { onAbort } from '../clock/abort-fanout.ts';
 import type { AgentActors } from './agent-actors.ts';
 import type { KeepAlive } from './keep-alive.ts';
 import type { ConversationAskOptions } from './one-off-call.ts';
@@ -17,7 +17,7 @@ import type {
   AskOptions,
   TurnMeta,
 } from './agent-handle-types.ts';
-import type { AgentMemory, Turn } from './turn.ts';
+import type { AgentMemory, Turn } from '../core/turn.ts';
 import type { TurnTracer } from '../observability/turn-tracer.ts';
 import { type StreamCancel, streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
 

@@ -5,7 +5,7 @@ import {
   agentMachine,
   tokenRequestOf,
 } from '../../machines/agent.machine.ts';
-import type { AgentMemory, ToolResultRecord } from './turn.ts';
+import type { AgentMemory, ToolResultRecord } from '../core/turn.ts';
 
 /**
  * What of an agent actor's XState persisted snapshot is kept durably, and how a whole snapshot is put together

@@ -9,9 +9,9 @@ import { AnswerCache } from '../degraded/answer-cache.ts';
 import { createDegradedResponder } from '../degraded/degraded-responder.ts';
 import { createEngine as createAdapterEngine } from '../engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
-import { ConfigError } from '../errors/config-error.ts';
-import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
-import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
+import { AgentStoppedError } from '../core/errors/lifecycle-errors.ts';
+import type { RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
 import { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { createLogger } from '../logging/logger.ts';
 import { RetryBudget } from '../resilience/retry-budget.ts';
@@ -22,7 +22,7 @@ import { createCoordinationBackend } from '../coordination/create-coordination.t
 import { CoordinatedTokenScheduler } from '../coordination/coordinated-token-scheduler.ts';
 import { SharedHealthLink } from '../coordination/shared-health-link.ts';
 import { TimerHeap } from '../scheduler/timer-heap.ts';
-import { onAbort } from './abort-fanout.ts';
+import { onAbort } from '../clock/abort-fanout.ts';
 import { type CallRecordEvent, createAgentActors } from './agent-actors.ts';
 import { type AgentDefinition, isNoAgentDefinition, type LlmAgentDefinition } from './agent-definition.ts';
 import {
@@ -44,7 +44,7 @@ import { TurnTracer } from '../observability/turn-tracer.ts';
 import { callEvent, reportToEvent, turnEvent } from './runtime-events.ts';
 import { DEFAULT_BYOK_SESSION, wireByok } from './supervisor-byok.ts';
 import { restoredAgentSnapshot } from './agent-snapshot.ts';
-import { emptyMemory } from './turn.ts';
+import { emptyMemory } from '../core/turn.ts';
 
 export type { AgentStateChange, AgentStateName } from './agent-handle-types.ts';
 export type { TokenView } from '../scheduler/token-scheduler.ts';

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import type { JsonSchema } from '../engines/engine-types.ts';
-import { ConfigError } from '../errors/config-error.ts';
-import { ToolArgumentsError } from '../errors/tool-arguments-error.ts';
+import type { JsonSchema } from '../core/engine-types.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
+import { ToolArgumentsError } from '../core/errors/tool-arguments-error.ts';
 import type { AgentTool, ToolRunContext } from './agent-definition.ts';
 
 /**

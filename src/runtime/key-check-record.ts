@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/clock.ts';
-import type { EngineResult } from '../engines/engine-types.ts';
-import { isEngineFaultError } from '../faults/fault.ts';
+import type { EngineResult } from '../core/engine-types.ts';
+import { isEngineFaultError } from '../core/fault.ts';
 import type { CallRecordEvent } from './agent-actors.ts';
 
 /** The label the key vault gives a BYOK key's check call (`byok-check:<endpoint id>`). */

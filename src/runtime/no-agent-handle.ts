@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { streamAsk, type TurnStream } from './turn-stream.ts';
 import type { Clock } from '../clock/clock.ts';
-import { NO_USAGE } from '../engines/token-usage.ts';
-import { AgentStoppedError } from '../errors/lifecycle-errors.ts';
+import { NO_USAGE } from '../core/token-usage.ts';
+import { AgentStoppedError } from '../core/errors/lifecycle-errors.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
-import { onAbort } from './abort-fanout.ts';
+import { onAbort } from '../clock/abort-fanout.ts';
 import type { NoAgentDefinition } from './agent-definition.ts';
 import {
   type AgentStateName,
@@ -14,7 +14,7 @@ import {
   unstartedCancelledTurn,
 } from './agent-handle.ts';
 import type { KeepAlive } from './keep-alive.ts';
-import type { AgentMemory, Turn } from './turn.ts';
+import type { AgentMemory, Turn } from '../core/turn.ts';
 
 /** What a `no_agent` handle is built from. */
 export interface NoAgentHandleOptions {

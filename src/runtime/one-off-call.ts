@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import type { ChatMessage } from '../engines/engine-types.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import type { ChatMessage } from '../core/engine-types.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import type { AgentTool, ClientTool, DegradedContext, LlmAgentDefinition } from './agent-definition.ts';
 import type { AgentHandle, AskOptions } from './agent-handle-types.ts';
-import type { DegradedAnswer } from '../degraded/decision-tree.ts';
+import type { DegradedAnswer } from '../core/turn.ts';
 import type { SpawnOptions } from './supervisor-types.ts';
-import type { Turn } from './turn.ts';
+import type { Turn } from '../core/turn.ts';
 import type { TurnStream } from './turn-stream.ts';
 
 /**

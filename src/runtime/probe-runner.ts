@@ -1,7 +1,7 @@
 import { warnCapped } from './capped-wait-warning.ts';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock/clock.ts';
-import { type Fault, isEngineFaultError } from '../faults/fault.ts';
+import { type Fault, isEngineFaultError } from '../core/fault.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { LeaseExpiredError, type TokenScheduler } from '../scheduler/token-scheduler.ts';

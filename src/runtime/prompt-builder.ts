@@ -1,22 +1,8 @@
-import type { ChatMessage, EngineRequest, ToolDefinition } from '../engines/engine-types.ts';
-import type { AgentMemory } from './turn.ts';
+import type { ChatMessage, EngineRequest } from '../core/engine-types.ts';
+import type { PromptParts } from '../core/turn.ts';
 
 /** Earlier tool results rendered into the system prompt (the most recent ones). */
 export const MAX_REMEMBERED_TOOL_RESULTS = 20;
-
-/** What the prompt of one engine call is made of. */
-export interface PromptParts {
-  readonly role?: string;
-  readonly memory: AgentMemory;
-  /** Earlier turns kept verbatim. */
-  readonly historyTurns: number;
-  /** This turn's messages so far: the user prompt, then tool calls and results. */
-  readonly turnMessages: readonly ChatMessage[];
-  readonly tools: readonly ToolDefinition[];
-  readonly maxTokens: number;
-  readonly temperature?: number;
-  readonly idempotencyKey: string;
-}
 
 /**
  * Builds the engine request of an agent from its memory alone, so the same memory gives the same

@@ -5,8 +5,8 @@ import {
   endpointConfigSchema,
   type ParsedEndpointConfig,
 } from '../engines/endpoint-config.ts';
-import { ConfigError } from '../errors/config-error.ts';
-import { configErrorFromZod } from '../errors/zod-issue.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
+import { configErrorFromZod } from '../core/errors/zod-issue.ts';
 import { boundedArray, boundedNumber, DAY_MS, durationMs, LIMITS, nonNegativeMs } from '../config/bounds.ts';
 
 /** A positive whole count, at most `max`. */

@@ -1,8 +1,8 @@
-import type { RuntimeEvent } from '../events/runtime-event.ts';
+import type { RuntimeEvent } from '../core/runtime-event.ts';
 import type { SchedulerReport } from '../scheduler/token-scheduler.ts';
 import type { CallRecordEvent } from './agent-actors.ts';
 import type { TurnMeta } from './agent-handle.ts';
-import type { Turn } from './turn.ts';
+import type { Turn } from '../core/turn.ts';
 
 /*
  * The runtime's records as `RuntimeEvent`s: the one feed behind the event log, the report, the live view and the

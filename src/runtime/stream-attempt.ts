@@ -4,8 +4,8 @@ import {
   type EndpointDescriptor,
   type EngineResult,
   type StreamSink,
-} from '../engines/engine-types.ts';
-import type { Fault } from '../faults/fault.ts';
+} from '../core/engine-types.ts';
+import type { Fault } from '../core/fault.ts';
 import type { StreamSource, TurnStreamSink } from './turn-stream.ts';
 
 /**

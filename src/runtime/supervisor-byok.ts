@@ -8,11 +8,11 @@ import {
 } from '../byok/key-vault.ts';
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { isScaledClock } from '../clock/scaled-clock.ts';
-import { ConfigError } from '../errors/config-error.ts';
-import type { RuntimeEvent } from '../events/runtime-event.ts';
-import type { Fault, FaultKind } from '../faults/fault.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
+import type { RuntimeEvent } from '../core/runtime-event.ts';
+import type { Fault, FaultKind } from '../core/fault.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
-import type { Engine } from '../engines/engine-types.ts';
+import type { Engine } from '../core/engine-types.ts';
 
 /** Where BYOK endpoints go: the runtime's endpoints (each with its own health). */
 export interface ByokEndpointSink {

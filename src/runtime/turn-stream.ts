@@ -1,7 +1,7 @@
-import type { ToolCall } from '../engines/engine-types.ts';
-import type { Fault } from '../faults/fault.ts';
-import { onAbort } from './abort-fanout.ts';
-import type { Turn } from './turn.ts';
+import type { ToolCall } from '../core/engine-types.ts';
+import type { Fault } from '../core/fault.ts';
+import { onAbort } from '../clock/abort-fanout.ts';
+import type { Turn } from '../core/turn.ts';
 
 /**
  * How many characters of the text so far came from one endpoint.

@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { isAbsolute, join, relative, resolve, sep } from 'node:path';
 import { LineCounter, parseDocument } from 'yaml';
 import { PACKAGE_ROOT } from '../config/package-root.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { applyJobOverrides } from './job-overrides.ts';
 import { describeIssue, formatPath, lineOf } from './scenario-issue.ts';

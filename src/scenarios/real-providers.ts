@@ -1,5 +1,5 @@
 import type { EmulatorFlavor } from '../emulator/index.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import type { ScenarioByokInput } from './scenario-schema.ts';
 import type { ScenarioEndpoint, ScenarioSpec } from './scenario-types.ts';
 

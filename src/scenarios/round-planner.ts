@@ -1,5 +1,5 @@
 import { Cron } from 'croner';
-import { ConfigError } from '../errors/config-error.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import type { PlannedTurn, RoundPlan, ScenarioSpec, ScheduleSpec } from './scenario-types.ts';
 import { formatClock, formatDate, resolveInstant } from './zoned-time.ts';
 

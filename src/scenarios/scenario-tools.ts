@@ -1,6 +1,6 @@
 import { SEED_DECISION_TREES } from '../../agents/seed-agents.ts';
-import type { JsonSchema } from '../engines/engine-types.ts';
-import { ConfigError } from '../errors/config-error.ts';
+import type { JsonSchema } from '../core/engine-types.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
 import type { AgentDefinition, AgentTool, NoAgentDefinition } from '../runtime/agent-definition.ts';
 import type { ScenarioSpec } from './scenario-types.ts';
 

@@ -10,8 +10,8 @@ import { isIncompleteClusterError } from './incomplete-cluster-error.ts';
 import { createPGlite } from './pglite-template.ts';
 import type { StoreSchema } from './store-schema.ts';
 import { redactUrl } from '../redact/secret-scrubber.ts';
-import { ConfigError } from '../errors/config-error.ts';
-import { firstBytesFrom, notPostgresAnswer, POSTGRES_SSL_REQUEST } from '../errors/foreign-server.ts';
+import { ConfigError } from '../core/errors/config-error.ts';
+import { firstBytesFrom, notPostgresAnswer, POSTGRES_SSL_REQUEST } from '../core/errors/foreign-server.ts';
 
 /**
  * Which engine is behind a {@link BreakwaterDatabase}.

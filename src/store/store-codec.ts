@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
-import { decodeUsage } from '../engines/token-usage.ts';
-import type { Fault } from '../faults/fault.ts';
+import { decodeUsage } from '../core/token-usage.ts';
+import type { Fault } from '../core/fault.ts';
 import type { EventRecord, RoundRecord, RunRecord, TurnRecord } from './store-types.ts';
 import type {
   EventsTable,

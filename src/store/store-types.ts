@@ -1,5 +1,5 @@
-import type { Usage } from '../engines/engine-types.ts';
-import type { Fault } from '../faults/fault.ts';
+import type { Usage } from '../core/engine-types.ts';
+import type { Fault } from '../core/fault.ts';
 import type { RunStatus, TurnOutcome } from './store-schema.ts';
 
 /**

@@ -1,5 +1,5 @@
 import { type Clock, systemClock } from '../clock/clock.ts';
-import type { RuntimeEvent } from '../events/runtime-event.ts';
+import type { RuntimeEvent } from '../core/runtime-event.ts';
 import type { Supervisor } from '../runtime/create-supervisor.ts';
 import type { RunStore } from '../store/run-store.ts';
 import {

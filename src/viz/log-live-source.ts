@@ -1,4 +1,4 @@
-import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import type { RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type LiveSource, turnFromRecord } from './live-source.ts';
 import { applyEvent, emptyVizState, type VizEvent, type VizState } from './viz-state.ts';

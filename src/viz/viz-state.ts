@@ -1,4 +1,4 @@
-import type { AgentInfo, RuntimeEvent } from '../events/runtime-event.ts';
+import type { AgentInfo, RuntimeEvent } from '../core/runtime-event.ts';
 
 /*
  * The visualizer's one reducer. The server folds the live feed with it, and the page (bundled from

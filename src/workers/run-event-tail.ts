@@ -1,4 +1,4 @@
-import type { RuntimeEventListener } from '../events/runtime-event.ts';
+import type { RuntimeEventListener } from '../core/runtime-event.ts';
 import { eventFromRecord } from '../report/stored-events.ts';
 import type { RunStore } from '../store/run-store.ts';
 

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock/clock.ts';
-import type { RuntimeEventListener } from '../events/runtime-event.ts';
+import type { RuntimeEventListener } from '../core/runtime-event.ts';
 import type { EndpointHealth } from '../health/endpoint-health.ts';
 import type { Supervisor } from '../runtime/supervisor-types.ts';
 import type { LogLiveSource } from '../viz/log-live-source.ts';

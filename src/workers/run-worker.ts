@@ -4,7 +4,7 @@ import { sql } from 'kysely';
 import type { Logger } from 'pino';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { createScaledClock, preciseWallNow, type ScaledClock } from '../clock/scaled-clock.ts';
-import type { RuntimeEventListener } from '../events/runtime-event.ts';
+import type { RuntimeEventListener } from '../core/runtime-event.ts';
 import { durableAgentState } from '../runtime/agent-snapshot.ts';
 import type { AgentDefinition } from '../runtime/agent-definition.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';

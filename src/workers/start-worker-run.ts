@@ -9,7 +9,7 @@ import {
   type StoredRunConfig,
   type StoredWorkersConfig,
 } from '../rounds/run-scenario.ts';
-import type { AgentInfo } from '../events/runtime-event.ts';
+import type { AgentInfo } from '../core/runtime-event.ts';
 import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
 import { planRounds } from '../scenarios/round-planner.ts';

@@ -1,4 +1,4 @@
-import type { RuntimeEvent, RuntimeEventListener } from '../events/runtime-event.ts';
+import type { RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
 import { appendRunEvents, createLiveEventLog } from '../store/event-log.ts';
 import type { BreakwaterDatabase } from '../store/open-database.ts';
 import type { LogEventInput } from '../store/store-types.ts';

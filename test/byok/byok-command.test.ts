@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { BYOK_USAGE, parseByokCommand, parseByokLine } from '../../src/byok/byok-command.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 
 const KEY = 'sk-proj-commandTest0000000000000000a1b2';
 

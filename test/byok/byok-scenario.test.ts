@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { defineConfig } from '../../src/runtime/runtime-config.ts';
 import { loadScenario, parseScenario, resolveScenario } from '../../src/scenarios/load-scenario.ts';
 import { toRealProviders } from '../../src/scenarios/real-providers.ts';

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeConfigInput } from '../../src/runtime/runtime-config.ts';
 import {

@@ -12,8 +12,8 @@ import { writeHeapSnapshot } from 'node:v8';
 import { isByokRejectedError } from '../../src/byok/byok-errors.ts';
 import { createKeyVault, type KeyVault } from '../../src/byok/key-vault.ts';
 import { createManualClock } from '../../src/clock/clock.ts';
-import type { Engine } from '../../src/engines/engine-types.ts';
-import { isEngineFaultError } from '../../src/faults/fault.ts';
+import type { Engine } from '../../src/core/engine-types.ts';
+import { isEngineFaultError } from '../../src/core/fault.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { CANARY_PROVIDERS, type CanaryProvider, canaryKeyBytes } from './byok-canary.ts';
 

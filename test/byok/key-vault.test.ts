@@ -5,10 +5,10 @@ import type { ByokExpiryReason, ByokReceipt, ByokTemplate } from '../../src/byok
 import { createKeyVault, type KeyVault, type KeyVaultOptions } from '../../src/byok/key-vault.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { keyFingerprint } from '../../src/engines/endpoint-config.ts';
-import type { EngineRequest } from '../../src/engines/engine-types.ts';
+import type { EngineRequest } from '../../src/core/engine-types.ts';
 import { type Emulator, type EmulatorFlavor, startEmulator } from '../../src/emulator/index.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
-import { type EngineFaultError, isEngineFaultError } from '../../src/faults/fault.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
+import { type EngineFaultError, isEngineFaultError } from '../../src/core/fault.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { scrubSecrets } from '../../src/redact/secret-scrubber.ts';
 

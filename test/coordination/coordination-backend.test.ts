@@ -8,7 +8,7 @@ import {
   resolveCoordination,
 } from '../../src/coordination/coordination-options.ts';
 import { createCoordinationBackend } from '../../src/coordination/create-coordination.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { backendsPerTest, coordinationCases, REDIS_URL } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 

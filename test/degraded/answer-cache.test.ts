@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AnswerCache, promptTokens, tokenSetCosine } from '../../src/degraded/answer-cache.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 
 describe('AnswerCache', () => {
   it('an exact hit ignores case and whitespace and has similarity 1', () => {

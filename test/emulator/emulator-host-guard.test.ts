@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllowedHosts, runEmulatorCommand } from '../../src/cli/commands/emulator-command.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { EMULATOR_FLAVORS } from '../../src/emulator/emulator-types.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 
 // Issue 42, "Servers that one client can't lock out", for the emulator's provider listeners (they were open to
 // any Host): every listener answers only its own names (DNS rebinding), two Host headers get 400 (RFC 9112 §3.2),

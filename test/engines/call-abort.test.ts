@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CallCancel, callAbortOf, signalAbort } from '../../src/engines/call-abort.ts';
+import { CallCancel, callAbortOf, signalAbort } from '../../src/core/call-abort.ts';
 
 describe('CallCancel (the runtime cancelling its own calls without an AbortController)', () => {
   it('runs each listener once, with the reason, and not after it was taken off', () => {

@@ -1,5 +1,5 @@
 import type { EndpointConfig } from '../../src/engines/endpoint-config.ts';
-import type { ToolDefinition } from '../../src/engines/engine-types.ts';
+import type { ToolDefinition } from '../../src/core/engine-types.ts';
 import type { EmulatorFlavor } from '../../src/emulator/index.ts';
 
 /** Every provider kind (and every OpenAI-compatible flavor) as an endpoint config on the emulator. */

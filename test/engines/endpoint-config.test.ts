@@ -9,7 +9,7 @@ import {
   endpointConfigSchema,
   parseEndpointConfig,
 } from '../../src/engines/endpoint-config.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 
 const KEY = 'sk-ant-api03-TESTKEYabcdefghijklmnop0001';
 

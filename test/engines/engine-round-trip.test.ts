@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import { keyFingerprint } from '../../src/engines/endpoint-config.ts';
-import type { ChatMessage, Engine, EngineResult } from '../../src/engines/engine-types.ts';
+import type { ChatMessage, Engine, EngineResult } from '../../src/core/engine-types.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { KEY, TARGETS, weatherTool } from './emulator-targets.ts';
 

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { EndpointConfig } from '../../src/engines/endpoint-config.ts';
-import { type EngineFaultError, isEngineFaultError } from '../../src/faults/fault.ts';
+import { type EngineFaultError, isEngineFaultError } from '../../src/core/fault.ts';
 import {
   type FormProvider,
   okReply,

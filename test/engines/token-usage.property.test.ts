@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { Usage } from '../../src/engines/engine-types.ts';
-import type { Fault } from '../../src/faults/fault.ts';
+import type { Usage } from '../../src/core/engine-types.ts';
+import type { Fault } from '../../src/core/fault.ts';
 import {
   addUsage,
   bestInput,
@@ -12,7 +12,7 @@ import {
   NO_USAGE,
   pacingTokens,
   usageOf,
-} from '../../src/engines/token-usage.ts';
+} from '../../src/core/token-usage.ts';
 
 /*
  * The arithmetic of usage over any mix of calls: a count is the sum of what the providers reported, unknown (null)

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
-import type { EngineRequest } from '../../src/engines/engine-types.ts';
+import type { EngineRequest } from '../../src/core/engine-types.ts';
 import { type RawFixtureServer, startRawFixture } from './raw-fixture-server.ts';
 
 // Exact request shapes on the wire, and exact provider bodies (provider-wire-facts §1.2, §2.1, §3.1)

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { EndpointConfig } from '../../src/engines/endpoint-config.ts';
-import { type EngineFaultError, isEngineFaultError } from '../../src/faults/fault.ts';
+import { type EngineFaultError, isEngineFaultError } from '../../src/core/fault.ts';
 import type { EndpointFaultRule } from '../../src/fault-proxy/endpoint-fault-rule.ts';
 import { type FaultProxy, startFaultProxy } from '../../src/fault-proxy/fault-proxy.ts';
 import { okReply } from '../support/reset-header-forms.ts';

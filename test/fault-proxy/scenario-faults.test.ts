@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isConfigError } from '../../src/errors/config-error.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { runScenario } from '../../src/rounds/run-scenario.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/index.ts';

@@ -8,7 +8,7 @@ import { APIError as OpenAIAPIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { StreamCutError } from '../../src/engines/engine-call.ts';
 import { classifyError } from '../../src/faults/classify-error.ts';
-import { EngineFaultError, isSwappableFault, isTransientFault } from '../../src/faults/fault.ts';
+import { EngineFaultError, isSwappableFault, isTransientFault } from '../../src/core/fault.ts';
 
 // Edge cases the wire tables cannot reach: objects shaped like other SDK majors, the context flags
 // on their own, and inputs that must never make the classifier throw.

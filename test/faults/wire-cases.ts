@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CompatFlavor, ProviderKind } from '../../src/engines/engine-types.ts';
+import type { CompatFlavor, ProviderKind } from '../../src/core/engine-types.ts';
 import { type ClassifyContext, classifyError } from '../../src/faults/classify-error.ts';
-import type { Fault, FaultKind } from '../../src/faults/fault.ts';
+import type { Fault, FaultKind } from '../../src/core/fault.ts';
 import {
   closedPort,
   type FixtureReply,

@@ -34,9 +34,9 @@ import {
   type WakeAtInput,
 } from '../../machines/agent.machine.ts';
 import type { ManualClock } from '../../src/clock/clock.ts';
-import type { EngineResult, ToolCall } from '../../src/engines/engine-types.ts';
-import type { Fault, FaultKind } from '../../src/faults/fault.ts';
-import { emptyMemory } from '../../src/runtime/turn.ts';
+import type { EngineResult, ToolCall } from '../../src/core/engine-types.ts';
+import type { Fault, FaultKind } from '../../src/core/fault.ts';
+import { emptyMemory } from '../../src/core/turn.ts';
 
 export type AgentSnapshot = SnapshotFrom<typeof agentMachine>;
 

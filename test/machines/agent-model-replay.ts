@@ -18,8 +18,8 @@ import type {
 } from '../../machines/agent.machine.ts';
 import { type GrantedAnswer, turnOfAsk } from '../../machines/agent.machine.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
-import type { FaultKind } from '../../src/faults/fault.ts';
-import type { Turn, TurnOutcome } from '../../src/runtime/turn.ts';
+import type { FaultKind } from '../../src/core/fault.ts';
+import type { Turn, TurnOutcome } from '../../src/core/turn.ts';
 import {
   ANSWER_TEXT,
   ActorScript,

@@ -9,7 +9,7 @@ import { scenarioPlanInput } from '../../src/planner/scenario-plan-input.ts';
 import { runScenario } from '../../src/rounds/run-scenario.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { createRunStore, openDatabase } from '../../src/store/index.ts';
-import { pacingTokens } from '../../src/engines/token-usage.ts';
+import { pacingTokens } from '../../src/core/token-usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bw-plan-from-run-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

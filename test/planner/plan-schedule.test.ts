@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { parseFlex } from '../../src/planner/flex-window.ts';
 import { planSchedule } from '../../src/planner/plan-schedule.ts';
 import type { PlanInput, PlanJob } from '../../src/planner/plan-types.ts';

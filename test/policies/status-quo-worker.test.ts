@@ -1,14 +1,14 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import {
   ALL_COOLING_MESSAGE,
   createStatusQuoExecutor,
   type StatusQuoOptions,
 } from '../../src/policies/status-quo-worker.ts';
 import type { TurnExecutor } from '../../src/rounds/turn-executor.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
+import type { Turn } from '../../src/core/turn.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { driveUntil, ioTurn, settle } from '../support/runtime-harness.ts';
 

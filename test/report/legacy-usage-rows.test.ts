@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Usage } from '../../src/engines/engine-types.ts';
+import type { Usage } from '../../src/core/engine-types.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
 import { type BreakwaterDatabase, createRunStore } from '../../src/store/index.ts';
 import {

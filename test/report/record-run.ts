@@ -1,11 +1,11 @@
 import type { Clock } from '../../src/clock/clock.ts';
 import type { Emulator, EmulatorFlavor, EmulatorStats } from '../../src/emulator/index.ts';
 import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import type { AgentDefinition } from '../../src/runtime/agent-definition.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeConfigInput } from '../../src/runtime/runtime-config.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
+import type { Turn } from '../../src/core/turn.ts';
 import type { RunStore } from '../../src/store/run-store.ts';
 import type { RunRecord, TurnInput } from '../../src/store/store-types.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';

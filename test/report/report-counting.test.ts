@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, type EmulatorStats, startEmulator } from '../../src/emulator/index.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { formatRunReport } from '../../src/report/format-report.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
 import type { ReportCheck, RunReport } from '../../src/report/report-types.ts';

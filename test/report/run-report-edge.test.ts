@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { maxInSlidingWindow, maxOverlap, percentile } from '../../src/report/call-intervals.ts';
 import { formatRunReport } from '../../src/report/format-report.ts';
 import { isPlaceholderAnswer } from '../../src/report/placeholder-answer.ts';

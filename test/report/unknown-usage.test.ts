@@ -12,7 +12,7 @@ import { formatRunReport } from '../../src/report/format-report.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
 import { runScenario } from '../../src/rounds/run-scenario.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';

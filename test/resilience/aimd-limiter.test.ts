@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { AimdLimiter } from '../../src/resilience/aimd-limiter.ts';
 
 /** Fills the limiter, then releases every held slot with the outcome the endpoint would give. */

@@ -10,8 +10,8 @@ import {
   resolveBreakerConfig,
 } from '../../machines/breaker.machine.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
-import type { FaultKind } from '../../src/faults/fault.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
+import type { FaultKind } from '../../src/core/fault.ts';
 
 type BreakerSnapshot = SnapshotFrom<typeof breakerMachine>;
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { createSeededRandom } from './seeded-random.ts';
 import { TokenBucket } from '../../src/resilience/token-bucket.ts';
 

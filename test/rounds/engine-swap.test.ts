@@ -4,14 +4,14 @@ import { systemClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
-import type { Engine, EngineRequest } from '../../src/engines/engine-types.ts';
+import type { Engine, EngineRequest } from '../../src/core/engine-types.ts';
 import { createBreakwaterExecutor } from '../../src/rounds/breakwater-executor.ts';
 import { toTurnInput } from '../../src/rounds/round-runner.ts';
 import { applyRunRestore, loadRunRestore } from '../../src/rounds/run-restore.ts';
 import { storeCallMemo } from '../../src/rounds/store-call-memo.ts';
 import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import type { LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
-import type { AgentMemory } from '../../src/runtime/turn.ts';
+import type { AgentMemory } from '../../src/core/turn.ts';
 import {
   type BreakwaterDatabase,
   createRunStore,

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startEmulator } from '../../src/emulator/index.ts';
 import { DeadlineError } from '../../src/engines/timed-fetch.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { type ProviderMode, runScenario } from '../../src/rounds/run-scenario.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';

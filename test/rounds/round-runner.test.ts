@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { systemClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createBreakwaterExecutor } from '../../src/rounds/breakwater-executor.ts';
 import { utteranceOf } from '../../src/rounds/run-restore.ts';
 import { runRounds } from '../../src/rounds/round-runner.ts';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { runScenario } from '../../src/rounds/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/index.ts';

@@ -3,7 +3,7 @@ import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
+import type { Turn } from '../../src/core/turn.ts';
 import { driveUntil, emulatorEndpoint } from '../support/runtime-harness.ts';
 
 // Recognisable fake keys: the middle parts must never appear in a log line, even masked keys keep only 4 chars.

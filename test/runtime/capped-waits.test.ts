@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { okReply, RESET_HEADER_FORMS, type ResetHeaderForm } from '../support/reset-header-forms.ts';

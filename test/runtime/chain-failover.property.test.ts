@@ -14,8 +14,8 @@ import { describe, expect, it } from 'vitest';
 import { createVirtualClock } from '../../src/clock/virtual-clock.ts';
 import { type EmulatorFaultKind, type EmulatorFlavor, startEmulator } from '../../src/emulator/index.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
+import type { Turn } from '../../src/core/turn.ts';
 import { emulatorEndpoint, settle } from '../support/runtime-harness.ts';
 
 const ENDPOINTS: readonly { id: string; flavor: EmulatorFlavor; model: string; key: string }[] = [

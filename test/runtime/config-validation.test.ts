@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { defineConfig } from '../../src/runtime/runtime-config.ts';
 

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, expectTypeOf, it } from 'vitest';
 import { z } from 'zod';
-import { isConfigError } from '../../src/errors/config-error.ts';
-import { isToolArgumentsError } from '../../src/errors/tool-arguments-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
+import { isToolArgumentsError } from '../../src/core/errors/tool-arguments-error.ts';
 import type { ToolRunContext } from '../../src/runtime/agent-definition.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { defineTool } from '../../src/runtime/define-tool.ts';

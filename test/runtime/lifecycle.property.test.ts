@@ -11,7 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, type EmulatorFaultKind, startEmulator } from '../../src/emulator/index.ts';
-import { isAgentStoppedError } from '../../src/errors/lifecycle-errors.ts';
+import { isAgentStoppedError } from '../../src/core/errors/lifecycle-errors.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import type { AgentHandle } from '../../src/runtime/agent-handle.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';

@@ -1,10 +1,10 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { isAgentStoppedError } from '../../src/errors/lifecycle-errors.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import { isAgentStoppedError } from '../../src/core/errors/lifecycle-errors.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
+import type { Turn } from '../../src/core/turn.ts';
 import { emulatorEndpoint, settle } from '../support/runtime-harness.ts';
 
 let emulator: Emulator;

@@ -8,7 +8,7 @@ import {
   startEmulator,
 } from '../../src/emulator/index.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
+import type { Turn } from '../../src/core/turn.ts';
 import { emulatorEndpoint, settle } from '../support/runtime-harness.ts';
 
 /*

@@ -7,7 +7,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
-import type { Engine } from '../../src/engines/engine-types.ts';
+import type { Engine } from '../../src/core/engine-types.ts';
 import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { driveUntil, emulatorEndpoint, settle } from '../support/runtime-harness.ts';

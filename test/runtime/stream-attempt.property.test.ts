@@ -1,8 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CallEngineInput, PartialAnswer } from '../../machines/agent.types.ts';
-import type { EndpointDescriptor, EngineResult } from '../../src/engines/engine-types.ts';
-import type { Fault } from '../../src/faults/fault.ts';
+import type { EndpointDescriptor, EngineResult } from '../../src/core/engine-types.ts';
+import type { Fault } from '../../src/core/fault.ts';
 import { beginStreamAttempt } from '../../src/runtime/stream-attempt.ts';
 import { type StreamEvent, TurnEventChannel } from '../../src/runtime/turn-stream.ts';
 

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { EmulatorFaultKind, EmulatorFlavor } from '../../src/emulator/index.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { z } from 'zod';
-import { bestOutput } from '../../src/engines/token-usage.ts';
+import { bestOutput } from '../../src/core/token-usage.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { defineTool } from '../../src/runtime/define-tool.ts';
 import type { StreamEvent } from '../../src/runtime/turn-stream.ts';

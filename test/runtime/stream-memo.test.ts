@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import type { EngineResult } from '../../src/engines/engine-types.ts';
-import type { CallMemo } from '../../src/runtime/call-memo.ts';
+import type { EngineResult } from '../../src/core/engine-types.ts';
+import type { CallMemo } from '../../src/core/call-memo.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { StreamEvent } from '../../src/runtime/turn-stream.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';

@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { type StreamEvent, TurnEventChannel } from '../../src/runtime/turn-stream.ts';
-import { isAgentStoppedError } from '../../src/errors/lifecycle-errors.ts';
+import { isAgentStoppedError } from '../../src/core/errors/lifecycle-errors.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 import { waitFor } from '../support/wait-for.ts';
 

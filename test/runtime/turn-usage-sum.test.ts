@@ -12,12 +12,12 @@ import {
   type EmulatorFlavor,
   startEmulator,
 } from '../../src/emulator/index.ts';
-import type { Usage } from '../../src/engines/engine-types.ts';
+import type { Usage } from '../../src/core/engine-types.ts';
 import { createBreakwaterMetrics } from '../../src/observability/prometheus-metrics.ts';
 import { formatUsageSummary, summarizeUsage } from '../../src/report/usage-summary.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
+import type { Turn } from '../../src/core/turn.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { isAbsolute, join, relative, sep } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type ConfigError, isConfigError } from '../../src/errors/config-error.ts';
+import { type ConfigError, isConfigError } from '../../src/core/errors/config-error.ts';
 import {
   listScenarios,
   loadScenario,

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { runScenario } from '../../src/rounds/run-scenario.ts';
 import { toRealProviders } from '../../src/scenarios/real-providers.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/config/bounds.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { defineConfig } from '../../src/runtime/runtime-config.ts';
 import { loadScenario, parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { runCli } from '../cli/run-cli.ts';

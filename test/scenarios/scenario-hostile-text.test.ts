@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { scanJson } from '../../src/scenarios/json-scan.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { storableTextProblem, wireNameProblem } from '../../src/scenarios/scenario-text.ts';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { isConfigError } from '../../src/errors/config-error.ts';
+import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { isNoAgentDefinition, type LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { loadScenario, parseScenario } from '../../src/scenarios/load-scenario.ts';

@@ -6,8 +6,8 @@
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
 import { describeEndpoint } from '../../src/engines/endpoint-config.ts';
-import type { EngineResult } from '../../src/engines/engine-types.ts';
-import type { Fault, FaultKind } from '../../src/faults/fault.ts';
+import type { EngineResult } from '../../src/core/engine-types.ts';
+import type { Fault, FaultKind } from '../../src/core/fault.ts';
 import { EndpointRegistry, type Selection } from '../../src/health/endpoint-registry.ts';
 import { RetryBudget } from '../../src/resilience/retry-budget.ts';
 import { MemoryTokenScheduler } from '../../src/scheduler/memory-token-scheduler.ts';

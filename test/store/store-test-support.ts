@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import type { Fault } from '../../src/faults/fault.ts';
+import type { Fault } from '../../src/core/fault.ts';
 import {
   type AgentStateInput,
   type BreakwaterDatabase,

@@ -1,8 +1,8 @@
 import type { ManualClock } from '../../src/clock/clock.ts';
 import type { Emulator } from '../../src/emulator/index.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
-import type { Turn } from '../../src/runtime/turn.ts';
+import type { Turn } from '../../src/core/turn.ts';
 import { driveUntil, emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createLiveView } from '../../src/live/live-view.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createLiveEventLog, type LiveEventLog } from '../../src/store/event-log.ts';

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { RuntimeEvent } from '../../src/events/runtime-event.ts';
+import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';

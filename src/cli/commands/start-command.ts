@@ -4,12 +4,12 @@ import { startEmulator } from '../../emulator/emulator-server.ts';
 import type { EmulatorProfile } from '../../emulator/emulator-types.ts';
 import { createEngine } from '../../engines/create-engine.ts';
 import type { EndpointConfig } from '../../engines/endpoint-config.ts';
-import type { Engine, EngineRequest, EngineResult, RateLimitWindow } from '../../engines/engine-types.ts';
-import { type Fault, isEngineFaultError, isSwappableFault, isTransientFault } from '../../faults/fault.ts';
+import type { Engine, EngineRequest, EngineResult, RateLimitWindow } from '../../core/engine-types.ts';
+import { type Fault, isEngineFaultError, isSwappableFault, isTransientFault } from '../../core/fault.ts';
 import { CliError } from '../cli-error.ts';
 import { alignRows, oneLine, type Print, printToStdout } from '../cli-output.ts';
 import { listenForStop } from '../stop-signal.ts';
-import { describeUsage } from '../../engines/token-usage.ts';
+import { describeUsage } from '../../core/token-usage.ts';
 
 /*
  * `breakwater start` for now: the engine adapter end to end on the built-in emulator. The round

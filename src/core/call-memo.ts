@@ -1,5 +1,5 @@
-import type { Usage } from '../engines/engine-types.ts';
-import type { Fault } from '../faults/fault.ts';
+import type { Usage } from './engine-types.ts';
+import type { Fault } from './fault.ts';
 
 /**
  * A memo of finished calls keyed by idempotency key. The durable store implements it, so a call whose

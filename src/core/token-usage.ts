@@ -1,4 +1,4 @@
-import type { Fault } from '../faults/fault.ts';
+import type { Fault } from './fault.ts';
 import type { Usage, UsageSource } from './engine-types.ts';
 
 /*

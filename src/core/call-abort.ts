@@ -1,4 +1,4 @@
-import { onAbort as onSignalAbort } from '../runtime/abort-fanout.ts';
+import { onAbort as onSignalAbort } from '../clock/abort-fanout.ts';
 
 /**
  * How the runtime cancels one engine call without an `AbortController` of its own: on Node 20 making one costs

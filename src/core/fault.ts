@@ -1,4 +1,4 @@
-import type { ProviderKind } from '../engines/engine-types.ts';
+import type { ProviderKind } from './engine-types.ts';
 
 /**
  * Every failure from every provider becomes one of these kinds.

@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 
 /**
  * Tells "nothing answers" from "something else answers" on a database or Redis port: a driver that meets

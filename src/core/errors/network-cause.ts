@@ -1,5 +1,5 @@
 import { ConfigError } from './config-error.ts';
-import { redactUrl } from '../redact/secret-scrubber.ts';
+import { redactUrl } from '../../redact/secret-scrubber.ts';
 
 /**
  * What a failed network call met, in a few words: fetch says only "fetch failed" and keeps the reason in

@@ -1,5 +1,5 @@
-import type { FaultKind } from '../faults/fault.ts';
-import type { Usage } from '../engines/engine-types.ts';
+import type { FaultKind } from './fault.ts';
+import type { Usage } from './engine-types.ts';
 
 /**
  * Everything that happens in a run, as plain data: the event log the report and the state visualizer

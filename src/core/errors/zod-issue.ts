@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { ConfigError } from './config-error.ts';
 
 /**

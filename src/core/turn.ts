@@ -1,7 +1,6 @@
-import type { DegradedAnswer } from '../degraded/decision-tree.ts';
-import type { ChatMessage, StopReason, ToolCall, Usage } from '../engines/engine-types.ts';
-import { decodeUsage, NO_USAGE } from '../engines/token-usage.ts';
-import type { Fault } from '../faults/fault.ts';
+import type { ChatMessage, StopReason, ToolCall, ToolDefinition, Usage } from './engine-types.ts';
+import { decodeUsage, NO_USAGE } from './token-usage.ts';
+import type { Fault } from './fault.ts';
 
 /**
  * How a turn ended.
@@ -133,4 +132,36 @@ export function usageSoFar(t: {
   if (t.usage) return t.usage;
   if (t.inputTokens === undefined && t.outputTokens === undefined) return NO_USAGE;
   return decodeUsage({ inputTokens: t.inputTokens ?? 0, outputTokens: t.outputTokens ?? 0 }) ?? NO_USAGE;
+}
+
+/** Where a degraded answer came from. `summary` = the generic summary of the agent's memory and item. */
+export type DegradedSource = 'decision_tree' | 'cache' | 'summary';
+
+/** An answer given without any engine. Plain, frozen data: safe to log, persist and show. */
+export interface DegradedAnswer {
+  /** The answer itself, readable as it is. */
+  readonly summary: string;
+  /** Structured parts of the answer (what a caller may act on). */
+  readonly fields?: Readonly<Record<string, unknown>>;
+  readonly source: DegradedSource;
+  /** Why the answer is degraded (e.g. "all engines open"), or, from a bare tree, which rule answered. */
+  readonly reason: string;
+  /** What the answer rests on: the rule that matched, the earlier prompt it was cached for, the memory. */
+  readonly basis?: string;
+  /** For `cache` answers: similarity (0–1] of the cached prompt to this one; 1 for an exact hit. */
+  readonly similarity?: number;
+}
+
+/** What the prompt of one engine call is made of. */
+export interface PromptParts {
+  readonly role?: string;
+  readonly memory: AgentMemory;
+  /** Earlier turns kept verbatim. */
+  readonly historyTurns: number;
+  /** This turn's messages so far: the user prompt, then tool calls and results. */
+  readonly turnMessages: readonly ChatMessage[];
+  readonly tools: readonly ToolDefinition[];
+  readonly maxTokens: number;
+  readonly temperature?: number;
+  readonly idempotencyKey: string;
 }
