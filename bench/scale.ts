@@ -26,7 +26,7 @@ import { RetryBudget } from '../src/resilience/retry-budget.ts';
 import { createSupervisor } from '../src/runtime/create-supervisor.ts';
 import { EndpointRegistry } from '../src/health/endpoint-registry.ts';
 import { MemoryTokenScheduler } from '../src/scheduler/memory-token-scheduler.ts';
-import { TimerHeap } from '../src/scheduler/timer-heap.ts';
+import { TimerHeap } from '../src/clock/timer-heap.ts';
 import { defineConfig, type RuntimeConfigInput } from '../src/runtime/runtime-config.ts';
 import { emptyMemory } from '../src/core/turn.ts';
 import { row, writeResult } from './lib/bench-result.ts';

@@ -40,7 +40,7 @@ export type {
   NoAgentDefinition,
 } from './runtime/agent-definition.ts';
 export type { AgentHandle, AskOptions, TurnMeta } from './runtime/agent-handle-types.ts';
-export type { CallOptions } from './runtime/one-off-call.ts';
+export type { CallOptions } from './runtime/supervisor-types.ts';
 export type { Turn, TurnAnswer, TurnOutcome } from './core/turn.ts';
 export type { StreamEvent, TurnStream } from './runtime/turn-stream.ts';
 export type { ChatMessage, StopReason, ToolCall, Usage } from './core/engine-types.ts';

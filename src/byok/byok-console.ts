@@ -3,7 +3,7 @@ import { isatty } from 'node:tty';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { parseByokLine } from './byok-command.ts';
 import type { ByokExpiryReason, ByokReceipt } from './byok-types.ts';
-import { KeySealer, keyBuffer, type SealedKey } from './sealed-key.ts';
+import { KeySealer, keyBuffer, type SealedKey } from '../redact/sealed-key.ts';
 
 /**
  * `/byok PROVIDER KEY` typed while a run goes: reads bytes from a terminal or a pipe, injects each key

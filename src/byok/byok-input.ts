@@ -1,6 +1,6 @@
 import type { CompatFlavor, ProviderKind } from '../core/engine-types.ts';
 import { ConfigError } from '../core/errors/config-error.ts';
-import { keyBuffer } from './sealed-key.ts';
+import { keyBuffer } from '../redact/sealed-key.ts';
 
 /**
  * Checks of what a user hands the vault. The key is looked at byte by byte and never turned into a

@@ -2,7 +2,7 @@ import { EventEmitter } from 'node:events';
 import { Socket } from 'node:net';
 import { isatty, ReadStream } from 'node:tty';
 import type { ByokConsoleInput } from './byok-console.ts';
-import { keyBuffer } from './sealed-key.ts';
+import { keyBuffer } from '../redact/sealed-key.ts';
 
 /**
  * The bytes typed on a terminal or written into a pipe, read into ONE buffer of ours (Node's `onread`

@@ -27,7 +27,7 @@ import type {
   ByokTemplate,
   ProviderName,
 } from './byok-types.ts';
-import { KeySealer } from './sealed-key.ts';
+import { KeySealer } from '../redact/sealed-key.ts';
 
 /**
  * Default idle TTL of an injected key: 2 hours without use.

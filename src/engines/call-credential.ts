@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { KeySealer, keyBuffer, type SealedKey } from '../byok/sealed-key.ts';
+import { KeySealer, keyBuffer, type SealedKey } from '../redact/sealed-key.ts';
 import { keyedFingerprint } from '../redact/key-fingerprint.ts';
 
 /**

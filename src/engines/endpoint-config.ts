@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { boundedNumber, durationMs, LIMITS } from '../config/bounds.ts';
 import { ConfigError } from '../core/errors/config-error.ts';
-import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
+import { DEFAULT_MAX_RETRY_AFTER_MS } from './wire/retry-after-cap.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { type CallCredential, createCallCredential, fingerprintOf } from './call-credential.ts';
 import type { CompatFlavor, EndpointDescriptor, ProviderKind } from '../core/engine-types.ts';

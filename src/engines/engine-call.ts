@@ -1,8 +1,8 @@
 import type { Clock } from '../clock/clock.ts';
-import { classifyError } from '../faults/classify-error.ts';
+import { classifyError } from './faults/classify-error.ts';
 import { EngineFaultError, type Fault } from '../core/fault.ts';
-import { readRateLimitState } from '../ratelimit/rate-limit-headers.ts';
-import { DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
+import { readRateLimitState } from './wire/rate-limit-headers.ts';
+import { DEFAULT_MAX_RETRY_AFTER_MS } from './wire/retry-after-cap.ts';
 import { callAbortOf } from '../core/call-abort.ts';
 import type { CallCredential } from './call-credential.ts';
 import type { ParsedEndpointConfig } from './endpoint-config.ts';

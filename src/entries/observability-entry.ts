@@ -10,7 +10,7 @@
  * const server = await startMetricsServer(metrics.registry, { port: 9464 });
  * ```
  */
-export { globalTracingRegistered } from '../observability/global-tracing.ts';
+export { globalTracingRegistered } from '../runtime/tracing/global-tracing.ts';
 export {
   type MetricsServer,
   type MetricsServerOptions,
@@ -23,4 +23,4 @@ export {
   createBreakwaterMetrics,
   endpointLabel,
 } from '../observability/prometheus-metrics.ts';
-export type { TracingOptions } from '../observability/turn-tracer.ts';
+export type { TracingOptions } from '../runtime/tracing/turn-tracer.ts';

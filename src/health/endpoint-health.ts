@@ -4,7 +4,7 @@ import { type Fault, isStallFault } from '../core/fault.ts';
 import { AimdLimiter } from '../resilience/aimd-limiter.ts';
 import { backoffDelay } from '../resilience/backoff.ts';
 import { TokenBucket } from '../resilience/token-bucket.ts';
-import type { TimerEntry, TimerHeap } from '../scheduler/timer-heap.ts';
+import type { TimerEntry, TimerHeap } from '../clock/timer-heap.ts';
 import type { Snapshot } from 'xstate';
 import { BREAKER_MACHINE_VERSION } from '../../machines/breaker.machine.ts';
 import { BreakerCell, type BreakerStep } from './breaker-cell.ts';

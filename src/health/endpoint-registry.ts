@@ -1,7 +1,7 @@
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
 import { describeEndpoint } from '../engines/endpoint-config.ts';
 import type { Engine } from '../core/engine-types.ts';
-import type { TimerHeap } from '../scheduler/timer-heap.ts';
+import type { TimerHeap } from '../clock/timer-heap.ts';
 import {
   type EndpointHealth,
   type EndpointHealthExport,

@@ -1,4 +1,4 @@
-import { formatClock, zonedParts } from '../scenarios/zoned-time.ts';
+import { formatClock, zonedParts } from '../clock/zoned-time.ts';
 import { type Demand, type JobState, slidingHour } from './demand-model.ts';
 import type { PlanContext } from './plan-jobs.ts';
 import type { Breach, DemandSummary, HourDemand, PeakJob, PlanPeak } from './plan-types.ts';

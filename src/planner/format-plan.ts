@@ -1,4 +1,4 @@
-import { formatClock, formatDate } from '../scenarios/zoned-time.ts';
+import { formatClock, formatDate } from '../clock/zoned-time.ts';
 import type { Breach, DemandSummary, PlanMove, PlanResult } from './plan-types.ts';
 
 /** Most jobs named on the peak's line before "and N more". */

@@ -3,7 +3,7 @@
  * moves that makes it fit.
  */
 export { shiftCron } from './cron-shift.ts';
-export { type FlexWindow, formatFlex, parseFlex } from './flex-window.ts';
+export { type FlexWindow, formatFlex, parseFlex } from '../scenarios/flex-window.ts';
 export { formatMove, formatPlan } from './format-plan.ts';
 export { planPage } from './plan-page.ts';
 export { planSchedule } from './plan-schedule.ts';

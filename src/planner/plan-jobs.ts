@@ -1,9 +1,9 @@
 import { Cron } from 'croner';
 import { ConfigError } from '../core/errors/config-error.ts';
 import { cronProblem } from '../scenarios/scenario-schema.ts';
-import { isAbsoluteInstant, isTimeZone } from '../scenarios/zoned-time.ts';
+import { isAbsoluteInstant, isTimeZone } from '../clock/zoned-time.ts';
 import { shiftCron } from './cron-shift.ts';
-import { type FlexWindow, parseFlex } from './flex-window.ts';
+import { type FlexWindow, parseFlex } from '../scenarios/flex-window.ts';
 import type { HourlyBudget, PlanInput } from './plan-types.ts';
 
 /** Most firings one plan may expand to (the same bound as a scenario's schedule). */

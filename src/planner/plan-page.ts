@@ -1,4 +1,4 @@
-import { formatClock } from '../scenarios/zoned-time.ts';
+import { formatClock } from '../clock/zoned-time.ts';
 import { formatMove } from './format-plan.ts';
 import type { DemandSummary, PlanResult } from './plan-types.ts';
 

@@ -1,7 +1,7 @@
 import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { evaluateDemand, type JobState } from './demand-model.ts';
 import { summarizeDemand } from './demand-summary.ts';
-import { formatFlex } from './flex-window.ts';
+import { formatFlex } from '../scenarios/flex-window.ts';
 import { expandCron, type PlanContext, preparePlan, shiftedCron } from './plan-jobs.ts';
 import type { PlanInput, PlanMove, PlanOptions, PlanResult } from './plan-types.ts';
 import { scenarioPlanInput } from './scenario-plan-input.ts';

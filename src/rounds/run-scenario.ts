@@ -19,7 +19,7 @@ import { unreachableEmulator } from '../core/errors/network-cause.ts';
 import { redactUrl, scrubSecrets } from '../redact/secret-scrubber.ts';
 import { planRounds } from '../scenarios/round-planner.ts';
 import { toRealProviders } from '../scenarios/real-providers.ts';
-import { resolveInstant } from '../scenarios/zoned-time.ts';
+import { resolveInstant } from '../clock/zoned-time.ts';
 import { scenarioOrigin, scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
 import { scenarioAgents } from '../scenarios/scenario-tools.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';

@@ -31,7 +31,7 @@ import { type Fault, isEngineFaultError } from '../core/fault.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
-import type { TimerHeap } from '../scheduler/timer-heap.ts';
+import type { TimerHeap } from '../clock/timer-heap.ts';
 import {
   isLeaseExpiredError,
   type TokenDecision,

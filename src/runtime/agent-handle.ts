@@ -18,7 +18,7 @@ import type {
   TurnMeta,
 } from './agent-handle-types.ts';
 import type { AgentMemory, Turn } from '../core/turn.ts';
-import type { TurnTracer } from '../observability/turn-tracer.ts';
+import type { TurnTracer } from './tracing/turn-tracer.ts';
 import { type StreamCancel, streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
 
 export type {

@@ -1,57 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatMessage } from '../core/engine-types.ts';
 import { ConfigError } from '../core/errors/config-error.ts';
-import type { AgentTool, ClientTool, DegradedContext, LlmAgentDefinition } from './agent-definition.ts';
+import type { LlmAgentDefinition } from './agent-definition.ts';
 import type { AgentHandle, AskOptions } from './agent-handle-types.ts';
-import type { DegradedAnswer } from '../core/turn.ts';
-import type { SpawnOptions } from './supervisor-types.ts';
+import type { CallOptions, SpawnOptions } from './supervisor-types.ts';
 import type { Turn } from '../core/turn.ts';
 import type { TurnStream } from './turn-stream.ts';
-
-/**
- * Options of {@link Supervisor.call}: one request, no agent memory.
- *
- * @example
- * ```ts
- * const options: CallOptions = { chain: 'premium', messages: [{ role: 'user', content: 'Hi' }], signal };
- * const turn = await supervisor.call(options);
- * ```
- */
-export interface CallOptions {
-  /** The engine chain to call (one of the config's `chains`). */
-  readonly chain: string;
-  /** Priority tier of its token (one of the config's `tiers`). Default: the last (lowest) tier. */
-  readonly tier?: string;
-  /** System prompt. Default: none. */
-  readonly system?: string;
-  /**
-   * The conversation to send, oldest first; at least one message, the last normally the user's. Tool calls and
-   * results of earlier steps go in as `tool_call` / `tool_result` messages.
-   */
-  readonly messages: readonly ChatMessage[];
-  /**
-   * Tools the model may call. Tools with `run` (e.g. {@link defineTool}) are run by breakwater inside the call,
-   * as an agent's are; a call of a tool without `run` ends the call with `turn.toolCalls` for you to run.
-   * Default: none.
-   */
-  readonly tools?: Readonly<Record<string, AgentTool | ClientTool>>;
-  /** Cancels the call: a queued call settles at once with nothing sent, a running one is aborted. The turn resolves `cancelled`. Default: none. */
-  readonly signal?: AbortSignal;
-  /** Upper bound on output tokens. Default: the config's `agentDefaults.maxTokens`. */
-  readonly maxTokens?: number;
-  /** Sampling temperature. Default: the provider's. */
-  readonly temperature?: number;
-  /** How long the call may wait for a token or a cooldown before it answers degraded, ms. Default: `agentDefaults.maxWaitMs`. */
-  readonly maxWaitMs?: number;
-  /** Upstream attempts per engine step before it answers degraded. Default: `agentDefaults.maxAttempts`. */
-  readonly maxAttempts?: number;
-  /** Structured answer when no engine can answer. Default: a summary of the prompt. */
-  readonly decisionTree?: (context: DegradedContext) => DegradedAnswer;
-  /** Name the call carries in events and logs (the `agent` of its turn). Default: `call-<8 hex digits>`, unique. */
-  readonly name?: string;
-  /** Prefix of the call's idempotency keys (a retried request that must not be asked twice). Default: `<name>:<turnId>`. */
-  readonly key?: string;
-}
 
 /** What the handle takes beyond the public {@link AskOptions}: the conversation of a one-off call. @internal */
 export interface ConversationAskOptions extends AskOptions {

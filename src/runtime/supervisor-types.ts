@@ -1,20 +1,19 @@
 import type { EngineWireOptions } from '../engines/create-engine.ts';
-import type { TracingOptions } from '../observability/turn-tracer.ts';
+import type { TracingOptions } from './tracing/turn-tracer.ts';
 import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
-import type { Engine } from '../core/engine-types.ts';
+import type { ChatMessage, Engine } from '../core/engine-types.ts';
 import type { RuntimeEventListener } from '../core/runtime-event.ts';
 import type { EndpointHealth, EndpointHealthExport } from '../health/endpoint-health-view.ts';
 import type { SchedulerReport, TokenView } from '../scheduler/token-scheduler.ts';
 import type { CallMemo } from '../core/call-memo.ts';
-import type { AgentDefinition } from './agent-definition.ts';
+import type { AgentDefinition, AgentTool, ClientTool, DegradedContext } from './agent-definition.ts';
 import type { AgentHandle, AgentStateChange } from './agent-handle-types.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
 import type { ActorInspectionEvent, RuntimeActor } from './runtime-actor.ts';
 import type { SupervisorByok } from './supervisor-byok.ts';
-import type { CallOptions } from './one-off-call.ts';
-import type { AgentMemory, Turn } from '../core/turn.ts';
+import type { AgentMemory, DegradedAnswer, Turn } from '../core/turn.ts';
 import type { TurnStream } from './turn-stream.ts';
 import type { Logger } from 'pino';
 
@@ -197,4 +196,49 @@ export interface Supervisor {
    * Resolves once stopped; every ask has settled by then. Calling it again returns the same stop.
    */
   stop(options?: { signal?: AbortSignal }): Promise<void>;
+}
+
+/**
+ * Options of {@link Supervisor.call}: one request, no agent memory.
+ *
+ * @example
+ * ```ts
+ * const options: CallOptions = { chain: 'premium', messages: [{ role: 'user', content: 'Hi' }], signal };
+ * const turn = await supervisor.call(options);
+ * ```
+ */
+export interface CallOptions {
+  /** The engine chain to call (one of the config's `chains`). */
+  readonly chain: string;
+  /** Priority tier of its token (one of the config's `tiers`). Default: the last (lowest) tier. */
+  readonly tier?: string;
+  /** System prompt. Default: none. */
+  readonly system?: string;
+  /**
+   * The conversation to send, oldest first; at least one message, the last normally the user's. Tool calls and
+   * results of earlier steps go in as `tool_call` / `tool_result` messages.
+   */
+  readonly messages: readonly ChatMessage[];
+  /**
+   * Tools the model may call. Tools with `run` (e.g. {@link defineTool}) are run by breakwater inside the call,
+   * as an agent's are; a call of a tool without `run` ends the call with `turn.toolCalls` for you to run.
+   * Default: none.
+   */
+  readonly tools?: Readonly<Record<string, AgentTool | ClientTool>>;
+  /** Cancels the call: a queued call settles at once with nothing sent, a running one is aborted. The turn resolves `cancelled`. Default: none. */
+  readonly signal?: AbortSignal;
+  /** Upper bound on output tokens. Default: the config's `agentDefaults.maxTokens`. */
+  readonly maxTokens?: number;
+  /** Sampling temperature. Default: the provider's. */
+  readonly temperature?: number;
+  /** How long the call may wait for a token or a cooldown before it answers degraded, ms. Default: `agentDefaults.maxWaitMs`. */
+  readonly maxWaitMs?: number;
+  /** Upstream attempts per engine step before it answers degraded. Default: `agentDefaults.maxAttempts`. */
+  readonly maxAttempts?: number;
+  /** Structured answer when no engine can answer. Default: a summary of the prompt. */
+  readonly decisionTree?: (context: DegradedContext) => DegradedAnswer;
+  /** Name the call carries in events and logs (the `agent` of its turn). Default: `call-<8 hex digits>`, unique. */
+  readonly name?: string;
+  /** Prefix of the call's idempotency keys (a retried request that must not be asked twice). Default: `<name>:<turnId>`. */
+  readonly key?: string;
 }

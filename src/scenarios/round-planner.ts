@@ -1,7 +1,7 @@
 import { Cron } from 'croner';
 import { ConfigError } from '../core/errors/config-error.ts';
 import type { PlannedTurn, RoundPlan, ScenarioSpec, ScheduleSpec } from './scenario-types.ts';
-import { formatClock, formatDate, resolveInstant } from './zoned-time.ts';
+import { formatClock, formatDate, resolveInstant } from '../clock/zoned-time.ts';
 
 /** Default length of one scheduled round, simulated minutes. */
 export const DEFAULT_SLICE_MINUTES = 10;

@@ -6,10 +6,10 @@ import { EMULATOR_FLAVORS, type EmulatorFlavor } from '../emulator/emulator-type
 import { endpointConfigSchema } from '../engines/endpoint-config.ts';
 import { endpointFaultRuleSchema } from '../fault-proxy/endpoint-fault-rule.ts';
 import { byokConfigSchema, byokTemplateSchema, runtimeConfigSchema } from '../runtime/runtime-config.ts';
-import { parseFlex } from '../planner/flex-window.ts';
+import { parseFlex } from './flex-window.ts';
 import { wireNameProblem } from './scenario-text.ts';
 import { SCENARIO_TOOL_NAMES, scenarioTool } from './scenario-tools.ts';
-import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from './zoned-time.ts';
+import { isAbsoluteInstant, isTimeOfDay, isTimeZone, resolveInstant } from '../clock/zoned-time.ts';
 
 const name = z.string().min(1);
 /** A name that is part of every call's idempotency key, so of its request headers (scenario-text.ts). */

@@ -1,5 +1,5 @@
-import { MinHeap } from './min-heap.ts';
-import type { TimerEntry } from './timer-heap.ts';
+import { MinHeap } from '../clock/min-heap.ts';
+import type { TimerEntry } from '../clock/timer-heap.ts';
 import { servedBefore, type Waiter } from './waiter.ts';
 
 interface ParkEntry {

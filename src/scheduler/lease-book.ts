@@ -1,6 +1,6 @@
 import type { Clock } from '../clock/clock.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
-import type { TimerEntry, TimerHeap } from './timer-heap.ts';
+import type { TimerEntry, TimerHeap } from '../clock/timer-heap.ts';
 import { type Grant, LeaseExpiredError } from './token-scheduler.ts';
 
 /**

@@ -5,7 +5,7 @@ import type { RetryBudget } from '../resilience/retry-budget.ts';
 import { EndpointWaitList } from './endpoint-wait-list.ts';
 import { LeaseBook } from './lease-book.ts';
 import { ProbeQueue } from './probe-queue.ts';
-import type { TimerHeap } from './timer-heap.ts';
+import type { TimerHeap } from '../clock/timer-heap.ts';
 import {
   acquireTicket,
   type Grant,

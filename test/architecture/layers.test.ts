@@ -30,8 +30,6 @@ const FLOORS: Readonly<Record<string, number>> = {
   migrations: 2, // the store's schema steps: the store runs them
   degraded: 2,
   byok: 2,
-  faults: 2, // fault classification: moves into engines/faults
-  ratelimit: 2, // the wire's rate-limit headers: move into engines/wire
   // The statecharts sit with the mechanisms: health drives the breaker machine, the runtime the agent's. What a
   // machine may import is narrower still (MACHINE_IMPORTS).
   machines: 2,
@@ -58,36 +56,10 @@ const FLOORS: Readonly<Record<string, number>> = {
 };
 
 /** Upward arrows still waiting for their move, each `from → to` with why; empty once the floors stack. */
-const KNOWN_UPWARD: readonly { readonly arrow: string; readonly why: string }[] = [
-  {
-    arrow: 'src/ratelimit/daily-quota-reset.ts → src/scenarios/zoned-time.ts',
-    why: 'zoned-time moves to clock',
-  },
-  {
-    arrow: 'src/runtime/agent-handle.ts → src/observability/turn-tracer.ts',
-    why: 'tracing moves to runtime/tracing',
-  },
-  {
-    arrow: 'src/runtime/create-supervisor.ts → src/observability/global-tracing.ts',
-    why: 'tracing moves to runtime/tracing',
-  },
-  {
-    arrow: 'src/runtime/create-supervisor.ts → src/observability/turn-tracer.ts',
-    why: 'tracing moves to runtime/tracing',
-  },
-  {
-    arrow: 'src/runtime/supervisor-types.ts → src/observability/turn-tracer.ts',
-    why: 'tracing moves to runtime/tracing',
-  },
-];
+const KNOWN_UPWARD: readonly { readonly arrow: string; readonly why: string }[] = [];
 
 /** File circles still waiting for their move, with why; empty once the last one is cut. */
-const KNOWN_CYCLES: readonly { readonly cycle: string; readonly why: string }[] = [
-  {
-    cycle: 'src/runtime/one-off-call.ts ↔ src/runtime/supervisor-types.ts',
-    why: 'CallOptions moves into supervisor-types.ts',
-  },
-];
+const KNOWN_CYCLES: readonly { readonly cycle: string; readonly why: string }[] = [];
 
 const PRODUCT: LayerRules = {
   dirs: ['src', 'machines', 'agents', 'migrations'],

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createCipheriv, createDecipheriv } from 'node:crypto';
-import { KeySealer, keyBuffer } from '../../src/byok/sealed-key.ts';
+import { KeySealer, keyBuffer } from '../../src/redact/sealed-key.ts';
 
 const KEY = 'sk-proj-sealedKeyTest00000000000000a1b2';
 const AAD = 'byok:session-A:openai:1a2b3c4d';

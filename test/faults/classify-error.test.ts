@@ -7,7 +7,7 @@ import {
 import { APIError as OpenAIAPIError } from 'openai';
 import { describe, expect, it } from 'vitest';
 import { StreamCutError } from '../../src/engines/engine-call.ts';
-import { classifyError } from '../../src/faults/classify-error.ts';
+import { classifyError } from '../../src/engines/faults/classify-error.ts';
 import { EngineFaultError, isSwappableFault, isTransientFault } from '../../src/core/fault.ts';
 
 // Edge cases the wire tables cannot reach: objects shaped like other SDK majors, the context flags

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CompatFlavor, ProviderKind } from '../../src/core/engine-types.ts';
-import { type ClassifyContext, classifyError } from '../../src/faults/classify-error.ts';
+import { type ClassifyContext, classifyError } from '../../src/engines/faults/classify-error.ts';
 import type { Fault, FaultKind } from '../../src/core/fault.ts';
 import {
   closedPort,

@@ -6,7 +6,7 @@ import {
   EndpointHealthTracker,
   type HealthSettings,
 } from '../../src/health/endpoint-health.ts';
-import { TimerHeap } from '../../src/scheduler/timer-heap.ts';
+import { TimerHeap } from '../../src/clock/timer-heap.ts';
 import { endpoint, fault, success, T0 } from '../scheduler/scheduler-fixture.ts';
 
 const SETTINGS: HealthSettings = {

@@ -2,7 +2,7 @@ import { Cron } from 'croner';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { shiftCron } from '../../src/planner/cron-shift.ts';
-import { parseFlex } from '../../src/planner/flex-window.ts';
+import { parseFlex } from '../../src/scenarios/flex-window.ts';
 import { planSchedule } from '../../src/planner/plan-schedule.ts';
 import type { PlanInput, PlanJob } from '../../src/planner/plan-types.ts';
 

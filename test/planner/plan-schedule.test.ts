@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
-import { parseFlex } from '../../src/planner/flex-window.ts';
+import { parseFlex } from '../../src/scenarios/flex-window.ts';
 import { planSchedule } from '../../src/planner/plan-schedule.ts';
 import type { PlanInput, PlanJob } from '../../src/planner/plan-types.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';

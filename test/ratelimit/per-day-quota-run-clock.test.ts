@@ -3,7 +3,7 @@ import { createManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import type { Engine } from '../../src/core/engine-types.ts';
 import { type Fault, isEngineFaultError } from '../../src/core/fault.ts';
-import { GEMINI_DAILY_RESET_ZONE, msUntilDailyReset } from '../../src/ratelimit/daily-quota-reset.ts';
+import { GEMINI_DAILY_RESET_ZONE, msUntilDailyReset } from '../../src/engines/wire/daily-quota-reset.ts';
 import { wireTimeEngines } from '../../src/rounds/wire-time-engines.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readRateLimitState } from '../../src/ratelimit/rate-limit-headers.ts';
+import { readRateLimitState } from '../../src/engines/wire/rate-limit-headers.ts';
 
 const now = Date.parse('2025-08-21T12:40:00Z');
 

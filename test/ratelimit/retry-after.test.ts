@@ -6,7 +6,7 @@ import {
   parseRfc3339,
   retryAfterFromHeaders,
   retryAfterFromText,
-} from '../../src/ratelimit/retry-after.ts';
+} from '../../src/engines/wire/retry-after.ts';
 
 describe('parseGoDuration (OpenAI x-ratelimit-reset-*)', () => {
   it.each([

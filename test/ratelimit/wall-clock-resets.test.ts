@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { GEMINI_DAILY_RESET_ZONE, msUntilDailyReset } from '../../src/ratelimit/daily-quota-reset.ts';
-import { readRateLimitState } from '../../src/ratelimit/rate-limit-headers.ts';
-import { capRetryAfter, DEFAULT_MAX_RETRY_AFTER_MS } from '../../src/ratelimit/retry-after-cap.ts';
+import { GEMINI_DAILY_RESET_ZONE, msUntilDailyReset } from '../../src/engines/wire/daily-quota-reset.ts';
+import { readRateLimitState } from '../../src/engines/wire/rate-limit-headers.ts';
+import { capRetryAfter, DEFAULT_MAX_RETRY_AFTER_MS } from '../../src/engines/wire/retry-after-cap.ts';
 
 /*
  * Instants on the wire are wall-clock; a run's clock may be a scenario's, months away. These pin the

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { loadScenario, parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { expandSchedule, planRounds } from '../../src/scenarios/round-planner.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import { formatClock, zonedParts, zonedTimeToEpoch } from '../../src/scenarios/zoned-time.ts';
+import { formatClock, zonedParts, zonedTimeToEpoch } from '../../src/clock/zoned-time.ts';
 
 const kst = (hhmm: string, day = '2026-08-17') => Date.parse(`${day}T${hhmm}:00+09:00`);
 const firingsOf = (spec: ScenarioSpec, job: string) =>

@@ -11,7 +11,7 @@ import type { Fault, FaultKind } from '../../src/core/fault.ts';
 import { EndpointRegistry, type Selection } from '../../src/health/endpoint-registry.ts';
 import { RetryBudget } from '../../src/resilience/retry-budget.ts';
 import { MemoryTokenScheduler } from '../../src/scheduler/memory-token-scheduler.ts';
-import { TimerHeap } from '../../src/scheduler/timer-heap.ts';
+import { TimerHeap } from '../../src/clock/timer-heap.ts';
 import type { SchedulerReport, TokenRequest } from '../../src/scheduler/token-scheduler.ts';
 
 export const T0 = Date.parse('2026-08-17T07:00:00+09:00');

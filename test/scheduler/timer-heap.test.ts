@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { TimerHeap } from '../../src/scheduler/timer-heap.ts';
+import { TimerHeap } from '../../src/clock/timer-heap.ts';
 
 describe('timer heap', () => {
   it('fires deadlines in order (ties in scheduling order) behind one clock timer', () => {

@@ -1,10 +1,10 @@
-import type { CompatFlavor, ProviderKind } from '../core/engine-types.ts';
-import { GEMINI_DAILY_RESET_ZONE, msUntilDailyReset } from '../ratelimit/daily-quota-reset.ts';
-import { retryAfterFromHeaders, retryAfterFromText } from '../ratelimit/retry-after.ts';
-import { capRetryAfter, DEFAULT_MAX_RETRY_AFTER_MS } from '../ratelimit/retry-after-cap.ts';
-import { scrubSecrets } from '../redact/secret-scrubber.ts';
+import type { CompatFlavor, ProviderKind } from '../../core/engine-types.ts';
+import { GEMINI_DAILY_RESET_ZONE, msUntilDailyReset } from '../wire/daily-quota-reset.ts';
+import { retryAfterFromHeaders, retryAfterFromText } from '../wire/retry-after.ts';
+import { capRetryAfter, DEFAULT_MAX_RETRY_AFTER_MS } from '../wire/retry-after-cap.ts';
+import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { type ErrorFacts, readErrorFacts } from './error-facts.ts';
-import { type Fault, type FaultKind, isTransientFault } from '../core/fault.ts';
+import { type Fault, type FaultKind, isTransientFault } from '../../core/fault.ts';
 import { kindFromProviderError } from './fault-rules.ts';
 
 /** What the engine adapter knows about a failed call besides the thrown error. */

@@ -1,4 +1,4 @@
-import type { Clock } from '../clock/clock.ts';
+import type { Clock } from './clock.ts';
 import { MinHeap } from './min-heap.ts';
 
 /** A deadline in a {@link TimerHeap}; `cancel()` is O(1) (the entry is dropped when it surfaces). */

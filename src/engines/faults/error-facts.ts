@@ -1,4 +1,4 @@
-import { parseProtoDuration } from '../ratelimit/retry-after.ts';
+import { parseProtoDuration } from '../wire/retry-after.ts';
 
 /**
  * The facts a classifier needs, read from whatever was thrown: an `@anthropic-ai/sdk` (0.x or 1.x)

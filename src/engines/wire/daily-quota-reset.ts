@@ -1,4 +1,4 @@
-import { zonedParts, zonedTimeToEpoch } from '../scenarios/zoned-time.ts';
+import { zonedParts, zonedTimeToEpoch } from '../../clock/zoned-time.ts';
 
 /**
  * The zone whose midnight resets Gemini's per-day quotas ("Requests per day … reset at midnight

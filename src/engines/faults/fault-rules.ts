@@ -1,6 +1,6 @@
-import type { CompatFlavor, ProviderKind } from '../core/engine-types.ts';
+import type { CompatFlavor, ProviderKind } from '../../core/engine-types.ts';
 import type { ErrorFacts } from './error-facts.ts';
-import type { FaultKind } from '../core/fault.ts';
+import type { FaultKind } from '../../core/fault.ts';
 
 /**
  * The classification table of provider-wire-facts §6.4 for errors that carry an HTTP status (or,

@@ -1,4 +1,4 @@
-import type { ProviderKind, RateLimitState, RateLimitWindow } from '../core/engine-types.ts';
+import type { ProviderKind, RateLimitState, RateLimitWindow } from '../../core/engine-types.ts';
 import { parseGoDuration, parseRfc3339, retryAfterHeaderMs } from './retry-after.ts';
 import { DEFAULT_MAX_RETRY_AFTER_MS } from './retry-after-cap.ts';
 

@@ -9,12 +9,12 @@ import {
   type Tracer,
   trace,
 } from '@opentelemetry/api';
-import type { Usage } from '../core/engine-types.ts';
-import { isWhole, usageSource } from '../core/token-usage.ts';
-import { scrubSecrets } from '../redact/secret-scrubber.ts';
-import type { CallRecordEvent } from '../core/call-memo.ts';
-import type { Turn } from '../core/turn.ts';
-import type { SchedulerReport } from '../scheduler/token-scheduler.ts';
+import type { Usage } from '../../core/engine-types.ts';
+import { isWhole, usageSource } from '../../core/token-usage.ts';
+import { scrubSecrets } from '../../redact/secret-scrubber.ts';
+import type { CallRecordEvent } from '../../core/call-memo.ts';
+import type { Turn } from '../../core/turn.ts';
+import type { SchedulerReport } from '../../scheduler/token-scheduler.ts';
 
 /** Options of tracing (`createSupervisor(config, { tracing })`). */
 export interface TracingOptions {
