@@ -7,7 +7,7 @@ import type { DegradedContext, LlmAgentDefinition } from '../src/runtime/agent-d
  * engine down it still gives a structured answer in its own voice (seed 003, layer 4) instead of a placeholder.
  */
 
-/** What a round prompt says about its agenda item (see `src/rounds/round-prompt.ts`). */
+/** What a round prompt says about its agenda item (see `src/runs/round-prompt.ts`). */
 interface ItemFacts {
   readonly id?: string;
   readonly kind?: string;

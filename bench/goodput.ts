@@ -23,7 +23,7 @@
 import { AGENT_MACHINE_VERSION } from '../machines/agent.machine.ts';
 import type { CallRecord, EmulatorStats } from '../src/emulator/index.ts';
 import type { RuntimeEvent } from '../src/core/runtime-event.ts';
-import { type RunPolicy, runScenario } from '../src/rounds/run-scenario.ts';
+import { type RunPolicy, runScenario } from '../src/runs/run-scenario.ts';
 import { loadScenario } from '../src/scenarios/load-scenario.ts';
 import type { ScenarioSpec } from '../src/scenarios/scenario-types.ts';
 import { IN_MEMORY, openDatabase } from '../src/store/open-database.ts';

@@ -3,7 +3,7 @@ import { startEmulator } from '../../src/emulator/index.ts';
 import type { EmulatorStats } from '../../src/emulator/index.ts';
 import type { ChatMessage } from '../../src/core/engine-types.ts';
 import { fromChatCompletion, toOpenAIBody } from '../../src/engines/openai-engine.ts';
-import { type PeerAnswer, roundPrompt } from '../../src/rounds/round-prompt.ts';
+import { type PeerAnswer, roundPrompt } from '../../src/runs/round-prompt.ts';
 import { isNoAgentDefinition, type LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
 import { buildRequest } from '../../src/runtime/prompt-builder.ts';
 import { type AgentMemory, emptyMemory } from '../../src/core/turn.ts';

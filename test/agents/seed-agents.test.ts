@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemOf, SEED_DECISION_TREES } from '../../agents/seed-agents.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { roundPrompt } from '../../src/rounds/round-prompt.ts';
+import { roundPrompt } from '../../src/runs/round-prompt.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { loadScenario, resolveScenario } from '../../src/scenarios/load-scenario.ts';
 import { scenarioAgents } from '../../src/scenarios/scenario-tools.ts';

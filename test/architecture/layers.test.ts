@@ -39,9 +39,7 @@ const FLOORS: Readonly<Record<string, number>> = {
   observability: 4, // metrics and export adapters; tracing the runtime does itself lives in runtime/tracing
   'ai-sdk': 4,
   scenarios: 4,
-  rounds: 4,
-  workers: 4,
-  policies: 4,
+  runs: 4, // the round runner, its worker processes (runs/workers) and the seed's old policy (runs/policies)
   planner: 4,
   report: 4,
   live: 4,

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/index.ts';
 import { okReply } from '../support/reset-header-forms.ts';

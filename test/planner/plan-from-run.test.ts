@@ -6,7 +6,7 @@ import { runPlanCommand } from '../../src/cli/commands/plan-command.ts';
 import { planSchedule } from '../../src/planner/plan-schedule.ts';
 import { estimatesFromRun } from '../../src/planner/run-estimates.ts';
 import { scenarioPlanInput } from '../../src/planner/scenario-plan-input.ts';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { createRunStore, openDatabase } from '../../src/store/index.ts';
 import { pacingTokens } from '../../src/core/token-usage.ts';

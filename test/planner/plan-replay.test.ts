@@ -6,7 +6,7 @@ import { planSchedule } from '../../src/planner/plan-schedule.ts';
 import { rewriteScenario } from '../../src/planner/scenario-rewrite.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
 import type { RunReport } from '../../src/report/report-types.ts';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import { loadScenario, resolveScenario } from '../../src/scenarios/load-scenario.ts';
 import { createRunStore, openDatabase } from '../../src/store/index.ts';
 

@@ -6,8 +6,8 @@ import {
   ALL_COOLING_MESSAGE,
   createStatusQuoExecutor,
   type StatusQuoOptions,
-} from '../../src/policies/status-quo-worker.ts';
-import type { TurnExecutor } from '../../src/rounds/turn-executor.ts';
+} from '../../src/runs/policies/status-quo-worker.ts';
+import type { TurnExecutor } from '../../src/runs/turn-executor.ts';
 import type { Turn } from '../../src/core/turn.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { driveUntil, ioTurn, settle } from '../support/runtime-harness.ts';

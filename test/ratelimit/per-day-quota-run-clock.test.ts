@@ -4,7 +4,7 @@ import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import type { Engine } from '../../src/core/engine-types.ts';
 import { type Fault, isEngineFaultError } from '../../src/core/fault.ts';
 import { GEMINI_DAILY_RESET_ZONE, msUntilDailyReset } from '../../src/engines/wire/daily-quota-reset.ts';
-import { wireTimeEngines } from '../../src/rounds/wire-time-engines.ts';
+import { wireTimeEngines } from '../../src/runs/wire-time-engines.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*

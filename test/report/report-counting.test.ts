@@ -6,7 +6,7 @@ import { formatRunReport } from '../../src/report/format-report.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
 import type { ReportCheck, RunReport } from '../../src/report/report-types.ts';
 import { buildRunReport } from '../../src/report/run-report.ts';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { loadScenario, parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';

@@ -10,7 +10,7 @@ import { type Emulator, type EmulatorFlavor, startEmulator } from '../../src/emu
 import { createBreakwaterMetrics } from '../../src/observability/prometheus-metrics.ts';
 import { formatRunReport } from '../../src/report/format-report.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';

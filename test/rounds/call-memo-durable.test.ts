@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { systemClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { storeCallMemo } from '../../src/rounds/store-call-memo.ts';
+import { storeCallMemo } from '../../src/runs/store-call-memo.ts';
 import type { CallMemo } from '../../src/runtime/agent-actors.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import {

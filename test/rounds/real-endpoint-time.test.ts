@@ -5,7 +5,7 @@ import { startEmulator } from '../../src/emulator/index.ts';
 import { DeadlineError } from '../../src/engines/timed-fetch.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createLogger } from '../../src/logging/logger.ts';
-import { type ProviderMode, runScenario } from '../../src/rounds/run-scenario.ts';
+import { type ProviderMode, runScenario } from '../../src/runs/run-scenario.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
 import {

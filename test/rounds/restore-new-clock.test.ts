@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { FaultKind } from '../../src/core/fault.ts';
-import { rebaseHealth } from '../../src/rounds/run-restore.ts';
+import { rebaseHealth } from '../../src/runs/run-restore.ts';
 import { endpoint, type Fixture, fault, fixture, success, T0 } from '../scheduler/scheduler-fixture.ts';
 
 /*

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import {
   type BreakwaterDatabase,
@@ -9,7 +9,7 @@ import {
   isSnapshotRestoreError,
   openDatabase,
 } from '../../src/store/index.ts';
-import { isHealthRestoreError } from '../../src/rounds/run-restore.ts';
+import { isHealthRestoreError } from '../../src/runs/run-restore.ts';
 
 let database: BreakwaterDatabase;
 

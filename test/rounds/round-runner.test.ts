@@ -3,10 +3,10 @@ import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { systemClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
-import { createBreakwaterExecutor } from '../../src/rounds/breakwater-executor.ts';
-import { utteranceOf } from '../../src/rounds/run-restore.ts';
-import { runRounds } from '../../src/rounds/round-runner.ts';
-import { storeCallMemo } from '../../src/rounds/store-call-memo.ts';
+import { createBreakwaterExecutor } from '../../src/runs/breakwater-executor.ts';
+import { utteranceOf } from '../../src/runs/run-restore.ts';
+import { runRounds } from '../../src/runs/round-runner.ts';
+import { storeCallMemo } from '../../src/runs/store-call-memo.ts';
 import type { RoundPlan, ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import {
   type BreakwaterDatabase,

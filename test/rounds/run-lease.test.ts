@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import {
   type BreakwaterDatabase,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { wireTimeEngines } from '../../src/rounds/wire-time-engines.ts';
+import { wireTimeEngines } from '../../src/runs/wire-time-engines.ts';
 
 // Which of a run's endpoints and BYOK templates live in wall time (their waits scaled onto the run's clock).
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
 

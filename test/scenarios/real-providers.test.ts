@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
-import { runScenario } from '../../src/rounds/run-scenario.ts';
+import { runScenario } from '../../src/runs/run-scenario.ts';
 import { toRealProviders } from '../../src/scenarios/real-providers.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';

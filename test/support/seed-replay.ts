@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
 import type { ReportCheck, RunReport } from '../../src/report/report-types.ts';
-import { type RunPolicy, runScenario } from '../../src/rounds/run-scenario.ts';
+import { type RunPolicy, runScenario } from '../../src/runs/run-scenario.ts';
 import { loadScenario, resolveScenario } from '../../src/scenarios/load-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import { createRunStore, openDatabase } from '../../src/store/index.ts';

@@ -4,12 +4,12 @@ import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/report/report-types.ts';
-import type { StoredRunConfig } from '../../src/rounds/run-scenario.ts';
+import type { StoredRunConfig } from '../../src/runs/run-scenario.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
-import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
-import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
+import { loadParts, turnsByWorker } from '../../src/runs/workers/round-parts.ts';
+import { startWorkerRun } from '../../src/runs/workers/start-worker-run.ts';
 import { cleanEnv, runCli } from '../cli/run-cli.ts';
 import {
   cleanPool,

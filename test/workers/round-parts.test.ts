@@ -12,7 +12,7 @@ import {
   type PartClaim,
   renewParts,
   stagePart,
-} from '../../src/workers/round-parts.ts';
+} from '../../src/runs/workers/round-parts.ts';
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).

@@ -7,9 +7,9 @@ import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
-import { listenForRounds, notifyRound } from '../../src/workers/round-wakeup.ts';
-import { runWorker, type WorkerSummary } from '../../src/workers/run-worker.ts';
-import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
+import { listenForRounds, notifyRound } from '../../src/runs/workers/round-wakeup.ts';
+import { runWorker, type WorkerSummary } from '../../src/runs/workers/run-worker.ts';
+import { startWorkerRun } from '../../src/runs/workers/start-worker-run.ts';
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 

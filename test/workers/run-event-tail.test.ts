@@ -6,8 +6,8 @@ import { createLiveView } from '../../src/live/live-view.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createLiveEventLog, type LiveEventLog } from '../../src/store/event-log.ts';
 import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
-import { createRunEventTail } from '../../src/workers/run-event-tail.ts';
-import { createWorkerEventRecorder } from '../../src/workers/worker-event-recorder.ts';
+import { createRunEventTail } from '../../src/runs/workers/run-event-tail.ts';
+import { createWorkerEventRecorder } from '../../src/runs/workers/worker-event-recorder.ts';
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 

@@ -4,7 +4,7 @@
  */
 import pino from 'pino';
 import { openDatabase } from '../../src/store/open-database.ts';
-import { runWorker } from '../../src/workers/run-worker.ts';
+import { runWorker } from '../../src/runs/workers/run-worker.ts';
 
 const [url, runId] = [process.argv[2]!, process.argv[3]!];
 const say = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);

@@ -5,7 +5,7 @@ import {
   planWorkerCoordination,
   probeCoordination,
   storeWorkerCoordination,
-} from '../../src/workers/worker-coordination.ts';
+} from '../../src/runs/workers/worker-coordination.ts';
 import { REDIS_URL } from '../support/coordination-env.ts';
 
 /*

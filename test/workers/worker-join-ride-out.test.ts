@@ -9,8 +9,8 @@ import type { Emulator } from '../../src/emulator/index.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
-import { isTransientJoinFailure, runWorker } from '../../src/workers/run-worker.ts';
-import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
+import { isTransientJoinFailure, runWorker } from '../../src/runs/workers/run-worker.ts';
+import { startWorkerRun } from '../../src/runs/workers/start-worker-run.ts';
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 
 perFileDatabase();

@@ -6,12 +6,12 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Emulator } from '../../src/emulator/index.ts';
-import type { StoredWorkersConfig } from '../../src/rounds/run-scenario.ts';
+import type { StoredWorkersConfig } from '../../src/runs/run-scenario.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
-import { loadParts } from '../../src/workers/round-parts.ts';
-import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
+import { loadParts } from '../../src/runs/workers/round-parts.ts';
+import { startWorkerRun } from '../../src/runs/workers/start-worker-run.ts';
 import {
   perFileDatabase,
   cleanPool,

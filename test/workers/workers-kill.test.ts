@@ -10,9 +10,9 @@ import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
 import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
-import { loadParts, turnsByWorker } from '../../src/workers/round-parts.ts';
-import { startWorkerRun } from '../../src/workers/start-worker-run.ts';
-import type { StoredWorkersConfig } from '../../src/rounds/run-scenario.ts';
+import { loadParts, turnsByWorker } from '../../src/runs/workers/round-parts.ts';
+import { startWorkerRun } from '../../src/runs/workers/start-worker-run.ts';
+import type { StoredWorkersConfig } from '../../src/runs/run-scenario.ts';
 import {
   cleanPool,
   perFileDatabase,

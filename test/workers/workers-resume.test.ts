@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RunReport } from '../../src/report/report-types.ts';
-import type { StoredRunConfig } from '../../src/rounds/run-scenario.ts';
+import type { StoredRunConfig } from '../../src/runs/run-scenario.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
 import { cleanEnv, finished, runCli, spawnCli, waitForOutput } from '../cli/run-cli.ts';

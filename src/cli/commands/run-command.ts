@@ -19,13 +19,13 @@ import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import { formatRunReport } from '../../report/format-report.ts';
 import { loadRunReport } from '../../report/load-run-report.ts';
 import type { RunReport } from '../../report/report-types.ts';
-import type { BreakwaterExecutor } from '../../rounds/breakwater-executor.ts';
+import type { BreakwaterExecutor } from '../../runs/breakwater-executor.ts';
 import {
   type ProviderMode,
   type RunPolicy,
   runScenario,
   type ScenarioRunContext,
-} from '../../rounds/run-scenario.ts';
+} from '../../runs/run-scenario.ts';
 import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts';
 import { findDatabaseUnavailable } from '../../store/database-unavailable-error.ts';
 import { type BreakwaterDatabase, DEFAULT_DATA_DIR } from '../../store/open-database.ts';
@@ -35,8 +35,8 @@ import { createLiveSource, type LiveSource } from '../../viz/live-source.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { openCliDatabase, storeUrl } from '../cli-store.ts';
-import { WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
-import { coordinationBackendOf, probeCoordination } from '../../workers/worker-coordination.ts';
+import { WorkersNeedPostgresError } from '../../runs/workers/start-worker-run.ts';
+import { coordinationBackendOf, probeCoordination } from '../../runs/workers/worker-coordination.ts';
 import { listenForStop, STOP_GRACE_MS } from '../stop-signal.ts';
 import { checkVirtualTimeFlags, checkVirtualTimeScenario } from './virtual-time-check.ts';
 
@@ -354,7 +354,7 @@ async function isWorkersResume(options: RunCommandOptions): Promise<boolean> {
   if (!url) return false;
   const database = await openCliDatabase({ databaseUrl: url });
   try {
-    const { isWorkerRun } = await import('../../workers/resume-worker-run.ts');
+    const { isWorkerRun } = await import('../../runs/workers/resume-worker-run.ts');
     return isWorkerRun(await createRunStore(database).getRun(options.resumeRunId));
   } finally {
     await database.close();

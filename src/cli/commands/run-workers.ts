@@ -12,13 +12,17 @@ import { createLiveEventLog, type LiveEventLog } from '../../store/event-log.ts'
 import { createRunStore } from '../../store/run-store.ts';
 import { startVizServer, type VizServer } from '../../viz/index.ts';
 import { createLogLiveSource, type LogLiveSource } from '../../viz/log-live-source.ts';
-import { isWorkerRun, resumeWorkerRun } from '../../workers/resume-worker-run.ts';
-import { turnsByWorker } from '../../workers/round-parts.ts';
-import { runLogMetricsSource } from '../../workers/run-log-metrics.ts';
-import { createRunEventTail, type RunEventTail } from '../../workers/run-event-tail.ts';
-import { startWorkerRun, type WorkerRun, WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
-import { createWorkerEventRecorder } from '../../workers/worker-event-recorder.ts';
-import { COORDINATION_URL_ENV, coordinationBackendOf } from '../../workers/worker-coordination.ts';
+import { isWorkerRun, resumeWorkerRun } from '../../runs/workers/resume-worker-run.ts';
+import { turnsByWorker } from '../../runs/workers/round-parts.ts';
+import { runLogMetricsSource } from '../../runs/workers/run-log-metrics.ts';
+import { createRunEventTail, type RunEventTail } from '../../runs/workers/run-event-tail.ts';
+import {
+  startWorkerRun,
+  type WorkerRun,
+  WorkersNeedPostgresError,
+} from '../../runs/workers/start-worker-run.ts';
+import { createWorkerEventRecorder } from '../../runs/workers/worker-event-recorder.ts';
+import { COORDINATION_URL_ENV, coordinationBackendOf } from '../../runs/workers/worker-coordination.ts';
 import { requireCliEntry } from '../cli-entry.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';

@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { createLogger } from '../../logging/logger.ts';
-import { WorkersNeedPostgresError } from '../../workers/start-worker-run.ts';
-import { runWorker, type WorkerSummary } from '../../workers/run-worker.ts';
-import { COORDINATION_URL_ENV, isWorkerCoordinationError } from '../../workers/worker-coordination.ts';
+import { WorkersNeedPostgresError } from '../../runs/workers/start-worker-run.ts';
+import { runWorker, type WorkerSummary } from '../../runs/workers/run-worker.ts';
+import { COORDINATION_URL_ENV, isWorkerCoordinationError } from '../../runs/workers/worker-coordination.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { isSet, openCliDatabase, storeUrl } from '../cli-store.ts';

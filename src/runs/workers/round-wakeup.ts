@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import type { BreakwaterDatabase } from '../store/open-database.ts';
+import type { BreakwaterDatabase } from '../../store/open-database.ts';
 
 /** The channel a worker NOTIFYs (payload: the run id) when it staged a part, committed a round or ended a run. */
 export const ROUND_CHANNEL = 'breakwater_round_parts';

@@ -1,8 +1,8 @@
-import type { Clock } from '../clock/clock.ts';
-import type { RuntimeEventListener } from '../core/runtime-event.ts';
-import type { EndpointHealth } from '../health/endpoint-health.ts';
-import type { Supervisor } from '../runtime/supervisor-types.ts';
-import type { LogLiveSource } from '../viz/log-live-source.ts';
+import type { Clock } from '../../clock/clock.ts';
+import type { RuntimeEventListener } from '../../core/runtime-event.ts';
+import type { EndpointHealth } from '../../health/endpoint-health.ts';
+import type { Supervisor } from '../../runtime/supervisor-types.ts';
+import type { LogLiveSource } from '../../viz/log-live-source.ts';
 
 /**
  * What `createBreakwaterMetrics` reads of a supervisor, for a run spread over worker processes: its counters follow

@@ -1,7 +1,7 @@
-import type { RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
-import { appendRunEvents, createLiveEventLog } from '../store/event-log.ts';
-import type { BreakwaterDatabase } from '../store/open-database.ts';
-import type { LogEventInput } from '../store/store-types.ts';
+import type { RuntimeEvent, RuntimeEventListener } from '../../core/runtime-event.ts';
+import { appendRunEvents, createLiveEventLog } from '../../store/event-log.ts';
+import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import type { LogEventInput } from '../../store/store-types.ts';
 
 /** The events of one worker of a run: a live stream, and what goes to the committed log with its staged parts. */
 export interface WorkerEventRecorder {

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
-import type { BreakwaterDatabase } from '../store/open-database.ts';
-import type { AgentStateInput, LogEventInput, TurnInput } from '../store/store-types.ts';
+import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import type { AgentStateInput, LogEventInput, TurnInput } from '../../store/store-types.ts';
 
 /** A claimed part: one agent's turns of one round, held by this worker until staged or its lease runs out. */
 export interface PartClaim {

@@ -1,4 +1,4 @@
-import type { StoredWorkerCoordination } from '../workers/worker-coordination.ts';
+import type { StoredWorkerCoordination } from './workers/worker-coordination.ts';
 import type { CoordinationOptions } from '../coordination/coordination-options.ts';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
@@ -12,7 +12,7 @@ import { type Emulator, type EmulatorStats, startEmulator } from '../emulator/in
 import { createSeededRandom, hash32 } from '../core/seeded-random.ts';
 import type { AgentInfo, RuntimeEventListener } from '../core/runtime-event.ts';
 import { proxyFaultedEndpoints } from '../fault-proxy/endpoint-fault-proxies.ts';
-import { createStatusQuoExecutor } from '../policies/status-quo-worker.ts';
+import { createStatusQuoExecutor } from './policies/status-quo-worker.ts';
 import { type AgentDefinition, isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import { defineConfig, type RuntimeConfigInput } from '../runtime/runtime-config.ts';
 import { unreachableEmulator } from '../core/errors/network-cause.ts';

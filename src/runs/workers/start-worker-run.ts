@@ -1,24 +1,24 @@
 import { randomBytes } from 'node:crypto';
-import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import type { Clock } from '../clock/clock.ts';
-import { createScaledClock, preciseWallNow } from '../clock/scaled-clock.ts';
-import { type Emulator, startEmulator } from '../emulator/index.ts';
+import { AGENT_MACHINE_VERSION } from '../../../machines/agent.machine.ts';
+import type { Clock } from '../../clock/clock.ts';
+import { createScaledClock, preciseWallNow } from '../../clock/scaled-clock.ts';
+import { type Emulator, startEmulator } from '../../emulator/index.ts';
 import {
   defaultRunId,
   reportConfig,
   type StoredRunConfig,
   type StoredWorkersConfig,
-} from '../rounds/run-scenario.ts';
-import type { AgentInfo } from '../core/runtime-event.ts';
-import { isNoAgentDefinition } from '../runtime/agent-definition.ts';
-import { scenarioAgents } from '../scenarios/scenario-tools.ts';
-import { planRounds } from '../scenarios/round-planner.ts';
-import { scenarioOrigin } from '../scenarios/scenario-endpoints.ts';
-import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
-import type { BreakwaterDatabase } from '../store/open-database.ts';
-import { createRunStore } from '../store/run-store.ts';
-import { TURN_KEY_FORMAT } from '../store/turn-key.ts';
-import { createLiveEventLog } from '../store/event-log.ts';
+} from '../run-scenario.ts';
+import type { AgentInfo } from '../../core/runtime-event.ts';
+import { isNoAgentDefinition } from '../../runtime/agent-definition.ts';
+import { scenarioAgents } from '../../scenarios/scenario-tools.ts';
+import { planRounds } from '../../scenarios/round-planner.ts';
+import { scenarioOrigin } from '../../scenarios/scenario-endpoints.ts';
+import type { ScenarioSpec } from '../../scenarios/scenario-types.ts';
+import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import { createRunStore } from '../../store/run-store.ts';
+import { TURN_KEY_FORMAT } from '../../store/turn-key.ts';
+import { createLiveEventLog } from '../../store/event-log.ts';
 import { notifyRound } from './round-wakeup.ts';
 import { storeWorkerCoordination } from './worker-coordination.ts';
 

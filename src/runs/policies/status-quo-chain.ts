@@ -1,6 +1,6 @@
-import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
-import { ConfigError } from '../core/errors/config-error.ts';
-import type { ScenarioSpec } from '../scenarios/scenario-types.ts';
+import type { ParsedEndpointConfig } from '../../engines/endpoint-config.ts';
+import { ConfigError } from '../../core/errors/config-error.ts';
+import type { ScenarioSpec } from '../../scenarios/scenario-types.ts';
 
 /**
  * Seed 000's one chain for every agent: openai-codex/gpt-5.5 → anthropic/claude-sonnet-4-6.

@@ -1,7 +1,7 @@
-import type { CoordinationOptions } from '../coordination/coordination-options.ts';
-import { resolveCoordination } from '../coordination/coordination-options.ts';
-import { createCoordinationBackend } from '../coordination/create-coordination.ts';
-import { redactUrl } from '../redact/secret-scrubber.ts';
+import type { CoordinationOptions } from '../../coordination/coordination-options.ts';
+import { resolveCoordination } from '../../coordination/coordination-options.ts';
+import { createCoordinationBackend } from '../../coordination/create-coordination.ts';
+import { redactUrl } from '../../redact/secret-scrubber.ts';
 
 /**
  * Where a run spread over workers keeps its global tokens and endpoint health, as stored with the run. The URL is

@@ -1,6 +1,6 @@
-import type { RuntimeEventListener } from '../core/runtime-event.ts';
-import { eventFromRecord } from '../report/stored-events.ts';
-import type { RunStore } from '../store/run-store.ts';
+import type { RuntimeEventListener } from '../../core/runtime-event.ts';
+import { eventFromRecord } from '../../report/stored-events.ts';
+import type { RunStore } from '../../store/run-store.ts';
 
 /** Options of {@link createRunEventTail}. */
 export interface RunEventTailOptions {

@@ -1,24 +1,24 @@
 import { setMaxListeners } from 'node:events';
 import type { Logger } from 'pino';
-import { type Clock, sleep } from '../clock/clock.ts';
-import type { EmulatorFlavor } from '../emulator/emulator-types.ts';
-import { createEngine as createAdapterEngine } from '../engines/create-engine.ts';
+import { type Clock, sleep } from '../../clock/clock.ts';
+import type { EmulatorFlavor } from '../../emulator/emulator-types.ts';
+import { createEngine as createAdapterEngine } from '../../engines/create-engine.ts';
 import {
   type EndpointConfig,
   type ParsedEndpointConfig,
   parseEndpointConfig,
-} from '../engines/endpoint-config.ts';
-import type { Engine, EngineResult } from '../core/engine-types.ts';
-import { NO_USAGE } from '../core/token-usage.ts';
-import type { RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
-import { type Fault, isEngineFaultError } from '../core/fault.ts';
-import { createLogger } from '../logging/logger.ts';
-import { scrubSecrets } from '../redact/secret-scrubber.ts';
-import type { TurnExecutor, TurnRequest } from '../rounds/turn-executor.ts';
-import { buildRequest } from '../runtime/prompt-builder.ts';
-import { type AgentMemory, emptyMemory, type Turn, type TurnOutcome } from '../core/turn.ts';
-import { scenarioEndpoints } from '../scenarios/scenario-endpoints.ts';
-import type { ScenarioAgent, ScenarioSpec } from '../scenarios/scenario-types.ts';
+} from '../../engines/endpoint-config.ts';
+import type { Engine, EngineResult } from '../../core/engine-types.ts';
+import { NO_USAGE } from '../../core/token-usage.ts';
+import type { RuntimeEvent, RuntimeEventListener } from '../../core/runtime-event.ts';
+import { type Fault, isEngineFaultError } from '../../core/fault.ts';
+import { createLogger } from '../../logging/logger.ts';
+import { scrubSecrets } from '../../redact/secret-scrubber.ts';
+import type { TurnExecutor, TurnRequest } from '../turn-executor.ts';
+import { buildRequest } from '../../runtime/prompt-builder.ts';
+import { type AgentMemory, emptyMemory, type Turn, type TurnOutcome } from '../../core/turn.ts';
+import { scenarioEndpoints } from '../../scenarios/scenario-endpoints.ts';
+import type { ScenarioAgent, ScenarioSpec } from '../../scenarios/scenario-types.ts';
 import {
   type ChainLink,
   resolveStatusQuoChain,

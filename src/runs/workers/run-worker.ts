@@ -2,42 +2,42 @@ import { hostname } from 'node:os';
 import { randomBytes } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
-import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
-import { createScaledClock, preciseWallNow, type ScaledClock } from '../clock/scaled-clock.ts';
-import type { RuntimeEventListener } from '../core/runtime-event.ts';
-import { durableAgentState } from '../runtime/agent-snapshot.ts';
-import type { AgentDefinition } from '../runtime/agent-definition.ts';
-import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
-import { createBreakwaterExecutor } from '../rounds/breakwater-executor.ts';
-import type { PeerAnswer } from '../rounds/round-prompt.ts';
-import { askRoundTurns, previousAnswers, toTurnInput } from '../rounds/round-runner.ts';
-import { applyRunRestore, loadRunRestore } from '../rounds/run-restore.ts';
+import { AGENT_MACHINE_VERSION } from '../../../machines/agent.machine.ts';
+import { createScaledClock, preciseWallNow, type ScaledClock } from '../../clock/scaled-clock.ts';
+import type { RuntimeEventListener } from '../../core/runtime-event.ts';
+import { durableAgentState } from '../../runtime/agent-snapshot.ts';
+import type { AgentDefinition } from '../../runtime/agent-definition.ts';
+import type { RuntimeConfigInput } from '../../runtime/runtime-config.ts';
+import { createBreakwaterExecutor } from '../breakwater-executor.ts';
+import type { PeerAnswer } from '../round-prompt.ts';
+import { askRoundTurns, previousAnswers, toTurnInput } from '../round-runner.ts';
+import { applyRunRestore, loadRunRestore } from '../run-restore.ts';
 import {
   emulatorBaseURLs,
   historyTurnsOf,
   type StoredRunConfig,
   type StoredWorkersConfig,
-} from '../rounds/run-scenario.ts';
-import { storeCallMemo } from '../rounds/store-call-memo.ts';
-import { loadScenario } from '../scenarios/load-scenario.ts';
-import { planRounds } from '../scenarios/round-planner.ts';
-import { scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
-import { scenarioAgents } from '../scenarios/scenario-tools.ts';
-import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
-import { findDatabaseUnavailable } from '../store/database-unavailable-error.ts';
-import { isConnectCut } from '../coordination/connect-ride-out.ts';
-import type { BreakwaterDatabase } from '../store/open-database.ts';
-import { isRoundCommitConflictError } from '../store/round-commit-conflict-error.ts';
-import { createRunStore, type RunStore } from '../store/run-store.ts';
-import type { AgentStateInput, RunRecord, TurnInput } from '../store/store-types.ts';
-import { crashPoint } from '../store/crash-point.ts';
-import { keyFormatOf } from '../store/turn-key.ts';
-import type { CoordinationOptions } from '../coordination/coordination-options.ts';
+} from '../run-scenario.ts';
+import { storeCallMemo } from '../store-call-memo.ts';
+import { loadScenario } from '../../scenarios/load-scenario.ts';
+import { planRounds } from '../../scenarios/round-planner.ts';
+import { scenarioRuntimeConfig } from '../../scenarios/scenario-endpoints.ts';
+import { scenarioAgents } from '../../scenarios/scenario-tools.ts';
+import type { RoundPlan, ScenarioSpec } from '../../scenarios/scenario-types.ts';
+import { findDatabaseUnavailable } from '../../store/database-unavailable-error.ts';
+import { isConnectCut } from '../../coordination/connect-ride-out.ts';
+import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import { isRoundCommitConflictError } from '../../store/round-commit-conflict-error.ts';
+import { createRunStore, type RunStore } from '../../store/run-store.ts';
+import type { AgentStateInput, RunRecord, TurnInput } from '../../store/store-types.ts';
+import { crashPoint } from '../../store/crash-point.ts';
+import { keyFormatOf } from '../../store/turn-key.ts';
+import type { CoordinationOptions } from '../../coordination/coordination-options.ts';
 import { planWorkerCoordination, probeCoordination } from './worker-coordination.ts';
 import { listenForRounds, notifyRound } from './round-wakeup.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
 import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
-import { type WireTimeEngines, wireTimeEngines } from '../rounds/wire-time-engines.ts';
+import { type WireTimeEngines, wireTimeEngines } from '../wire-time-engines.ts';
 
 /** What a worker did, turn by turn (the live output of `breakwater worker`). */
 export interface WorkerTurnNote {
