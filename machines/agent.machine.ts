@@ -1,7 +1,7 @@
 import { assign, emit, fromCallback, fromPromise, setup } from 'xstate';
 import type { ChatMessage, StopReason, ToolCall } from '../src/core/engine-types.ts';
 import { addUsage, NO_USAGE } from '../src/core/token-usage.ts';
-import type { Fault, FaultKind } from '../src/core/fault.ts';
+import { type Fault, isCapacityFault, isFinalFault, isUnfitFault } from '../src/core/fault.ts';
 import {
   type AgentMemory,
   type DegradedAnswer,
@@ -55,13 +55,6 @@ export type {
   WakeAtInput,
 } from './agent.types.ts';
 
-/** Faults after which trying *another* endpoint is a fallback, not a retry: the endpoint said it has no room for us. */
-const CAPACITY_FAULTS: ReadonlySet<FaultKind> = new Set(['rate_limited', 'credit_exhausted', 'auth']);
-/** Faults no engine swap fixes (`isSwappableFault` in src/core/fault.ts; a machine imports types only). */
-const FINAL_FAULTS: ReadonlySet<FaultKind> = new Set(['bad_request', 'cancelled']);
-/** Faults that say the endpoint can never take this request: the step skips that endpoint from then on. */
-const UNFIT_FAULTS: ReadonlySet<FaultKind> = new Set(['request_too_large']);
-
 type Done<T> = { output: T };
 const outputOf = <T>(event: unknown): T => (event as Done<T>).output;
 /** The token answer an event carries: `TOKEN.ANSWER`'s, or the grant an `ASK` came with. */
@@ -112,7 +105,7 @@ export function tokenRequestOf(context: AgentContext): AcquireTokenInput {
   // The first attempt of a step is free; a re-attempt after a capacity fault on another endpoint is a
   // fallback (the failed endpoint cools, nobody hits it); anything else is a retry, charged to the budget when it
   // goes to an endpoint it was tried on (one it never tried is a fallback).
-  const retry = t.stepAttempts > 0 && !(last && CAPACITY_FAULTS.has(last.kind));
+  const retry = t.stepAttempts > 0 && !(last && isCapacityFault(last.kind));
   const request: AcquireTokenInput = {
     agent: context.settings.name,
     tier: context.settings.tier,
@@ -141,7 +134,7 @@ function stepEndpoints(t: ActiveTurn, exhausted: boolean): { tried: string[]; sk
     const f = t.faults[i]!;
     if (f.endpointId === undefined) continue;
     if (!tried.includes(f.endpointId)) tried.push(f.endpointId);
-    if ((exhausted || UNFIT_FAULTS.has(f.kind)) && !skip.includes(f.endpointId)) skip.push(f.endpointId);
+    if ((exhausted || isUnfitFault(f.kind)) && !skip.includes(f.endpointId)) skip.push(f.endpointId);
   }
   return { tried, skip };
 }
@@ -332,7 +325,7 @@ const agentSetup = setup({
     },
     faultIsFinal: ({ event }) => {
       const out = outputOf<CallOutcome>(event);
-      return !out.ok && FINAL_FAULTS.has(out.fault.kind);
+      return !out.ok && isFinalFault(out.fault.kind);
     },
     healthy: ({ event }) => outputOf<CheckHealthOutput>(event).healthy,
   },

@@ -116,9 +116,47 @@ export function isStallFault(fault: Fault): boolean {
   return fault.kind === 'timeout' && fault.status === undefined;
 }
 
-/** Kinds that another engine may fix (everything but a bad request or a cancellation). */
+/**
+ * Kinds no engine swap fixes: a bad request fails on every engine, and a cancelled call was meant to stop.
+ *
+ * @example
+ * ```ts
+ * if (isFinalFault(fault.kind)) return failTurn(fault); // no other endpoint is tried
+ * ```
+ */
+export function isFinalFault(kind: FaultKind): boolean {
+  return kind === 'bad_request' || kind === 'cancelled';
+}
+
+/** Kinds that another engine may fix (everything but a {@link isFinalFault final} one). */
 export function isSwappableFault(kind: FaultKind): boolean {
-  return kind !== 'bad_request' && kind !== 'cancelled';
+  return !isFinalFault(kind);
+}
+
+/**
+ * Kinds that say the endpoint has no room for us (its rate limit, its credit, its key): trying another endpoint
+ * after one is a fallback, not a retry.
+ *
+ * @example
+ * ```ts
+ * const retry = attempts > 0 && !isCapacityFault(last.kind);
+ * ```
+ */
+export function isCapacityFault(kind: FaultKind): boolean {
+  return kind === 'rate_limited' || kind === 'credit_exhausted' || kind === 'auth';
+}
+
+/**
+ * Kinds that say the endpoint can never take this request (it is larger than the endpoint accepts): the step skips
+ * that endpoint from then on.
+ *
+ * @example
+ * ```ts
+ * if (isUnfitFault(fault.kind)) skip.push(fault.endpointId);
+ * ```
+ */
+export function isUnfitFault(kind: FaultKind): boolean {
+  return kind === 'request_too_large';
 }
 
 /**
