@@ -14,7 +14,10 @@ const ROOT = join(import.meta.dirname, '..', '..');
 
 const FLOORS: Readonly<Record<string, number>> = {
   // Floor 1, vocabulary and primitives: imported by everything, import nothing above.
-  core: 1, // engine types, faults, turns, runtime events, call memo, call abort, token usage, errors
+  // Engine types, faults and their predicates, turns, runtime events, call memo, token usage, seeded random, errors;
+  // beyond the review's list: call-abort (an EngineRequest carries its CallAbort) and the breaker's outcome window
+  // (plain data of the breaker machine's persisted context, so the machine may import it).
+  core: 1,
   clock: 1, // clocks and the time utilities (timer heap, abort fan-out, zoned time)
   config: 1,
   redact: 1,
@@ -31,7 +34,7 @@ const FLOORS: Readonly<Record<string, number>> = {
   degraded: 2,
   byok: 2,
   // The statecharts sit with the mechanisms: health drives the breaker machine, the runtime the agent's. What a
-  // machine may import is narrower still (MACHINE_IMPORTS).
+  // machine may import is narrower still (`machineImports` below).
   machines: 2,
   // Floor 3, the runtime: createSupervisor and the agent's actors, standing on every mechanism.
   runtime: 3,
