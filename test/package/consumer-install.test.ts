@@ -40,38 +40,6 @@ async function sh(file: string, args: string[], cwd: string) {
   return run(file, args, { cwd, maxBuffer: 16 * 1024 * 1024, env: { ...process.env, NODE_OPTIONS: '' } });
 }
 
-/** `npx breakwater …` in the consumer project; resolves with the exit code and both outputs, never rejects. */
-function npx(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return sh('npx', ['--offline', 'breakwater', ...args], app).then(
-    (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
-    (e: { code?: number; stdout?: string; stderr?: string }) => ({
-      code: typeof e.code === 'number' ? e.code : -1,
-      stdout: e.stdout ?? '',
-      stderr: e.stderr ?? String(e),
-    }),
-  );
-}
-
-/**
- * (d)'s run: the installed package's own morning-peak, replayed at timeScale 60 instead of 150 (as
- * test/workers/morning-peak-workers.test.ts does, and for the same reason): its checks are on the run's clock, but at
- * 150 a simulated minute is 0.4 s of real time, and worker processes starved by the suite's other CPU-heavy files saw
- * their token waits (180 s simulated) run out and degraded turns a quiet machine does not. Its 150 simulated minutes
- * take 2.5 minutes of real time and little CPU (about 25 s), so it starts as soon as the package is installed and
- * goes on while (a)-(c) look at the package; (d) awaits and judges it, and (e), which breaks the installed worker
- * command on purpose, runs only after it ended.
- */
-let workersRun: Promise<{ code: number; stdout: string; stderr: string }>;
-
-function startWorkersRun(): void {
-  const installed = join(app, 'node_modules', 'breakwater', 'scenarios', 'morning-peak', 'scenario.yaml');
-  const shipped = readFileSync(installed, 'utf8');
-  const slower = shipped.replace(/^timeScale: 150$/m, 'timeScale: 60');
-  if (slower === shipped) throw new Error('morning-peak no longer says "timeScale: 150": update this test');
-  writeFileSync(join(app, 'morning-peak.yaml'), slower);
-  workersRun = npx(['run', 'morning-peak.yaml', '--workers', '2', '--database-url', postgresUrl(), '--json']);
-}
-
 beforeAll(async () => {
   work = mkdtempSync(join(tmpdir(), 'breakwater-consumer-'));
   // The build the tarball ships (`prepare` made it on `npm ci`; rebuilt only if a source changed since), then the
@@ -105,15 +73,12 @@ beforeAll(async () => {
     ],
     app,
   );
-  startWorkersRun();
 }, 600_000);
 
 // The consumer's node_modules holds thousands of files: deleting them synchronously blocked the worker past the
 // hook timeout on a loaded CI machine (CI run of 819452f). Deleted asynchronously, with room; the verdict is the
 // tests', not the clean-up's.
 afterAll(async () => {
-  // (d)'s run ends on its own (it never rejects): its processes must not outlive the folder they run in.
-  if (workersRun) await workersRun;
   if (work) await rm(work, { recursive: true, force: true, maxRetries: 3 });
 }, 600_000);
 
@@ -252,9 +217,36 @@ console.log(turn.outcome, call.endpointId, model.modelId, meta, stats.totalCalls
 });
 
 describe('the installed breakwater spreads a run over worker processes', () => {
+  /** `npx breakwater …` in the consumer project; resolves with the exit code and both outputs, never rejects. */
+  const npx = (args: string[]) =>
+    sh('npx', ['--offline', 'breakwater', ...args], app).then(
+      (r) => ({ code: 0, stdout: r.stdout, stderr: r.stderr }),
+      (e: { code?: number; stdout?: string; stderr?: string }) => ({
+        code: typeof e.code === 'number' ? e.code : -1,
+        stdout: e.stdout ?? '',
+        stderr: e.stderr ?? String(e),
+      }),
+    );
+
   it('(d) npx breakwater run morning-peak --workers 2 runs its workers from the package and passes', async () => {
-    // Started when the package was installed (see startWorkersRun).
-    const run = await workersRun;
+    // The installed package's own morning-peak, replayed at timeScale 60 instead of 150 (as
+    // test/workers/cli-workers.test.ts does, and for the same reason): its checks are on the run's clock, but at 150 a
+    // simulated minute is 0.4 s of real time, and worker processes starved by the suite's other CPU-heavy files saw
+    // their token waits (180 s simulated) run out and degraded turns a quiet machine does not.
+    const installed = join(app, 'node_modules', 'breakwater', 'scenarios', 'morning-peak', 'scenario.yaml');
+    const shipped = readFileSync(installed, 'utf8');
+    const slower = shipped.replace(/^timeScale: 150$/m, 'timeScale: 60');
+    expect(slower).not.toBe(shipped);
+    writeFileSync(join(app, 'morning-peak.yaml'), slower);
+    const run = await npx([
+      'run',
+      'morning-peak.yaml',
+      '--workers',
+      '2',
+      '--database-url',
+      postgresUrl(),
+      '--json',
+    ]);
     expect(run.stderr).not.toMatch(/Error|Cannot find/);
     expect(run.code).toBe(0);
     const report = JSON.parse(run.stdout.trim().split('\n').pop()!) as RunReport;
