@@ -160,3 +160,48 @@ export function isNoAgentDefinition(def: AgentDefinition): def is NoAgentDefinit
 export function defineAgent<const D extends AgentDefinition>(definition: D): D {
   return definition;
 }
+
+/** Every field an LLM agent's definition may have (the `satisfies` keeps it in step with the interface). */
+const LLM_AGENT_FIELDS = {
+  name: true,
+  role: true,
+  tier: true,
+  chain: true,
+  session: true,
+  memory: true,
+  tools: true,
+  decisionTree: true,
+  maxWaitMs: true,
+  maxAttempts: true,
+  maxTokens: true,
+  temperature: true,
+  historyTurns: true,
+} as const satisfies Record<keyof LlmAgentDefinition, true>;
+
+/** Every field a no-agent definition may have. */
+const NO_AGENT_FIELDS = { name: true, noAgent: true, tier: true, run: true } as const satisfies Record<
+  keyof NoAgentDefinition,
+  true
+>;
+
+/** What belongs in `spawnAgent`'s second argument, not the definition: said when one is put in the definition. */
+const SPAWN_OPTION_FIELDS = new Set(['snapshot']);
+
+/**
+ * The first field of `definition` that no agent definition has, with what to do about it; `undefined` when all are
+ * known. A misspelt or misplaced field would otherwise be ignored without a word (a `snapshot` put in the definition
+ * instead of the options restored nothing).
+ */
+export function unknownAgentField(definition: AgentDefinition): { field: string; hint: string } | undefined {
+  const known: Readonly<Record<string, true>> = isNoAgentDefinition(definition)
+    ? NO_AGENT_FIELDS
+    : LLM_AGENT_FIELDS;
+  for (const field of Object.keys(definition)) {
+    if (Object.hasOwn(known, field)) continue;
+    const hint = SPAWN_OPTION_FIELDS.has(field)
+      ? `"${field}" goes in spawnAgent's second argument: spawnAgent(definition, { ${field} })`
+      : `not a field of an agent definition; the fields are ${Object.keys(known).join(', ')}`;
+    return { field, hint };
+  }
+  return undefined;
+}

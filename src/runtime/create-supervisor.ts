@@ -24,7 +24,12 @@ import { SharedHealthLink } from '../coordination/shared-health-link.ts';
 import { TimerHeap } from '../clock/timer-heap.ts';
 import { onAbort } from '../clock/abort-fanout.ts';
 import { type CallRecordEvent, createAgentActors } from './agent-actors.ts';
-import { type AgentDefinition, isNoAgentDefinition, type LlmAgentDefinition } from './agent-definition.ts';
+import {
+  type AgentDefinition,
+  isNoAgentDefinition,
+  type LlmAgentDefinition,
+  unknownAgentField,
+} from './agent-definition.ts';
 import {
   type AgentHandleHooks,
   type AgentStateChange,
@@ -402,6 +407,13 @@ export function createSupervisor(
     const where = `agents.${definition.name}`;
     if (!definition.name)
       throw new ConfigError({ source: 'spawnAgent', path: 'name', message: 'an agent needs a name' });
+    const unknown = unknownAgentField(definition);
+    if (unknown)
+      throw new ConfigError({
+        source: 'spawnAgent',
+        path: `${where}.${unknown.field}`,
+        message: unknown.hint,
+      });
     if (!running()) throw new AgentStoppedError(definition.name, 'supervisor');
     if (handles.has(definition.name))
       throw new ConfigError({

@@ -46,6 +46,34 @@ describe('a bad config is refused at start with a message naming the field', () 
     }
     expect(message).toMatch(/^createSupervisor at chains\.light\[0\]: names endpoint "ghost"/);
   });
+  it('spawnAgent refuses a field no agent definition has, naming it (a snapshot put in the definition restored nothing)', async () => {
+    const s = createSupervisor(base as never);
+    try {
+      const refused = (definition: unknown) => {
+        try {
+          s.spawnAgent(definition as never);
+        } catch (e) {
+          expect(isConfigError(e)).toBe(true);
+          return (e as Error).message;
+        }
+        throw new Error('definition was accepted');
+      };
+      expect(refused({ name: 'w', chain: 'light', snapshot: {} })).toMatch(
+        /^spawnAgent at agents\.w\.snapshot: "snapshot" goes in spawnAgent's second argument/,
+      );
+      expect(refused({ name: 'w', chain: 'light', maxWait: 5_000 })).toMatch(
+        /agents\.w\.maxWait: not a field of an agent definition; the fields are .*maxWaitMs/,
+      );
+      expect(refused({ name: 'f', noAgent: true, run: async () => 1, chain: 'light' })).toMatch(
+        /agents\.f\.chain/,
+      );
+      // Nothing was spawned by a refused definition; a good one still is.
+      expect(s.agents()).toHaveLength(0);
+      expect(s.spawnAgent({ name: 'w', chain: 'light', maxWaitMs: 5_000 }).name).toBe('w');
+    } finally {
+      await s.stop();
+    }
+  });
   it('negative limits', () => {
     expect(refusal({ ...base, concurrency: { limit: -1 } })).toMatch(/concurrency\.limit/);
     expect(refusal({ ...base, endpoints: [{ ...base.endpoints[0], limits: { rpm: -5 } }] })).toMatch(
