@@ -192,7 +192,9 @@ export const timedFetch: typeof fetch = async (input, init) => {
   let bodyController: ReadableStreamDefaultController<Uint8Array> | undefined;
   // From send to the last body byte the call is real work: a virtual clock must not jump over it.
   const unhold = holdClock(clock);
+  let ended = false;
   const release = () => {
+    ended = true;
     unhold();
     clock.clearTimeout(timer);
     if (idleTimer !== undefined) clock.clearTimeout(idleTimer);
@@ -207,10 +209,16 @@ export const timedFetch: typeof fetch = async (input, init) => {
       }
     : release;
 
-  timer = clock.setTimeout(() => {
-    call.timedOut = 'headers';
-    controller.abort(new DeadlineError('headers', call.headersTimeoutMs, call.wireScale));
-  }, call.headersTimeoutMs);
+  let answered = false;
+  timer = clock.setTimeout(
+    () =>
+      afterPendingIo(clock, () => {
+        if (answered) return;
+        call.timedOut = 'headers';
+        controller.abort(new DeadlineError('headers', call.headersTimeoutMs, call.wireScale));
+      }),
+    call.headersTimeoutMs,
+  );
 
   const stamp = () => {
     call.lastActivity = clock.now();
@@ -228,6 +236,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
     if (call.timedOut) throw new DeadlineError(call.timedOut, call.headersTimeoutMs, call.wireScale);
     throw err;
   } finally {
+    answered = true;
     clock.clearTimeout(timer);
   }
   call.status = response.status;
@@ -249,6 +258,16 @@ export const timedFetch: typeof fetch = async (input, init) => {
       return;
     }
     idleTimer = undefined;
+    afterPendingIo(clock, expireIdle);
+  };
+  const expireIdle = () => {
+    // Bytes read meanwhile (they had arrived while this process was starved): the body is alive.
+    const quiet = clock.now() - call.lastActivity;
+    if (ended) return;
+    if (quiet < idleMs) {
+      idleTimer = clock.setTimeout(onIdle, idleMs - quiet);
+      return;
+    }
     call.timedOut = 'idle';
     const err = new DeadlineError('idle', idleMs, call.wireScale);
     try {
@@ -348,4 +367,20 @@ function stampReads(body: ReadableStream<Uint8Array>, stamp: () => void): void {
   };
   Object.defineProperty(body, Symbol.asyncIterator, { configurable: true, value: values });
   Object.defineProperty(body, 'values', { configurable: true, value: values });
+}
+
+/**
+ * Runs `expire` once the I/O this process already holds has been read. A deadline timer that fires after the process
+ * was starved of CPU (a loaded machine) runs in the event loop's timers phase, before the poll phase reads the response
+ * that arrived meanwhile: without this, a starved process cut calls whose answer was already in its socket. Two
+ * check-phase hops let that I/O be read first; the clock is held meanwhile, so a virtual clock does not move.
+ */
+function afterPendingIo(clock: Clock, expire: () => void): void {
+  const unhold = holdClock(clock);
+  setImmediate(() =>
+    setImmediate(() => {
+      unhold();
+      expire();
+    }),
+  );
 }

@@ -41,6 +41,45 @@ describe('timedFetch', () => {
     res.destroy();
   });
 
+  // A process starved of CPU (a loaded machine) wakes with its deadline timer due and the answer already in its
+  // socket: timers run before the poll phase reads it, so the call was cut though it had been answered in time.
+  it('a deadline due when the headers are already in the socket, unread, lets them be read first', async () => {
+    const clock = createManualClock(1_000);
+    const call = beginTimedCall(clock, 5_000, 2_000, undefined);
+    const pending = runTimedCall(call, post);
+    const res = await fx.nextManual();
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"a":1');
+    // In the same tick, before this process reads its socket: the deadline comes due.
+    clock.advance(5_000);
+    const response = await pending;
+    expect(call.timedOut).toBeUndefined();
+    expect(response.status).toBe(200);
+    res.end('}');
+    expect(await response.text()).toBe('{"a":1}');
+    endTimedCall(call);
+  });
+
+  it('an idle deadline due when body bytes are already in the socket, unread, lets them be read first', async () => {
+    const clock = createManualClock(0);
+    const call = beginTimedCall(clock, 5_000, 1_000, undefined);
+    const pending = runTimedCall(call, post);
+    const res = await fx.nextManual();
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"a":');
+    const response = await pending;
+    const reader = response.body!.getReader();
+    const decoder = new TextDecoder();
+    let text = decoder.decode((await reader.read()).value);
+    const next = reader.read();
+    res.end('1}');
+    clock.advance(1_000);
+    for (let r = await next; !r.done; r = await reader.read()) text += decoder.decode(r.value);
+    expect(call.timedOut).toBeUndefined();
+    expect(text).toBe('{"a":1}');
+    endTimedCall(call);
+  });
+
   it('re-arms the idle deadline on every body chunk, so a slow but moving body completes', async () => {
     const clock = createManualClock(0);
     const call = beginTimedCall(clock, 5_000, 1_000, undefined);
