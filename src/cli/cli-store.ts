@@ -12,6 +12,8 @@ export interface StoreCliOptions {
   readonly dataDir?: string;
   /** Environment read for `DATABASE_URL` / `BREAKWATER_DATA_DIR`. Default: `process.env`. */
   readonly env?: Readonly<Record<string, string | undefined>>;
+  /** Most connections of the PostgreSQL pool. Default: `openDatabase`'s (10). */
+  readonly poolSize?: number;
   /** Aborts the open. Default none. */
   readonly signal?: AbortSignal;
 }
@@ -71,6 +73,7 @@ export async function openCliDatabase(options: StoreCliOptions): Promise<Breakwa
     return await openDatabase({
       ...(url ? { url } : {}),
       ...(isSet(options.dataDir) ? { dataDir: options.dataDir } : {}),
+      ...(options.poolSize !== undefined ? { poolSize: options.poolSize } : {}),
       ...(timeouts ? { timeouts } : {}),
       ...(options.signal ? { signal: options.signal } : {}),
     });

@@ -31,6 +31,7 @@ export async function storeCallMemo(
   );
   const pending = new Set<Promise<void>>();
   const retryForMs = options.retryForMs ?? 12_000;
+  const reach: Reach = { lost: false };
   return {
     recall: (key) => Promise.resolve(known.get(key)),
     remember(key, value) {
@@ -41,6 +42,7 @@ export async function storeCallMemo(
       const write = writeThrough(
         () => store.rememberCall({ runId, idempotencyKey: key, result: value }).then(() => undefined),
         retryForMs,
+        reach,
       );
       if (release) write.then(release, release);
       pending.add(write);
@@ -71,18 +73,33 @@ export interface StoreCallMemoOptions {
 const FIRST_RETRY_MS = 250;
 const LAST_RETRY_MS = 2_000;
 
+/** What the memo's writes learned of the database: `lost` once one of them waited out its whole retry window. */
+interface Reach {
+  lost: boolean;
+}
+
 /**
  * A memo write, tried again while the database is unreachable: a call answered upstream is paid for, and a memo
  * lost to a connection cut once (the server still up) would have it asked and paid again by whoever resumes the
  * round. Any other error (the SQL refused) is final at once.
+ *
+ * Once one write waited out its window, the database is taken as lost: the next writes try once (the store
+ * fails fast while it is lost) instead of each waiting the window again, so a run whose database went away
+ * stops within one window, not one per turn still under way. A write that lands finds it back.
  */
-async function writeThrough(write: () => Promise<void>, retryForMs: number): Promise<void> {
-  const giveUpAt = Date.now() + retryForMs;
+async function writeThrough(write: () => Promise<void>, retryForMs: number, reach: Reach): Promise<void> {
+  const giveUpAt = Date.now() + (reach.lost ? 0 : retryForMs);
   for (let wait = FIRST_RETRY_MS; ; wait = Math.min(LAST_RETRY_MS, wait * 2)) {
     try {
-      return await write();
+      await write();
+      reach.lost = false;
+      return;
     } catch (e) {
-      if (!findDatabaseUnavailable(e) || Date.now() + wait > giveUpAt) throw e;
+      if (!findDatabaseUnavailable(e)) throw e;
+      if (Date.now() + wait > giveUpAt) {
+        reach.lost = true;
+        throw e;
+      }
     }
     await new Promise((resolve) => setTimeout(resolve, wait));
   }

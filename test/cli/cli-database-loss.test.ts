@@ -17,7 +17,8 @@ import { cleanEnv, finished, runCli, spawnCli } from './run-cli.ts';
 // while the database hangs. The password in the URL is never printed. Real CLI, real PostgreSQL.
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 12 PostgreSQL connections at once: the CLI and the test (measured peak, with room).
+perFileDatabase({ connections: 12 });
 const server = () => new URL(postgresUrl());
 const dir = mkdtempSync(join(tmpdir(), 'bw-dbloss-'));
 const scenario = join(dir, 'db-loss.yaml');

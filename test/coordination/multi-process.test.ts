@@ -6,7 +6,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
 import { createScaledClock } from '../../src/clock/scaled-clock.ts';
 import { type CallRecord, type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
+import { cleanPool, coordinationCases, perFileDatabase } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { readJsonLines } from '../support/json-lines.ts';
 import { childScript } from '../support/test-child.ts';
@@ -16,6 +16,9 @@ import { childScript } from '../support/test-child.ts';
  * verdicts come from the emulator's own record of calls (its in-flight high-water mark, each call's start and
  * end on its clock), never from how fast this machine is.
  */
+
+// At most 14 PostgreSQL connections at once: three coordination children and the test (measured peak, with room).
+perFileDatabase({ connections: 14 });
 
 const CHILD = childScript(fileURLToPath(new URL('./coordination-worker-child.ts', import.meta.url)));
 const LIMIT = 3;

@@ -13,6 +13,7 @@ import {
   uninterrupted,
   workersDrill,
 } from './crash-drills.ts';
+import { shareOfConnections } from '../support/per-file-database.ts';
 
 /*
  * The crash suite of issue 42. After every kill -9 and every resume: 0 committed turns lost or changed (the
@@ -21,6 +22,10 @@ import {
  * of the uninterrupted run. `npm test` runs a short form (few kills); `npm run test:crash` the long form
  * (BREAKWATER_CRASH_KILLS=24 per backend: PGlite in one process; PostgreSQL half in one process, half `--workers 3`).
  */
+
+// It makes its PostgreSQL databases itself (it terminates their connections); at most 30 connections at once:
+// `run --workers 3` and the workers that finish the run (measured peak, with room).
+shareOfConnections(30);
 
 const KILLS = Number(process.env.BREAKWATER_CRASH_KILLS ?? 2);
 const LONG = KILLS > 2;

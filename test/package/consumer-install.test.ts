@@ -12,7 +12,8 @@ import { createRunStore } from '../../src/store/run-store.ts';
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 24 PostgreSQL connections at once: the installed CLI's two workers and their parent (measured peak, with room).
+perFileDatabase({ connections: 24 });
 
 /*
  * breakwater as a user gets it: `npm pack` the package, install the tarball into a fresh project (offline, from

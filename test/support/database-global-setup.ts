@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import type { TestProject } from 'vitest/node';
 import { redactUrl, scrubSecrets } from '../../src/redact/secret-scrubber.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
+import { connectionBudgetOf } from './connection-budget.ts';
 import {
   RUN_HOLDER_PREFIX,
   SERVER_URL,
@@ -36,6 +37,8 @@ export interface TestDatabasesContext {
   readonly unavailable: string | undefined;
   /** The shared database no test may connect to (`test`). */
   readonly shared: string;
+  /** How many PostgreSQL connections the test files may hold at once (test/support/connection-budget.ts). */
+  readonly connectionBudget: number;
 }
 
 declare module 'vitest' {
@@ -93,9 +96,11 @@ export default async function setup(project: TestProject): Promise<() => Promise
   let holder: import('pg').Client | undefined;
   let template: string | undefined;
   let unavailable: string | undefined;
+  let connectionBudget = 1;
   try {
     // Held until teardown: while it is there, other runs leave this run's databases alone.
     holder = await connectAdmin(`${RUN_HOLDER_PREFIX}${run}`);
+    connectionBudget = await connectionBudgetOf(holder);
     const live = await dropLeftovers(holder, Date.now());
     await dropStaleRedisKeys(live, Date.now());
     const name = templateName(run);
@@ -108,7 +113,7 @@ export default async function setup(project: TestProject): Promise<() => Promise
   } catch (e) {
     unavailable = `PostgreSQL at ${redactUrl(SERVER_URL)} could not be prepared for the tests (${scrubSecrets((e as Error).message)}). Start it (see CONTRIBUTING.md, Tests) or point DATABASE_URL at one.`;
   }
-  project.provide('testDatabases', { run, template, unavailable, shared });
+  project.provide('testDatabases', { run, template, unavailable, shared, connectionBudget });
   return async () => {
     if (holder) {
       const ours = (await listTestDatabases(holder).catch(() => [])).filter((d) => d.run === run);

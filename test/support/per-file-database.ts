@@ -1,5 +1,6 @@
 import pg from 'pg';
-import { beforeAll, inject } from 'vitest';
+import { afterAll, beforeAll, inject } from 'vitest';
+import { type ConnectionShare, takeConnections } from './connection-budget.ts';
 import {
   SERVER_URL,
   connectAdmin,
@@ -26,6 +27,8 @@ import {
 interface FileState {
   readonly file: string;
   registered: boolean;
+  shared: boolean;
+  share: ConnectionShare | undefined;
   database: { readonly name: string; readonly url: string } | undefined;
   redisPrefix: string | undefined;
 }
@@ -47,7 +50,14 @@ const HOW =
 
 /** Starts a test file's state; called by the setup file before each file. */
 export function beginTestFile(file: string): void {
-  current = { file, registered: false, database: undefined, redisPrefix: undefined };
+  current = {
+    file,
+    registered: false,
+    shared: false,
+    share: undefined,
+    database: undefined,
+    redisPrefix: undefined,
+  };
   // A file without a database of its own must not reach one through the environment (a child it spawns, or
   // openDatabase() without options): nothing is inherited from the runner or from the file before.
   delete process.env.DATABASE_URL;
@@ -61,11 +71,28 @@ export function endTestFile(): { redisPrefix: string | undefined } {
   return { redisPrefix: state?.redisPrefix };
 }
 
+/** Options of {@link perFileDatabase}. */
+export interface PerFileDatabaseOptions {
+  /**
+   * The most PostgreSQL connections the file holds at once, its children's included: its share of the budget the
+   * files running at once split (test/support/connection-budget.ts). Measure a file with worker processes
+   * (`pg_stat_activity` grouped by `datname` while it runs) and declare its peak with some room.
+   * @default 8
+   */
+  readonly connections?: number;
+}
+
+/** A file's share when it declares none: one store pool's worth as the files without children use it. */
+const DEFAULT_FILE_CONNECTIONS = 8;
+
+/** How long a file may wait for its share: longer than any file runs, so only a leak or a foreign holder reaches it. */
+const SHARE_TIMEOUT_MS = 15 * 60_000;
+
 /**
  * Gives this test file a PostgreSQL database of its own: copied from the run's migrated template in `beforeAll`
  * (so it has the latest schema and no rows), set as `DATABASE_URL` while the file runs (children inherit it), and
- * dropped with the run's other databases when the run ends. Call it at the top of the file; a second call in the same
- * file is a no-op.
+ * dropped with the run's other databases when the run ends. Before it, the file takes its share of the server's
+ * connections ({@link shareOfConnections}). Call it at the top of the file; a second call in the same file is a no-op.
  *
  * @example
  * ```ts
@@ -73,10 +100,11 @@ export function endTestFile(): { redisPrefix: string | undefined } {
  * beforeAll(async () => { database = await openDatabase({ url: postgresUrl() }); });
  * ```
  */
-export function perFileDatabase(): void {
+export function perFileDatabase(options: PerFileDatabaseOptions = {}): void {
   const state = fileState();
   if (state.registered) return;
   state.registered = true;
+  shareOfConnections(options.connections ?? DEFAULT_FILE_CONNECTIONS);
   beforeAll(async () => {
     if (state.database) return;
     const ctx = inject('testDatabases');
@@ -90,6 +118,32 @@ export function perFileDatabase(): void {
     }
     state.database = { name, url: urlOfDatabase(SERVER_URL, name) };
     process.env.DATABASE_URL = state.database.url;
+  });
+}
+
+/**
+ * Takes the file's share of the server's connections before its other hooks (waiting while the files running
+ * beside it hold the budget) and gives it back after them. {@link perFileDatabase} calls it; a file that makes
+ * its PostgreSQL databases itself (the crash suite drops and terminates its own) calls it at its top.
+ *
+ * @example
+ * ```ts
+ * shareOfConnections(45); // three workers and their parent, at their peak
+ * ```
+ */
+export function shareOfConnections(connections: number): void {
+  const state = fileState();
+  if (state.shared) return;
+  state.shared = true;
+  beforeAll(async () => {
+    const ctx = inject('testDatabases');
+    if (!ctx.template) return;
+    state.share = await takeConnections(connections, ctx.connectionBudget, state.file, SHARE_TIMEOUT_MS);
+  }, SHARE_TIMEOUT_MS + 60_000);
+  // Registered before the file's own hooks, so it runs after them (vitest stacks after-hooks): pools closed by then.
+  afterAll(async () => {
+    await state.share?.release();
+    state.share = undefined;
   });
 }
 

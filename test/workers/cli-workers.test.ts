@@ -20,7 +20,8 @@ import {
 } from '../support/coordination-env.ts';
 
 // This file's own PostgreSQL database and Redis key prefix (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 32 PostgreSQL connections at once: the CLI's workers and their parent (measured peak, with room).
+perFileDatabase({ connections: 32 });
 
 /*
  * `breakwater run <scenario> --workers N` as a user runs it: real CLI processes (the parent and its N workers), one

@@ -8,7 +8,8 @@ import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 import { cliReport, expectSameVerdict, morningPeakSlower } from './parity-verdict.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 32 PostgreSQL connections at once: three workers, their parent and the test (measured peak, with room).
+perFileDatabase({ connections: 32 });
 
 /*
  * `breakwater run morning-peak --workers 3` as a user runs it (real CLI processes: the parent and its 3 workers, one

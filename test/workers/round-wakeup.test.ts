@@ -14,7 +14,8 @@ import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 import { waitFor } from '../support/wait-for.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 12 PostgreSQL connections at once: two workers' stores and LISTEN connections (measured peak, with room).
+perFileDatabase({ connections: 12 });
 
 /*
  * The round barrier: a worker with nothing to claim waits for NOTIFY (a part staged, a round committed), with a

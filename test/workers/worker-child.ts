@@ -5,10 +5,12 @@
 import pino from 'pino';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { runWorker } from '../../src/runs/workers/run-worker.ts';
+import { WORKER_STORE_POOL_SIZE } from '../../src/runs/workers/worker-store-pool.ts';
 
 const [url, runId] = [process.argv[2]!, process.argv[3]!];
 const say = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify(line)}\n`);
-const database = await openDatabase({ url });
+// As `breakwater worker` opens it.
+const database = await openDatabase({ url, poolSize: WORKER_STORE_POOL_SIZE });
 try {
   const summary = await runWorker({
     database,

@@ -19,7 +19,8 @@ import { waitFor } from '../support/wait-for.ts';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 32 PostgreSQL connections at once: three workers and the test (measured peak, with room).
+perFileDatabase({ connections: 32 });
 
 /*
  * Every database connection of three worker processes terminated once mid-round (`pg_terminate_backend`, the

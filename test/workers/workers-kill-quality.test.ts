@@ -24,7 +24,8 @@ import { waitFor } from '../support/wait-for.ts';
 import { spawnWorker, type WorkerProcess } from '../support/worker-process.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 36 PostgreSQL connections at once: three workers and the test at their peak (measured peak, with room).
+perFileDatabase({ connections: 36 });
 
 /*
  * A lost worker costs its in-flight calls, not the run's quality: three real worker processes on a scaled clock

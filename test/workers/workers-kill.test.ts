@@ -25,7 +25,8 @@ import { readJsonLines } from '../support/json-lines.ts';
 import { childScript } from '../support/test-child.ts';
 
 // This file's own PostgreSQL database and Redis key prefix (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 32 PostgreSQL connections at once: three workers and the test (measured peak, with room).
+perFileDatabase({ connections: 32 });
 
 /*
  * Three real worker processes on one PostgreSQL store, one emulator over real HTTP, the run's global tokens and

@@ -3,7 +3,8 @@ import { perFileDatabase } from '../support/coordination-env.ts';
 import { cliReport, expectSameVerdict } from './parity-verdict.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 36 PostgreSQL connections at once: three workers, their parent and the test at their peak (measured peak, with room).
+perFileDatabase({ connections: 36 });
 
 /*
  * One process and `--workers 3` judge agent8-storm alike (test/workers/parity-verdict.ts says how): the real CLI runs

@@ -10,7 +10,8 @@ import { cleanEnv, finished, runCli, spawnCli, waitForOutput } from '../cli/run-
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 22 PostgreSQL connections at once: the CLI's workers and their parent (measured peak, with room).
+perFileDatabase({ connections: 22 });
 
 /*
  * `breakwater resume <run-id>` of a run started with `--workers`: the interrupted run goes on with worker processes

@@ -12,7 +12,8 @@ import { cleanEnv, finished, spawnCli } from '../cli/run-cli.ts';
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).
-perFileDatabase();
+// At most 24 PostgreSQL connections at once: the CLI's workers and their parent (measured peak, with room).
+perFileDatabase({ connections: 24 });
 
 /*
  * `run --workers N` with `--stream`, `--viz` and `--metrics-port`: real worker processes on one PostgreSQL store;

@@ -29,6 +29,7 @@ import { type Print, printToStdout } from '../cli-output.ts';
 import { openCliDatabase, storeUrl } from '../cli-store.ts';
 import { STOP_GRACE_MS } from '../stop-signal.ts';
 import { startWorkerProcesses, type WorkerExit, whyItDied } from './worker-processes.ts';
+import { WORKER_STORE_POOL_SIZE } from '../../runs/workers/worker-store-pool.ts';
 
 /** Options of {@link runWithWorkers}. */
 export interface RunWithWorkersOptions {
@@ -97,7 +98,7 @@ export async function runWithWorkers(options: RunWithWorkersOptions): Promise<Ru
   } catch (e) {
     throw new CliError((e as Error).message);
   }
-  const database = await openCliDatabase({ databaseUrl: url });
+  const database = await openCliDatabase({ databaseUrl: url, poolSize: WORKER_STORE_POOL_SIZE });
   let tail: RunEventTail | undefined;
   let live: LiveView | undefined;
   let viz: VizServer | undefined;

@@ -7,6 +7,7 @@ import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { isSet, openCliDatabase, storeUrl } from '../cli-store.ts';
 import { listenForStop, STOP_GRACE_MS } from '../stop-signal.ts';
+import { WORKER_STORE_POOL_SIZE } from '../../runs/workers/worker-store-pool.ts';
 
 /** Options of {@link runWorkerCommand}. */
 export interface WorkerCommandOptions {
@@ -62,7 +63,7 @@ export async function runWorkerCommand(options: WorkerCommandOptions = {}): Prom
       );
     }
   }
-  const database = await openCliDatabase({ databaseUrl: url });
+  const database = await openCliDatabase({ databaseUrl: url, poolSize: WORKER_STORE_POOL_SIZE });
   const shown = new Map<string, string>();
   // Only what changed goes on the wire: a growing text costs its deltas, not its square.
   const onText = (agent: string, text: string) => {
