@@ -51,14 +51,17 @@ type VizHook = {
   };
 };
 
-/** A real press: down, held 120 ms, up (the click the issue saw dropped). */
+/**
+ * A real press: down, held 120 ms, up (the click the issue saw dropped). Through Playwright's click, which presses
+ * where the card is once its box stopped moving and the card is what the point hits: a box read first and pressed
+ * later could meet the page's layout changed meanwhile (a loaded machine's Chromium lays out late) and press
+ * another card or none.
+ */
 async function pressCard(page: Page, name: string): Promise<void> {
-  const box = await page.locator(`[data-testid="agent-${name}"]`).boundingBox();
+  const card = page.locator(`[data-testid="agent-${name}"]`);
+  const box = await card.boundingBox();
   if (!box) throw new Error(`no card for ${name}`);
-  await page.mouse.move(box.x + box.width / 2, box.y + 12);
-  await page.mouse.down();
-  await new Promise((r) => setTimeout(r, 120));
-  await page.mouse.up();
+  await card.click({ delay: 120, position: { x: box.width / 2, y: 12 }, timeout: 10_000 });
 }
 
 async function scrubTo(page: Page, t: number): Promise<void> {
