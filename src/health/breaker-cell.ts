@@ -1,10 +1,6 @@
 import { type Actor, createActor, type Snapshot } from 'xstate';
-import {
-  type BreakerContext,
-  type BreakerEvent,
-  type BreakerInput,
-  breakerMachine,
-} from '../../machines/breaker.machine.ts';
+import { type BreakerContext, type BreakerEvent, breakerMachine } from '../../machines/breaker.machine.ts';
+import type { BreakerInput } from '../core/breaker-config.ts';
 import { bucketWidth, type OutcomeBucket } from '../core/outcome-window.ts';
 
 /** The three states of a breaker. */

@@ -1,4 +1,4 @@
-import type { BreakerInput } from '../../machines/breaker.machine.ts';
+import type { BreakerInput } from '../core/breaker-config.ts';
 import type { EndpointDescriptor, EngineResult, RateLimitWindow } from '../core/engine-types.ts';
 import { type Fault, isStallFault } from '../core/fault.ts';
 import { AimdLimiter } from '../resilience/aimd-limiter.ts';

@@ -5,6 +5,7 @@ import {
   endpointConfigSchema,
   type ParsedEndpointConfig,
 } from '../engines/endpoint-config.ts';
+import { DEFAULT_BREAKER_CONFIG } from '../core/breaker-config.ts';
 import { ConfigError } from '../core/errors/config-error.ts';
 import { configErrorFromZod } from '../core/errors/zod-issue.ts';
 import { boundedArray, boundedNumber, DAY_MS, durationMs, LIMITS, nonNegativeMs } from '../config/bounds.ts';
@@ -23,45 +24,47 @@ const nonNegativeCount = (max: number, what: string) => boundedNumber({ int: tru
  */
 export const DEFAULT_LEASE_MS = 120_000;
 
+const B = DEFAULT_BREAKER_CONFIG;
+/** The breaker's fields as users write them; defaults from the breaker's one owner (src/core/breaker-config.ts). */
 const breakerSchema = z
   .strictObject({
-    /** OPEN when failures ÷ calls in the window exceed this. Default 0.3 (seed 003). */
-    failureRateThreshold: z.number().gt(0).lt(1).default(0.3),
+    /** OPEN when failures ÷ calls in the window exceed this (0–1; 1 turns the rate rule off). Default 0.3 (seed 003). */
+    failureRateThreshold: z.number().min(0).max(1).default(B.failureRateThreshold),
     /** Sliding window of the failure rate, ms. Default 60 000. */
-    windowMs: durationMs().default(60_000),
+    windowMs: durationMs().default(B.windowMs),
     /** The rate rule needs at least this many calls in the window. Default 5. */
-    minCallsInWindow: count(1_000_000, 'calls').default(5),
+    minCallsInWindow: count(1_000_000, 'calls').default(B.minCallsInWindow),
     /** OPEN after this many consecutive 429 / network / timeout faults. Default 3 (seed 003). */
-    consecutiveToOpen: count(1_000, 'faults').default(3),
+    consecutiveToOpen: count(1_000, 'faults').default(B.consecutiveToOpen),
     /**
      * OPEN at the first stall (no headers before the deadline, a body or stream that stopped, a lease overrun), until
      * a probe finds the endpoint answering: each call to a stalling endpoint costs a whole deadline. False: a stall
      * counts like any other timeout. Default true.
      */
-    openOnStall: z.boolean().default(true),
+    openOnStall: z.boolean().default(B.openOnStall),
     /**
      * How long OPEN lasts after a stall before HALF-OPEN probes, ms (`openMs` if shorter). Keep it below the agents'
      * `maxWaitMs`: a chain with nowhere else to go waits for the probes instead of answering degraded without a call.
      * Default 5 000.
      */
-    stallOpenMs: durationMs().default(5_000),
+    stallOpenMs: durationMs().default(B.stallOpenMs),
     /** How long OPEN lasts before HALF-OPEN probes, ms (longer when Retry-After says so). Default 30 000. */
-    openMs: durationMs().default(30_000),
+    openMs: durationMs().default(B.openMs),
     /** Consecutive good probes that close it again. Default 2. */
-    probesToClose: count(100, 'probes').default(2),
+    probesToClose: count(100, 'probes').default(B.probesToClose),
     /** Each failed probe after the first doubles OPEN's minimum length, up to this, ms. Default 300 000. */
-    maxOpenMs: durationMs().default(300_000),
+    maxOpenMs: durationMs().default(B.maxOpenMs),
   })
   .default({
-    failureRateThreshold: 0.3,
-    windowMs: 60_000,
-    minCallsInWindow: 5,
-    consecutiveToOpen: 3,
-    openOnStall: true,
-    stallOpenMs: 5_000,
-    openMs: 30_000,
-    probesToClose: 2,
-    maxOpenMs: 300_000,
+    failureRateThreshold: B.failureRateThreshold,
+    windowMs: B.windowMs,
+    minCallsInWindow: B.minCallsInWindow,
+    consecutiveToOpen: B.consecutiveToOpen,
+    openOnStall: B.openOnStall,
+    stallOpenMs: B.stallOpenMs,
+    openMs: B.openMs,
+    probesToClose: B.probesToClose,
+    maxOpenMs: B.maxOpenMs,
   });
 
 const retrySchema = z

@@ -2,12 +2,14 @@ import { createActor, type SnapshotFrom } from 'xstate';
 import { getAdjacencyMap, getShortestPaths } from 'xstate/graph';
 import { describe, expect, it } from 'vitest';
 import {
-  BREAKER_MACHINE_VERSION,
-  type BreakerEvent,
   type BreakerInput,
-  breakerMachine,
   DEFAULT_BREAKER_CONFIG,
   resolveBreakerConfig,
+} from '../../src/core/breaker-config.ts';
+import {
+  BREAKER_MACHINE_VERSION,
+  type BreakerEvent,
+  breakerMachine,
 } from '../../machines/breaker.machine.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { isConfigError } from '../../src/core/errors/config-error.ts';

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { DEFAULT_BREAKER_CONFIG, resolveBreakerConfig } from '../../src/core/breaker-config.ts';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { defineConfig } from '../../src/runtime/runtime-config.ts';
@@ -25,6 +26,24 @@ describe('a bad config is refused at start with a message naming the field', () 
     expect(c.breaker.failureRateThreshold).toBe(0.3);
     expect(c.breaker.openMs).toBe(30_000);
     expect(c.tiers).toEqual(['analysis', 'ops']);
+  });
+  it('the breaker: the config and the machine take the same defaults and the same bounds (one owner)', () => {
+    const { consecutiveKinds: _kinds, ...defaults } = DEFAULT_BREAKER_CONFIG;
+    expect(defineConfig(base as never).breaker).toEqual(defaults);
+    // 0 and 1 are thresholds both take (1 turns the rate rule off); outside [0, 1] both refuse, naming the field.
+    for (const rate of [0, 1]) {
+      expect(
+        defineConfig({ ...base, breaker: { failureRateThreshold: rate } } as never).breaker
+          .failureRateThreshold,
+      ).toBe(rate);
+      expect(resolveBreakerConfig({ failureRateThreshold: rate }).failureRateThreshold).toBe(rate);
+    }
+    for (const rate of [-0.1, 1.5]) {
+      expect(refusal({ ...base, breaker: { failureRateThreshold: rate } })).toMatch(
+        /breaker\.failureRateThreshold/,
+      );
+      expect(() => resolveBreakerConfig({ failureRateThreshold: rate })).toThrow(/failureRateThreshold/);
+    }
   });
   it('unknown provider', () => {
     expect(
