@@ -26,11 +26,11 @@ export {
   type VizServer,
   type VizServerOptions,
 } from '../viz/viz-server.ts';
+export { eventFromRecord } from '../core/stored-event.ts';
 export {
   applyEvent,
   breakerLabel,
   emptyVizState,
-  eventFromRecord,
   foldEvents,
   stateAt,
   type VizAgent,

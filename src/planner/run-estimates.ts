@@ -1,4 +1,4 @@
-import { eventsFromRecords } from '../report/stored-events.ts';
+import { eventsFromRecords } from '../core/stored-event.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { RunNotFoundError } from '../store/store-errors.ts';
 import { pacingTokens } from '../core/token-usage.ts';

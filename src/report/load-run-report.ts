@@ -2,7 +2,7 @@ import type { RunStore } from '../store/run-store.ts';
 import { RunNotFoundError } from '../store/store-errors.ts';
 import { type RunReportOptions, buildRunReport } from './run-report.ts';
 import type { RunReport } from './report-types.ts';
-import { eventsFromRecords } from './stored-events.ts';
+import { eventsFromRecords } from '../core/stored-event.ts';
 
 /**
  * Options of {@link loadRunReport}: those of `buildRunReport` (the turns are read from the store).

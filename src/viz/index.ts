@@ -27,11 +27,11 @@ export {
   type VizChartNode,
 } from './statechart-graph.ts';
 export { startVizServer, type VizPageConfig, type VizServer, type VizServerOptions } from './viz-server.ts';
+export { eventFromRecord } from '../core/stored-event.ts';
 export {
   applyEvent,
   breakerLabel,
   emptyVizState,
-  eventFromRecord,
   foldEvents,
   stateAt,
   type VizAgent,

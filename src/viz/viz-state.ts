@@ -1,4 +1,5 @@
 import type { AgentInfo, RuntimeEvent } from '../core/runtime-event.ts';
+import type { StoredEventRow } from '../core/stored-event.ts';
 
 /*
  * The visualizer's one reducer. The server folds the live feed with it, and the page (bundled from
@@ -258,15 +259,8 @@ export interface VizSampleEvent {
 /** What the reducer folds: a runtime event, or a live sample. */
 export type VizEvent = RuntimeEvent | VizSampleEvent | VizReportEvent;
 
-/** A stored event row (`EventRecord` of the store): nulls where the event has no agent or endpoint. */
-export interface VizEventRecord {
-  readonly seq?: number;
-  readonly at: number;
-  readonly type: string;
-  readonly agent?: string | null;
-  readonly endpoint?: string | null;
-  readonly data?: unknown;
-}
+/** A stored event row, as the page reads it from the server: the event log's row (src/core/stored-event.ts). */
+export type VizEventRecord = StoredEventRow;
 
 /** Options of {@link emptyVizState}. */
 export interface EmptyVizStateOptions {
@@ -302,24 +296,6 @@ export function emptyVizState(options: EmptyVizStateOptions = {}): VizState {
     tokens: { limit: options.limit ?? null, held: 0, holders: [], queue: {} },
     recent: [],
   };
-}
-
-/**
- * Turns a stored event row into the event the reducer folds (nulls become absent fields).
- *
- * @example
- * ```ts
- * const events = (await store.readEvents(runId)).map(eventFromRecord);
- * ```
- */
-export function eventFromRecord(record: VizEventRecord): VizEvent {
-  return {
-    type: record.type,
-    at: Number(record.at),
-    ...(record.agent ? { agent: record.agent } : {}),
-    ...(record.endpoint ? { endpoint: record.endpoint } : {}),
-    data: (record.data ?? {}) as never,
-  } as VizEvent;
 }
 
 /**

@@ -2,14 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
-import {
-  applyEvent,
-  emptyVizState,
-  eventFromRecord,
-  foldEvents,
-  stateAt,
-  type VizState,
-} from '../../src/viz/viz-state.ts';
+import { eventFromRecord } from '../../src/core/stored-event.ts';
+import { applyEvent, emptyVizState, foldEvents, stateAt, type VizState } from '../../src/viz/viz-state.ts';
 import { ioTurn } from '../support/runtime-harness.ts';
 import { breakerScenario } from './viz-scenario.ts';
 

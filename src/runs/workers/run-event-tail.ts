@@ -1,5 +1,5 @@
 import type { RuntimeEventListener } from '../../core/runtime-event.ts';
-import { eventFromRecord } from '../../report/stored-events.ts';
+import { eventFromRecord } from '../../core/stored-event.ts';
 import type { RunStore } from '../../store/run-store.ts';
 
 /** Options of {@link createRunEventTail}. */

@@ -11,8 +11,8 @@ import {
   applyEvent,
   breakerLabel,
   emptyVizState,
-  eventFromRecord,
 } from '../viz-state.ts';
+import { eventFromRecord } from '../../core/stored-event.ts';
 import { layoutChart } from './statechart-layout.ts';
 import { createTimeline, type Timeline, type TimelinePick } from './timeline-canvas.ts';
 
