@@ -28,6 +28,7 @@ import type {
   ProviderName,
 } from './byok-types.ts';
 import { KeySealer } from '../redact/sealed-key.ts';
+import { formatDuration } from '../clock/format-time.ts';
 
 /**
  * Default idle TTL of an injected key: 2 hours without use.
@@ -174,17 +175,10 @@ interface Entry {
   timer: unknown;
 }
 
-function formatDuration(ms: number): string {
-  if (ms % 3_600_000 === 0) return `${ms / 3_600_000} h`;
-  if (ms % 60_000 === 0) return `${ms / 60_000} min`;
-  if (ms % 1_000 === 0) return `${ms / 1_000} s`;
-  return `${ms} ms`;
-}
-
 function expiryText(reason: ByokExpiryReason | undefined, ttlMs: number): string {
   switch (reason) {
     case 'idle':
-      return `after ${formatDuration(ttlMs)} without use`;
+      return `after ${formatDuration(ttlMs, 'exact')} without use`;
     case 'revoked':
       return 'because it was revoked';
     case 'session-ended':

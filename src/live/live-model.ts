@@ -1,5 +1,5 @@
 import type { AgentInfo, RuntimeEvent } from '../core/runtime-event.ts';
-import { shortDuration } from './short-duration.ts';
+import { formatDuration } from '../clock/format-time.ts';
 
 /**
  * What the live view knows about a run, folded from the runtime event feed (and, when the source has
@@ -299,7 +299,7 @@ export class LiveModel {
       const resetAsked = num(data.resetCappedFromMs);
       return resetAsked !== undefined
         ? [
-            `endpoint ${ep.id}: a rate-limit reset ${shortDuration(resetAsked)} away was cut to its maxRetryAfterMs`,
+            `endpoint ${ep.id}: a rate-limit reset ${formatDuration(resetAsked, 'short')} away was cut to its maxRetryAfterMs`,
           ]
         : [];
     }
@@ -313,7 +313,7 @@ export class LiveModel {
     const capped =
       asked !== undefined
         ? [
-            `endpoint ${ep.id} asked to wait ${shortDuration(asked)}; waiting ${retryAfter !== undefined ? shortDuration(retryAfter) : 'its cap'} instead (maxRetryAfterMs)`,
+            `endpoint ${ep.id} asked to wait ${formatDuration(asked, 'short')}; waiting ${retryAfter !== undefined ? formatDuration(retryAfter, 'short') : 'its cap'} instead (maxRetryAfterMs)`,
           ]
         : [];
     if (kind === 'credit_exhausted') {

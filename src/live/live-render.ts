@@ -1,7 +1,5 @@
 import { byokHint, type LiveAgent, type LiveEndpoint, type LiveModel } from './live-model.ts';
-import { shortDuration } from './short-duration.ts';
-
-export { shortDuration } from './short-duration.ts';
+import { formatDuration } from '../clock/format-time.ts';
 
 function bar(done: number, total: number, width = 20): string {
   const filled = total > 0 ? Math.min(width, Math.round((done / total) * width)) : 0;
@@ -14,7 +12,7 @@ function agentDetail(a: LiveAgent, now: number): string {
   else if (a.endpoint) parts.push(`via ${a.endpoint}`);
   if (a.worker) parts.push(`on ${a.worker}`);
   if (a.waitUntil !== undefined && a.waitUntil > now && (a.state === 'cooling' || a.state === 'queued'))
-    parts.push(`waits ${shortDuration(a.waitUntil - now)}`);
+    parts.push(`waits ${formatDuration(a.waitUntil - now, 'short')}`);
   parts.push(`${a.turns} turn${a.turns === 1 ? '' : 's'}`);
   if (a.degraded > 0) parts.push(`${a.degraded} degraded`);
   if (a.failed > 0) parts.push(`${a.failed} failed`);
@@ -23,14 +21,14 @@ function agentDetail(a: LiveAgent, now: number): string {
 
 function endpointHealth(e: LiveEndpoint, now: number): string {
   if (e.disabledUntil > now)
-    return `disabled ${shortDuration(e.disabledUntil - now)} (${e.disabledReason ?? 'key'})`;
+    return `disabled ${formatDuration(e.disabledUntil - now, 'short')} (${e.disabledReason ?? 'key'})`;
   if (e.creditOut) return 'out of credit';
   if (e.breaker === 'open')
     return e.openUntil !== null && e.openUntil > now
-      ? `OPEN, probe in ${shortDuration(e.openUntil - now)}`
+      ? `OPEN, probe in ${formatDuration(e.openUntil - now, 'short')}`
       : 'OPEN';
   if (e.breaker === 'halfOpen') return 'HALF-OPEN, probing';
-  if (e.cooldownUntil > now) return `cooling ${shortDuration(e.cooldownUntil - now)}`;
+  if (e.cooldownUntil > now) return `cooling ${formatDuration(e.cooldownUntil - now, 'short')}`;
   return 'healthy';
 }
 

@@ -3,7 +3,8 @@ import type { Clock } from '../clock/clock.ts';
 import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { LiveModel, type LiveProgress } from './live-model.ts';
-import { renderFrame, shortDuration } from './live-render.ts';
+import { formatDuration } from '../clock/format-time.ts';
+import { renderFrame } from './live-render.ts';
 
 /**
  * Where the live view reads the run from. A `Supervisor` fits as it is (events, agents, health,
@@ -163,7 +164,7 @@ export function createLiveView(options: LiveViewOptions): LiveView {
     event.type === 'agent.state' &&
     ROUTINE_STATES.has(event.data.state) &&
     ROUTINE_STATES.has(event.data.previous);
-  const stamp = () => `[+${shortDuration(Math.max(0, (lastAt ?? 0) - (firstAt ?? lastAt ?? 0)))}]`;
+  const stamp = () => `[+${formatDuration(Math.max(0, (lastAt ?? 0) - (firstAt ?? lastAt ?? 0)), 'short')}]`;
   const logLines = (lines: readonly string[]) => {
     for (const line of lines) write(`${stamp()} ${scrubSecrets(line)}\n`);
   };

@@ -1,5 +1,6 @@
 import type { ReportCheck, RunReport, TierStats } from './report-types.ts';
 import { formatUsageSummary } from './usage-summary.ts';
+import { formatDuration, formatZonedDateTime } from '../clock/format-time.ts';
 
 /**
  * Options of {@link formatRunReport}.
@@ -53,7 +54,7 @@ function result(c: ReportCheck): string {
 }
 
 function detail(c: ReportCheck, zone: string): string {
-  const when = c.at !== undefined ? `at ${formatTime(c.at, zone)}` : '';
+  const when = c.at !== undefined ? `at ${instant(c.at, zone)}` : '';
   return [c.detail ?? '', when].filter(Boolean).join(' ');
 }
 
@@ -70,29 +71,8 @@ function table(rows: readonly (readonly string[])[], indent = ''): string[] {
   );
 }
 
-function formatTime(t: number | null, timeZone: string): string {
-  if (t === null) return 'n/a';
-  const parts = new Intl.DateTimeFormat('en-CA', {
-    timeZone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-    hourCycle: 'h23',
-  }).formatToParts(new Date(t));
-  const get = (type: string) => parts.find((p) => p.type === type)?.value ?? '';
-  return `${get('year')}-${get('month')}-${get('day')} ${get('hour')}:${get('minute')}:${get('second')}`;
-}
-
-function formatDuration(ms: number): string {
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s}s`;
-  const m = Math.floor(s / 60);
-  if (m < 60) return `${m}m ${s % 60}s`;
-  return `${Math.floor(m / 60)}h ${m % 60}m`;
-}
+/** An instant of the report in its zone, or `n/a` when the run did not reach it. */
+const instant = (t: number | null, zone: string) => (t === null ? 'n/a' : formatZonedDateTime(t, zone));
 
 const pct = (v: number | null) => formatValue(v, 'ratio');
 const wait = (v: number | null) => formatValue(v, 'ms');
@@ -148,10 +128,10 @@ export function formatRunReport(report: RunReport, options: FormatReportOptions 
   const { window: w } = report;
   const whole = w.peak.from === w.from && w.peak.to === w.to;
   lines.push(
-    `window ${formatTime(w.from, zone)} → ${formatTime(w.to, zone)} ${zone} (${formatDuration(w.durationMs)})` +
+    `window ${instant(w.from, zone)} → ${instant(w.to, zone)} ${zone} (${formatDuration(w.durationMs, 'compact')})` +
       (whole
         ? '; checks over the whole run'
-        : `; checks over ${formatTime(w.peak.from, zone)} → ${formatTime(w.peak.to, zone)}`),
+        : `; checks over ${instant(w.peak.from, zone)} → ${instant(w.peak.to, zone)}`),
   );
   lines.push('');
   lines.push(

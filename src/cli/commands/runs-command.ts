@@ -4,6 +4,7 @@ import type { RunStatus } from '../../store/store-schema.ts';
 import type { RunRecord } from '../../store/store-types.ts';
 import { type Print, printToStdout } from '../cli-output.ts';
 import { openStoreForCli, parseTimeZone, type StoreCliOptions } from './report-command.ts';
+import { formatZonedDateTime } from '../../clock/format-time.ts';
 
 const RUN_STATUSES: readonly RunStatus[] = ['running', 'completed', 'failed', 'interrupted'];
 
@@ -59,18 +60,6 @@ function summarize(run: RunRecord): RunSummary {
   };
 }
 
-function formatCreated(t: number, timeZone: string): string {
-  return new Intl.DateTimeFormat('sv-SE', {
-    timeZone,
-    year: 'numeric',
-    month: '2-digit',
-    day: '2-digit',
-    hour: '2-digit',
-    minute: '2-digit',
-    second: '2-digit',
-  }).format(new Date(t));
-}
-
 /**
  * Lists the stored runs, newest first: id, scenario, status, rounds committed/total, policy, created.
  * A store that does not exist yet has no runs (nothing is created).
@@ -116,7 +105,7 @@ export async function runRunsCommand(options: RunsCommandOptions = {}): Promise<
       r.status,
       `${r.roundsCommitted}/${r.totalRounds}`,
       r.policy,
-      formatCreated(r.createdAt, zone),
+      formatZonedDateTime(r.createdAt, zone),
     ]),
   ];
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((row) => row[i]!.length)));

@@ -13,6 +13,7 @@ import {
   emptyVizState,
 } from '../viz-state.ts';
 import { eventFromRecord } from '../../core/stored-event.ts';
+import { formatDuration, formatZonedDateTime } from '../../clock/format-time.ts';
 import { layoutChart } from './statechart-layout.ts';
 import { createTimeline, type Timeline, type TimelinePick } from './timeline-canvas.ts';
 
@@ -82,25 +83,6 @@ function utcText(t: number): string {
   return `${new Date(t).toISOString().replace('T', ' ').slice(0, 23)}Z`;
 }
 
-function zoneParts(t: number, zone: string): string {
-  const parts = Object.fromEntries(
-    new Intl.DateTimeFormat('en-CA', {
-      timeZone: zone,
-      year: 'numeric',
-      month: '2-digit',
-      day: '2-digit',
-      hour: '2-digit',
-      minute: '2-digit',
-      second: '2-digit',
-      fractionalSecondDigits: 3,
-      hourCycle: 'h23',
-    })
-      .formatToParts(new Date(t))
-      .map((p) => [p.type, p.value]),
-  );
-  return `${parts.year}-${parts.month}-${parts.day} ${parts.hour}:${parts.minute}:${parts.second}.${parts.fractionalSecond}`;
-}
-
 function relativeText(t: number): string {
   const ms = t - (timeFmt.origin ?? t);
   const sign = ms < 0 ? '−' : '+';
@@ -114,14 +96,16 @@ function relativeText(t: number): string {
 function clockText(t: number | null): string {
   if (t === null || !Number.isFinite(t)) return '—';
   if (timeFmt.mode === 'relative') return `${relativeText(t)} since start`;
-  if (timeFmt.mode === 'zone' && timeFmt.zone) return `${zoneParts(t, timeFmt.zone)} ${timeFmt.zone}`;
+  if (timeFmt.mode === 'zone' && timeFmt.zone)
+    return `${formatZonedDateTime(t, timeFmt.zone, { milliseconds: true })} ${timeFmt.zone}`;
   return utcText(t);
 }
 
 /** The time of day alone (lists, tooltips), in the chosen way. */
 function shortTime(t: number): string {
   if (timeFmt.mode === 'relative') return relativeText(t);
-  if (timeFmt.mode === 'zone' && timeFmt.zone) return zoneParts(t, timeFmt.zone).slice(11);
+  if (timeFmt.mode === 'zone' && timeFmt.zone)
+    return formatZonedDateTime(t, timeFmt.zone, { milliseconds: true }).slice(11);
   return utcText(t).slice(11, 23);
 }
 
@@ -1255,12 +1239,6 @@ async function startReplay(runId: string): Promise<void> {
   showInstant();
 }
 
-function duration(ms: number): string {
-  if (!(ms >= 0)) return '—';
-  const sec = Math.round(ms / 1000);
-  return sec >= 60 ? `${Math.floor(sec / 60)} min ${sec % 60} s` : `${sec} s`;
-}
-
 async function startIndex(): Promise<void> {
   view.mode = 'index';
   setText(testid('mode'), 'runs');
@@ -1312,7 +1290,7 @@ async function startIndex(): Promise<void> {
         h('td', { 'data-testid': 'run-status-cell' }, r.status),
         h('td', {}, r.scenario),
         h('td', {}, clockText(r.createdAt)),
-        h('td', {}, duration(end - r.createdAt)),
+        h('td', {}, formatDuration(end - r.createdAt, 'spaced')),
         h('td', {}, `${r.currentRound} / ${r.totalRounds}`),
         h('td', { 'data-testid': 'run-result' }, result),
         h('td', {}, h('a', { href: `/?run=${encodeURIComponent(r.runId)}` }, 'replay')),
