@@ -21,7 +21,7 @@
  * Run: `npm run bench:goodput` (`--scaled-time`, `--breakwater-only` for a profile of breakwater alone).
  */
 import { AGENT_MACHINE_VERSION } from '../machines/agent.machine.ts';
-import type { CallRecord, EmulatorStats } from '../src/emulator/index.ts';
+import type { CallRecord, EmulatorStats } from '../src/emulator/emulator-types.ts';
 import type { RuntimeEvent } from '../src/core/runtime-event.ts';
 import { type RunPolicy, runScenario } from '../src/runs/run-scenario.ts';
 import { loadScenario } from '../src/scenarios/load-scenario.ts';

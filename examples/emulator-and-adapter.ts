@@ -6,8 +6,9 @@
  */
 import { pathToFileURL } from 'node:url';
 import { sleep, systemClock } from '../src/clock/clock.ts';
-import { startEmulator } from '../src/emulator/index.ts';
-import { createEngine, type EngineResult } from '../src/engines/index.ts';
+import { startEmulator } from '../src/emulator/emulator-server.ts';
+import { createEngine } from '../src/engines/create-engine.ts';
+import type { EngineResult } from '../src/core/engine-types.ts';
 import { type Fault, isEngineFaultError } from '../src/core/fault.ts';
 
 /** What the example saw. */

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { EMULATOR_FLAVORS } from '../src/emulator/index.ts';
+import { EMULATOR_FLAVORS } from '../src/emulator/emulator-types.ts';
 import {
   buildFaultMatrix,
   type FaultMatrix,

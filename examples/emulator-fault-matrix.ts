@@ -10,14 +10,14 @@ import { sleep, systemClock } from '../src/clock/clock.ts';
 import { createVirtualClock } from '../src/clock/virtual-clock.ts';
 import {
   type CallRecord,
-  type Emulator,
   EMULATOR_FAULT_KINDS,
   EMULATOR_FLAVORS,
   type EmulatorFaultKind,
   type EmulatorFlavor,
-  startEmulator,
-} from '../src/emulator/index.ts';
-import { createEngine, type EndpointConfig } from '../src/engines/index.ts';
+} from '../src/emulator/emulator-types.ts';
+import { type Emulator, startEmulator } from '../src/emulator/emulator-server.ts';
+import { createEngine } from '../src/engines/create-engine.ts';
+import type { EndpointConfig } from '../src/engines/endpoint-config.ts';
 import { isEngineFaultError } from '../src/core/fault.ts';
 
 /**

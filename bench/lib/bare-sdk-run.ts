@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
-import { startEmulator } from '../../src/emulator/index.ts';
-import type { EmulatorStats } from '../../src/emulator/index.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorStats } from '../../src/emulator/emulator-types.ts';
 import type { ChatMessage } from '../../src/core/engine-types.ts';
 import { fromChatCompletion, toOpenAIBody } from '../../src/engines/openai-engine.ts';
 import { type PeerAnswer, roundPrompt } from '../../src/runs/round-prompt.ts';

@@ -4,8 +4,8 @@
  * comes as JSON in `BENCH_EMULATOR_PROFILE`; the URLs go to stdout as one JSON line; the emulator
  * closes when stdin ends (the parent exited or closed it).
  */
-import { startEmulator } from '../../src/emulator/index.ts';
-import type { EmulatorProfile } from '../../src/emulator/index.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorProfile } from '../../src/emulator/emulator-types.ts';
 
 const profile = JSON.parse(process.env.BENCH_EMULATOR_PROFILE ?? '{}') as EmulatorProfile;
 const emu = await startEmulator({ profile });

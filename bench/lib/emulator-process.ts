@@ -2,7 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { dirname, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import type { EmulatorFlavor, EmulatorProfile, EmulatorStats } from '../../src/emulator/index.ts';
+import type { EmulatorFlavor, EmulatorProfile, EmulatorStats } from '../../src/emulator/emulator-types.ts';
 
 const CHILD = resolve(dirname(fileURLToPath(import.meta.url)), 'emulator-child.ts');
 

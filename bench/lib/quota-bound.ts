@@ -1,4 +1,4 @@
-import type { CallRecord, EmulatorKey, QuotaLimits } from '../../src/emulator/index.ts';
+import type { CallRecord, EmulatorKey, QuotaLimits } from '../../src/emulator/emulator-types.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 
 /**

@@ -9,4 +9,32 @@
  * console.log(plan.fits, plan.proposal?.moves);
  * ```
  */
-export * from '../planner/index.ts';
+export { shiftCron } from '../planner/cron-shift.ts';
+export { type FlexWindow, formatFlex, parseFlex } from '../scenarios/flex-window.ts';
+export { formatMove, formatPlan } from '../planner/format-plan.ts';
+export { planPage } from '../planner/plan-page.ts';
+export { planSchedule } from '../planner/plan-schedule.ts';
+export type {
+  Breach,
+  BreachKind,
+  BudgetDemand,
+  DemandSummary,
+  EndpointDemand,
+  HourDemand,
+  HourlyBudget,
+  MoveKind,
+  PeakJob,
+  PlanEndpoint,
+  PlanInput,
+  PlanJob,
+  PlanMove,
+  PlannedJob,
+  PlanOptions,
+  PlanPeak,
+  PlanProposal,
+  PlanResult,
+} from '../planner/plan-types.ts';
+export { type AgentEstimate, estimatesFromRun, type RunEstimates } from '../planner/run-estimates.ts';
+export { type ScenarioPlanOptions, scenarioPlanInput } from '../planner/scenario-plan-input.ts';
+export { type RewriteOptions, rewriteScenario } from '../planner/scenario-rewrite.ts';
+export { DEFAULT_SEARCH_BUDGET } from '../planner/schedule-search.ts';

@@ -18,9 +18,5 @@ export {
   type FixtureEndpointOptions,
   startEmulatorFixture,
 } from '../testing/emulator-fixture.ts';
-export {
-  type EndpointFaultRule,
-  type FaultProxy,
-  type FaultProxyOptions,
-  startFaultProxy,
-} from '../fault-proxy/index.ts';
+export type { EndpointFaultRule } from '../fault-proxy/endpoint-fault-rule.ts';
+export { type FaultProxy, type FaultProxyOptions, startFaultProxy } from '../fault-proxy/fault-proxy.ts';

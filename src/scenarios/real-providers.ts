@@ -1,4 +1,4 @@
-import type { EmulatorFlavor } from '../emulator/index.ts';
+import type { EmulatorFlavor } from '../emulator/emulator-types.ts';
 import { ConfigError } from '../core/errors/config-error.ts';
 import type { ScenarioByokInput } from './scenario-schema.ts';
 import type { ScenarioEndpoint, ScenarioSpec } from './scenario-types.ts';

@@ -1,5 +1,5 @@
 import type { EndpointFaultRule } from '../fault-proxy/endpoint-fault-rule.ts';
-import type { EmulatorFlavor, EmulatorProfile } from '../emulator/index.ts';
+import type { EmulatorFlavor, EmulatorProfile } from '../emulator/emulator-types.ts';
 import type { EndpointConfig } from '../engines/endpoint-config.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
 

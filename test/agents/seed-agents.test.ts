@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { itemOf, SEED_DECISION_TREES } from '../../agents/seed-agents.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { roundPrompt } from '../../src/runs/round-prompt.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { loadScenario, resolveScenario } from '../../src/scenarios/load-scenario.ts';

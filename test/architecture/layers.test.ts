@@ -1,4 +1,5 @@
-import { join } from 'node:path';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, sep } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { type Arrow, arrowText, checkLayers, type LayerRules } from './layer-check.ts';
 
@@ -128,5 +129,23 @@ describe('the checker, on a fixture tree with one upward arrow, one circle and o
     });
     expect(list(listed.upward)).toEqual([]);
     expect(listed.staleAllowed).toEqual(['src/core/gone.ts → src/runtime/x.ts']);
+  });
+});
+
+describe('barrels', () => {
+  it('only the package entries re-export: every index.ts under src/ is one of package.json exports', () => {
+    const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as {
+      exports: Record<string, string | { default: string }>;
+    };
+    const entries = new Set(
+      Object.values(pkg.exports)
+        .map((e) => (typeof e === 'string' ? e : e.default))
+        .map((p) => p.replace(/^\.\/dist\//, '').replace(/\.js$/, '.ts')),
+    );
+    const indexes = (readdirSync(join(ROOT, 'src'), { recursive: true }) as string[])
+      .map((f) => `src/${f.split(sep).join('/')}`)
+      .filter((f) => f.endsWith('/index.ts'));
+    expect(indexes.length).toBeGreaterThan(0);
+    expect(indexes.filter((f) => !entries.has(f))).toEqual([]);
   });
 });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { CANARY_PROVIDERS, canaryAlias, canaryKey } from './byok-canary.ts';
 import { findKeyInSnapshot, leakReport } from './heap-retainers.ts';
 import { childScript } from '../support/test-child.ts';

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { cleanEnv, finished, REPO_ROOT, waitForOutput } from '../cli/run-cli.ts';
 import { dictionary, recoveredWords } from './key-dictionary-attack.ts';

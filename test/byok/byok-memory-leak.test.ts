@@ -4,7 +4,7 @@ import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { cleanEnv, REPO_ROOT } from '../cli/run-cli.ts';
 import { keyForms } from '../support/key-forms.ts';
 import { type MemoryScan, scanProcessMemory } from '../support/process-memory.ts';

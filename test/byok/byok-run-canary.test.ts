@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { openDatabase } from '../../src/store/open-database.ts';
 import { canaryKey } from './byok-canary.ts';
 import { CANARY_RUN_PROFILE } from './byok-run-spec.ts';

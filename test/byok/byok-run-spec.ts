@@ -1,4 +1,4 @@
-import type { EmulatorProfile } from '../../src/emulator/index.ts';
+import type { EmulatorProfile } from '../../src/emulator/emulator-types.ts';
 
 /**
  * The small scenario the end-to-end canary run replays (in a child process, through `runScenario`, the

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isByokRejectedError } from '../../src/byok/byok-errors.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { keyFingerprint } from '../../src/engines/endpoint-config.ts';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';

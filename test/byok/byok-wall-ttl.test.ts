@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { systemClock } from '../../src/clock/clock.ts';
 import { createScaledClock } from '../../src/clock/scaled-clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { DEFAULT_BYOK_SESSION, wallClockOf } from '../../src/runtime/supervisor-byok.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';

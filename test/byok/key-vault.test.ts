@@ -6,7 +6,8 @@ import { createKeyVault, type KeyVault, type KeyVaultOptions } from '../../src/b
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { keyFingerprint } from '../../src/engines/endpoint-config.ts';
 import type { EngineRequest } from '../../src/core/engine-types.ts';
-import { type Emulator, type EmulatorFlavor, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { type EngineFaultError, isEngineFaultError } from '../../src/core/fault.ts';
 import { createLogger } from '../../src/logging/logger.ts';

@@ -3,7 +3,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { EmulatorStats } from '../../src/emulator/index.ts';
+import type { EmulatorStats } from '../../src/emulator/emulator-types.ts';
 import { finished, runCli, spawnCli, waitForOutput } from './run-cli.ts';
 
 let dir: string;

@@ -9,7 +9,7 @@ import {
   type VirtualClock,
 } from '../../src/clock/virtual-clock.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
-import { startEmulator } from '../../src/emulator/index.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 
 /*
  * The virtual clock: time jumps to the next timer when nothing but timers is left, stands still while

@@ -4,7 +4,7 @@ import pg from 'pg';
 import pino from 'pino';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';

@@ -3,7 +3,7 @@ import { Redis } from 'ioredis';
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { CoordinationOptions } from '../../src/coordination/coordination-options.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { cleanPool, coordinationCases } from '../support/coordination-env.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';

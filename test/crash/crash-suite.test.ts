@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { SCENARIO } from '../rounds/crash-drill.ts';
 import { type CrashBackend, pgliteBackend, postgresBackend } from './crash-harness.ts';
 import {

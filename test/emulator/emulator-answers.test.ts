@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { hash32, hash32Of } from '../../src/core/seeded-random.ts';
 import { anthropicClient, EXPECTED_ARGS, geminiClient, openaiClient, WEATHER_SCHEMA } from './sdk-clients.ts';
 

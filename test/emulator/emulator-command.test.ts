@@ -2,7 +2,8 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { type Emulator, runEmulatorCommand } from '../../src/emulator/index.ts';
+import type { Emulator } from '../../src/emulator/emulator-server.ts';
+import { runEmulatorCommand } from '../../src/emulator/emulator-command.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bw-emu-cmd-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,7 +3,7 @@ import { ApiError } from '@google/genai';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { anthropicClient, geminiClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 
 const KEY = 'sk-credit-key-0001';

@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, type EmulatorProfile, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorProfile } from '../../src/emulator/emulator-types.ts';
 import { anthropicClient } from './sdk-clients.ts';
 
 let emus: Emulator[] = [];

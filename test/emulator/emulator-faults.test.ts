@@ -3,12 +3,8 @@ import type { ApiError } from '@google/genai';
 import OpenAI from 'openai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import {
-  type Emulator,
-  type EmulatorFlavor,
-  type FaultRule,
-  startEmulator,
-} from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFlavor, FaultRule } from '../../src/emulator/emulator-types.ts';
 import { stillPendingAfter, waitFor } from '../support/wait-for.ts';
 import { anthropicClient, geminiClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 

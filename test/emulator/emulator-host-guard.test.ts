@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseAllowedHosts, runEmulatorCommand } from '../../src/cli/commands/emulator-command.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { EMULATOR_FLAVORS } from '../../src/emulator/emulator-types.ts';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
 

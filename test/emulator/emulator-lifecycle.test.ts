@@ -1,7 +1,8 @@
 import { createServer } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { EMULATOR_FLAVORS, startEmulator } from '../../src/emulator/index.ts';
+import { EMULATOR_FLAVORS } from '../../src/emulator/emulator-types.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { anthropicClient, rejectionOf } from './sdk-clients.ts';
 

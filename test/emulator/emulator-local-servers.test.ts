@@ -1,7 +1,7 @@
 import type OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { openaiClient, rejectionOf } from './sdk-clients.ts';
 

@@ -3,7 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { type ConfigError, isConfigError } from '../../src/core/errors/config-error.ts';
-import { loadEmulatorProfile, startEmulator } from '../../src/emulator/index.ts';
+import { loadEmulatorProfile } from '../../src/emulator/emulator-profile.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bw-emu-profile-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -3,7 +3,8 @@ import { ApiError } from '@google/genai';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, type EmulatorProfile, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorProfile } from '../../src/emulator/emulator-types.ts';
 import { anthropicClient, geminiClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 
 const ORIGIN = Date.parse('2026-08-17T00:00:00Z');

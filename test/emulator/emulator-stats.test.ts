@@ -2,7 +2,8 @@ import Anthropic from '@anthropic-ai/sdk';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, keyFingerprint, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import { keyFingerprint } from '../../src/emulator/emulator-core.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { anthropicClient, openaiClient, rejectionOf } from './sdk-clients.ts';
 

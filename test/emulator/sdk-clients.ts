@@ -1,7 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk';
 import { GoogleGenAI } from '@google/genai';
 import OpenAI from 'openai';
-import type { Emulator, EmulatorFlavor } from '../../src/emulator/index.ts';
+import type { Emulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
 
 /** Real SDK clients pointed at an emulator, SDK retries off (breakwater owns retries). */
 export function anthropicClient(emu: Emulator, apiKey = 'sk-ant-test-key-0001', timeout?: number): Anthropic {

@@ -1,6 +1,6 @@
 import type { EndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { ToolDefinition } from '../../src/core/engine-types.ts';
-import type { EmulatorFlavor } from '../../src/emulator/index.ts';
+import type { EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
 
 /** Every provider kind (and every OpenAI-compatible flavor) as an endpoint config on the emulator. */
 

@@ -3,7 +3,7 @@ import { CallCancel } from '../../src/core/call-abort.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { EndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { EngineRequest } from '../../src/core/engine-types.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { type EngineFaultError, isEngineFaultError } from '../../src/core/fault.ts';
 import { waitFor } from '../support/wait-for.ts';
 import { KEY, TARGETS } from './emulator-targets.ts';

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import { keyFingerprint } from '../../src/engines/endpoint-config.ts';
 import type { ChatMessage, Engine, EngineResult } from '../../src/core/engine-types.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { KEY, TARGETS, weatherTool } from './emulator-targets.ts';
 
 // The same tool-use round trip through every provider kind, with the real SDKs over real HTTP

@@ -3,7 +3,7 @@ import { isConfigError } from '../../src/core/errors/config-error.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
-import { type BreakwaterDatabase, openDatabase } from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 import { okReply } from '../support/reset-header-forms.ts';
 import { startWireFixtureServer, type WireFixtureServer } from '../support/wire-fixture-server.ts';
 

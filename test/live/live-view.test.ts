@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { createScaledClock } from '../../src/clock/scaled-clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import type { RuntimeEvent, RuntimeEventListener } from '../../src/core/runtime-event.ts';
 import { createLiveView, type LiveStream, type LiveView } from '../../src/live/live-view.ts';
 import { type RecordedRun, recordRun, testEndpoint } from '../report/record-run.ts';

@@ -1,7 +1,7 @@
 import { connect, type Socket } from 'node:net';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { type MetricsServer, startMetricsServer } from '../../src/observability/metrics-server.ts';
 import { startVizServer, type VizServer } from '../../src/viz/viz-server.ts';
 

@@ -2,7 +2,7 @@
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createBreakwaterMetrics } from '../../src/observability/prometheus-metrics.ts';
 import { startMetricsServer } from '../../src/observability/metrics-server.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';

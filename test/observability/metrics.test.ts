@@ -6,7 +6,7 @@ import { join } from 'node:path';
 // @ts-expect-error: the parser ships no types; its output shape is checked below.
 import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createBreakwaterMetrics } from '../../src/observability/prometheus-metrics.ts';
 import { startMetricsServer } from '../../src/observability/metrics-server.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';

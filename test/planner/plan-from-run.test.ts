@@ -8,7 +8,8 @@ import { estimatesFromRun } from '../../src/planner/run-estimates.ts';
 import { scenarioPlanInput } from '../../src/planner/scenario-plan-input.ts';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import { loadScenario } from '../../src/scenarios/load-scenario.ts';
-import { createRunStore, openDatabase } from '../../src/store/index.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
 import { pacingTokens } from '../../src/core/token-usage.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'bw-plan-from-run-'));

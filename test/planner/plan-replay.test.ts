@@ -8,7 +8,8 @@ import { loadRunReport } from '../../src/report/load-run-report.ts';
 import type { RunReport } from '../../src/report/report-types.ts';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import { loadScenario, resolveScenario } from '../../src/scenarios/load-scenario.ts';
-import { createRunStore, openDatabase } from '../../src/store/index.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
 
 /*
  * The proposal, replayed: seed 000's schedule as it was and the schedule `plan --write` proposes, each run

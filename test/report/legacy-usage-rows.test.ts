@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Usage } from '../../src/core/engine-types.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
-import { type BreakwaterDatabase, createRunStore } from '../../src/store/index.ts';
+import type { BreakwaterDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
 import {
   BACKENDS,
   deleteRuns,

@@ -1,5 +1,6 @@
 import type { Clock } from '../../src/clock/clock.ts';
-import type { Emulator, EmulatorFlavor, EmulatorStats } from '../../src/emulator/index.ts';
+import type { Emulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFlavor, EmulatorStats } from '../../src/emulator/emulator-types.ts';
 import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import type { AgentDefinition } from '../../src/runtime/agent-definition.ts';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createScaledClock } from '../../src/clock/scaled-clock.ts';
-import { startEmulator } from '../../src/emulator/index.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 import type { RunReport } from '../../src/report/report-types.ts';
 import { buildRunReport } from '../../src/report/run-report.ts';
 import { openDatabase } from '../../src/store/open-database.ts';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, type EmulatorStats, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorStats } from '../../src/emulator/emulator-types.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { formatRunReport } from '../../src/report/format-report.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
@@ -9,7 +10,8 @@ import { buildRunReport } from '../../src/report/run-report.ts';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { loadScenario, parseScenario } from '../../src/scenarios/load-scenario.ts';
-import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
 import type { RunRecord } from '../../src/store/store-types.ts';
 import { driveUntil, emulatorEndpoint } from '../support/runtime-harness.ts';
 import { writeRecordedRun } from './record-run.ts';

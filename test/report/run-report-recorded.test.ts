@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVirtualClock, type VirtualClock } from '../../src/clock/virtual-clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import type { ReportCheck, RunReport } from '../../src/report/report-types.ts';
 import { buildRunReport } from '../../src/report/run-report.ts';
 import { maxOverlap } from '../../src/report/call-intervals.ts';

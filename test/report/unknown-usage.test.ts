@@ -6,7 +6,8 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVirtualClock, type VirtualClock } from '../../src/clock/virtual-clock.ts';
-import { type Emulator, type EmulatorFlavor, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
 import { createBreakwaterMetrics } from '../../src/observability/prometheus-metrics.ts';
 import { formatRunReport } from '../../src/report/format-report.ts';
 import { loadRunReport } from '../../src/report/load-run-report.ts';
@@ -14,7 +15,8 @@ import { runScenario } from '../../src/runs/run-scenario.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*

@@ -1,16 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { systemClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { storeCallMemo } from '../../src/runs/store-call-memo.ts';
 import type { CallMemo } from '../../src/runtime/agent-actors.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
-import {
-  type BreakwaterDatabase,
-  createRunStore,
-  openDatabase,
-  type RunStore,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*

@@ -2,12 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { storeCallMemo } from '../../src/runs/store-call-memo.ts';
 import { findDatabaseUnavailable } from '../../src/store/database-unavailable-error.ts';
-import {
-  type BreakwaterDatabase,
-  createRunStore,
-  openDatabase,
-  type RunStore,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';
 import { startTcpProxy, type TcpProxy } from '../support/tcp-proxy.ts';
 

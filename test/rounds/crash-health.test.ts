@@ -3,8 +3,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { createRunStore, openDatabase, type TurnRecord } from '../../src/store/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
+import type { TurnRecord } from '../../src/store/store-types.ts';
 import { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';
 
 /*

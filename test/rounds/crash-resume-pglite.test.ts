@@ -3,8 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import { createRunStore, openDatabase } from '../../src/store/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
 import { AGENTS, ITEMS, KILLS, mulberry32, ROUNDS, runOrKill, SCENARIO } from './crash-drill.ts';
 
 /*

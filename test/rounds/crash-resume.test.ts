@@ -3,13 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
-import {
-  type BreakwaterDatabase,
-  createRunStore,
-  openDatabase,
-  type RunStore,
-} from '../../src/store/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';
 import { AGENTS, ITEMS, KILLS, mulberry32, ROUNDS, runOrKill, SCENARIO } from './crash-drill.ts';
 

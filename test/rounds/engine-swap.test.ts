@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { systemClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
 import type { Engine, EngineRequest } from '../../src/core/engine-types.ts';
@@ -12,13 +12,9 @@ import { storeCallMemo } from '../../src/runs/store-call-memo.ts';
 import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import type { LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
 import type { AgentMemory } from '../../src/core/turn.ts';
-import {
-  type BreakwaterDatabase,
-  createRunStore,
-  openDatabase,
-  type RunStore,
-  type TurnInput,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
+import type { TurnInput } from '../../src/store/store-types.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 let emulator: Emulator;

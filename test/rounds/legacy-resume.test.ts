@@ -8,16 +8,11 @@ import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import { createPGlite } from '../../src/store/pglite-template.ts';
-import {
-  type BreakwaterDatabase,
-  MIGRATION_LOCK_TABLE,
-  MIGRATION_TABLE,
-  type StoreSchema,
-  breakwaterMigrationProvider,
-  createRunStore,
-  migrateToLatest,
-  openDatabase,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { MIGRATION_LOCK_TABLE, MIGRATION_TABLE, migrateToLatest } from '../../src/store/migrate-to-latest.ts';
+import type { StoreSchema } from '../../src/store/store-schema.ts';
+import { breakwaterMigrationProvider } from '../../src/store/migration-provider.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
 import { perFileDatabase, postgresUrl } from '../store/store-test-support.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).

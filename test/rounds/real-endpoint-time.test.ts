@@ -1,13 +1,14 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startEmulator } from '../../src/emulator/index.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 import { DeadlineError } from '../../src/engines/timed-fetch.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createLogger } from '../../src/logging/logger.ts';
 import { type ProviderMode, runScenario } from '../../src/runs/run-scenario.ts';
 import { parseScenario } from '../../src/scenarios/load-scenario.ts';
-import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
 import {
   type FormProvider,
   okReply,

@@ -3,12 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import {
-  type BreakwaterDatabase,
-  createRunStore,
-  isSnapshotRestoreError,
-  openDatabase,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { isSnapshotRestoreError } from '../../src/store/snapshot-restore-error.ts';
 import { isHealthRestoreError } from '../../src/runs/run-restore.ts';
 
 let database: BreakwaterDatabase;

@@ -1,19 +1,15 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { systemClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createBreakwaterExecutor } from '../../src/runs/breakwater-executor.ts';
 import { utteranceOf } from '../../src/runs/run-restore.ts';
 import { runRounds } from '../../src/runs/round-runner.ts';
 import { storeCallMemo } from '../../src/runs/store-call-memo.ts';
 import type { RoundPlan, ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import {
-  type BreakwaterDatabase,
-  createRunStore,
-  openDatabase,
-  type RunStore,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 let emulator: Emulator;

@@ -2,12 +2,9 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import {
-  type BreakwaterDatabase,
-  createRunStore,
-  isRunLeaseHeldError,
-  openDatabase,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { isRunLeaseHeldError } from '../../src/store/run-lease.ts';
 import { perFileDatabase, postgresUrl } from '../store/store-test-support.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).

@@ -1,15 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import {
-  type BreakwaterDatabase,
-  createRunStore,
-  IN_MEMORY,
-  openDatabase,
-  type RunStore,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, IN_MEMORY, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 
 /*
  * Issue 42: turn keys were joined with `:` from run, round, item and agent, so item `I1` + agent `I1:Kai` and item

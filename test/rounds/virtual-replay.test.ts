@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import { type BreakwaterDatabase, openDatabase } from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
 
 /*
  * A run on a virtual clock replays identically: its timeline depends on the scenario and the jitter seed only,

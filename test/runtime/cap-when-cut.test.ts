@@ -5,7 +5,7 @@
  * hides. Bounded by call counts, not by time: the verdict is the same on a slow machine.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { emulatorEndpoint, settle } from '../support/runtime-harness.ts';
 

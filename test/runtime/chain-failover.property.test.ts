@@ -12,7 +12,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createVirtualClock } from '../../src/clock/virtual-clock.ts';
-import { type EmulatorFaultKind, type EmulatorFlavor, startEmulator } from '../../src/emulator/index.ts';
+import type { EmulatorFaultKind, EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import type { Turn } from '../../src/core/turn.ts';

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { startEmulator } from '../../src/emulator/index.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 import { cleanEnv, finished, REPO_ROOT } from '../cli/run-cli.ts';
 import { childScript } from '../support/test-child.ts';
 

@@ -10,7 +10,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, type EmulatorFaultKind, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFaultKind } from '../../src/emulator/emulator-types.ts';
 import { isAgentStoppedError } from '../../src/core/errors/lifecycle-errors.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import type { AgentHandle } from '../../src/runtime/agent-handle.ts';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createVirtualClock } from '../../src/clock/virtual-clock.ts';
-import { startEmulator } from '../../src/emulator/index.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import type { Turn } from '../../src/core/turn.ts';

@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { isAgentStoppedError } from '../../src/core/errors/lifecycle-errors.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 import { waitFor } from '../support/wait-for.ts';

@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { AgentContext } from '../../machines/agent.machine.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import { ioTurn, emulatorEndpoint, settle } from '../support/runtime-harness.ts';

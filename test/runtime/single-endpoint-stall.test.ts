@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { createVirtualClock } from '../../src/clock/virtual-clock.ts';
-import { keyFingerprint, startEmulator } from '../../src/emulator/index.ts';
+import { keyFingerprint } from '../../src/emulator/emulator-core.ts';
+import { startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { Turn } from '../../src/core/turn.ts';
 import { emulatorEndpoint, settle } from '../support/runtime-harness.ts';

@@ -1,12 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { createVirtualClock, type VirtualClock } from '../../src/clock/virtual-clock.ts';
-import {
-  type Emulator,
-  type EmulatorFaultKind,
-  type EmulatorFlavor,
-  keyFingerprint,
-  startEmulator,
-} from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFaultKind, EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
+import { keyFingerprint } from '../../src/emulator/emulator-core.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import type { Turn } from '../../src/core/turn.ts';
 import { emulatorEndpoint, settle } from '../support/runtime-harness.ts';

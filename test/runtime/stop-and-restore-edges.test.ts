@@ -5,7 +5,7 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createEngine } from '../../src/engines/create-engine.ts';
 import type { Engine } from '../../src/core/engine-types.ts';
 import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
 
 /*
  * `breakwater run … --stream` hands the run's one stop signal to every agent's streamed ask. With a listener per ask

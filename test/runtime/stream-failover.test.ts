@@ -1,6 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { EmulatorFaultKind, EmulatorFlavor } from '../../src/emulator/index.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import type { EmulatorFaultKind, EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { z } from 'zod';
 import { bestOutput } from '../../src/core/token-usage.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';

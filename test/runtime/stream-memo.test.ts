@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import type { EngineResult } from '../../src/core/engine-types.ts';
 import type { CallMemo } from '../../src/core/call-memo.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';

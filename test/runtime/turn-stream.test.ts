@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { type StreamEvent, TurnEventChannel } from '../../src/runtime/turn-stream.ts';
 import { isAgentStoppedError } from '../../src/core/errors/lifecycle-errors.ts';

@@ -6,12 +6,8 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createVirtualClock, type VirtualClock } from '../../src/clock/virtual-clock.ts';
-import {
-  type Emulator,
-  type EmulatorFaultKind,
-  type EmulatorFlavor,
-  startEmulator,
-} from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFaultKind, EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
 import type { Usage } from '../../src/core/engine-types.ts';
 import { createBreakwaterMetrics } from '../../src/observability/prometheus-metrics.ts';
 import { formatUsageSummary, summarizeUsage } from '../../src/report/usage-summary.ts';

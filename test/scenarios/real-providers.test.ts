@@ -1,10 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import { isConfigError } from '../../src/core/errors/config-error.ts';
 import { runScenario } from '../../src/runs/run-scenario.ts';
 import { toRealProviders } from '../../src/scenarios/real-providers.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import { type BreakwaterDatabase, createRunStore, openDatabase } from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
 
 let emulator: Emulator;
 let database: BreakwaterDatabase;

@@ -1,14 +1,10 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assign, createActor, setup } from 'xstate';
-import {
-  type BreakwaterDatabase,
-  type RunStore,
-  type SnapshotRestoreError,
-  createRunStore,
-  isRunNotFoundError,
-  isSnapshotRestoreError,
-} from '../../src/store/index.ts';
+import type { BreakwaterDatabase } from '../../src/store/open-database.ts';
+import { type RunStore, createRunStore } from '../../src/store/run-store.ts';
+import { type SnapshotRestoreError, isSnapshotRestoreError } from '../../src/store/snapshot-restore-error.ts';
+import { isRunNotFoundError } from '../../src/store/store-errors.ts';
 import {
   BACKENDS,
   perFileDatabase,

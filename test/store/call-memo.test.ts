@@ -2,13 +2,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type BreakwaterDatabase,
-  type RunStore,
-  createRunStore,
-  isStoreInputError,
-  openDatabase,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-database.ts';
+import { type RunStore, createRunStore } from '../../src/store/run-store.ts';
+import { isStoreInputError } from '../../src/store/store-errors.ts';
 import { BACKENDS, perFileDatabase, postgresUrl, deleteRuns, uniqueId } from './store-test-support.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).

@@ -1,12 +1,9 @@
 import fc from 'fast-check';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type BreakwaterDatabase,
-  isRoundCommitConflictError,
-  type RunStore,
-  createRunStore,
-} from '../../src/store/index.ts';
+import type { BreakwaterDatabase } from '../../src/store/open-database.ts';
+import { isRoundCommitConflictError } from '../../src/store/round-commit-conflict-error.ts';
+import { type RunStore, createRunStore } from '../../src/store/run-store.ts';
 import { commitRoundStatement, type RoundDocument, splitIntoParts } from '../../src/store/round-commit.ts';
 import type { CommitRoundInput } from '../../src/store/store-types.ts';
 import {

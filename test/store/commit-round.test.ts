@@ -1,12 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { BreakwaterDatabase } from '../../src/store/open-database.ts';
 import {
-  type BreakwaterDatabase,
   type RoundCommitConflictError,
-  type RunStore,
-  createRunStore,
   isRoundCommitConflictError,
-  isStoreInputError,
-} from '../../src/store/index.ts';
+} from '../../src/store/round-commit-conflict-error.ts';
+import { type RunStore, createRunStore } from '../../src/store/run-store.ts';
+import { isStoreInputError } from '../../src/store/store-errors.ts';
 import {
   BACKENDS,
   perFileDatabase,

@@ -1,11 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import {
-  type BreakwaterDatabase,
-  type RunStore,
-  createRunStore,
-  isRoundCommitConflictError,
-  isStoreInputError,
-} from '../../src/store/index.ts';
+import type { BreakwaterDatabase } from '../../src/store/open-database.ts';
+import { type RunStore, createRunStore } from '../../src/store/run-store.ts';
+import { isRoundCommitConflictError } from '../../src/store/round-commit-conflict-error.ts';
+import { isStoreInputError } from '../../src/store/store-errors.ts';
 import {
   BACKENDS,
   MACHINE_VERSION,

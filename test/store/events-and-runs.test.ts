@@ -1,14 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
-import {
-  type BreakwaterDatabase,
-  type EventInput,
-  type RunStore,
-  createRunStore,
-  isRunExistsError,
-  isRunNotFoundError,
-  isStoreInputError,
-} from '../../src/store/index.ts';
+import type { BreakwaterDatabase } from '../../src/store/open-database.ts';
+import type { EventInput } from '../../src/store/store-types.ts';
+import { type RunStore, createRunStore } from '../../src/store/run-store.ts';
+import { isRunExistsError, isRunNotFoundError, isStoreInputError } from '../../src/store/store-errors.ts';
 import { BACKENDS, perFileDatabase, MACHINE_VERSION, deleteRuns, uniqueId } from './store-test-support.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).

@@ -5,17 +5,10 @@ import { join } from 'node:path';
 import { type Kysely, Migrator, NO_MIGRATIONS, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
-import {
-  type BreakwaterDatabase,
-  IN_MEMORY,
-  MIGRATION_LOCK_TABLE,
-  MIGRATION_NAMES,
-  MIGRATION_TABLE,
-  breakwaterMigrationProvider,
-  createRunStore,
-  migrateToLatest,
-  openDatabase,
-} from '../../src/store/index.ts';
+import { type BreakwaterDatabase, IN_MEMORY, openDatabase } from '../../src/store/open-database.ts';
+import { MIGRATION_LOCK_TABLE, MIGRATION_TABLE, migrateToLatest } from '../../src/store/migrate-to-latest.ts';
+import { MIGRATION_NAMES, breakwaterMigrationProvider } from '../../src/store/migration-provider.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
 import { perFileDatabase, postgresUrl } from './store-test-support.ts';
 
 // This file's own PostgreSQL database (test/support/per-file-database.ts).

@@ -4,7 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { PGLITE_LOCK_FILE, createRunStore, openDatabase } from '../../src/store/index.ts';
+import { PGLITE_LOCK_FILE } from '../../src/store/pglite-lock.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
 import { cleanEnv, runCli, waitForOutput } from '../cli/run-cli.ts';
 import { childScript } from '../support/test-child.ts';
 

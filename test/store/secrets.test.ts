@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type BreakwaterDatabase, type RunStore, createRunStore } from '../../src/store/index.ts';
+import type { BreakwaterDatabase } from '../../src/store/open-database.ts';
+import { type RunStore, createRunStore } from '../../src/store/run-store.ts';
 import {
   BACKENDS,
   perFileDatabase,

@@ -1,13 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import type { Fault } from '../../src/core/fault.ts';
-import {
-  type AgentStateInput,
-  type BreakwaterDatabase,
-  IN_MEMORY,
-  type TurnInput,
-  openDatabase,
-} from '../../src/store/index.ts';
+import type { AgentStateInput, TurnInput } from '../../src/store/store-types.ts';
+import { type BreakwaterDatabase, IN_MEMORY, openDatabase } from '../../src/store/open-database.ts';
 import { postgresUrl } from '../support/per-file-database.ts';
 
 export { perFileDatabase, postgresUrl } from '../support/per-file-database.ts';

@@ -1,6 +1,7 @@
 import type { ManualClock } from '../../src/clock/clock.ts';
 import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts';
-import type { Emulator, EmulatorFlavor } from '../../src/emulator/index.ts';
+import type { Emulator } from '../../src/emulator/emulator-server.ts';
+import type { EmulatorFlavor } from '../../src/emulator/emulator-types.ts';
 
 /** An endpoint config pointing at one flavor of a running emulator. */
 export function emulatorEndpoint(

@@ -4,7 +4,8 @@ import type { ReportCheck, RunReport } from '../../src/report/report-types.ts';
 import { type RunPolicy, runScenario } from '../../src/runs/run-scenario.ts';
 import { loadScenario, resolveScenario } from '../../src/scenarios/load-scenario.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
-import { createRunStore, openDatabase } from '../../src/store/index.ts';
+import { createRunStore } from '../../src/store/run-store.ts';
+import { openDatabase } from '../../src/store/open-database.ts';
 
 /**
  * Replays a shipped seed scenario as the product runs it (in-process emulator, round runner, event log,

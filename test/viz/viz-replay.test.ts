@@ -2,7 +2,7 @@ import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
-import { type Emulator, startEmulator } from '../../src/emulator/index.ts';
+import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { durableAgentState } from '../../src/runtime/agent-snapshot.ts';
 import type { Turn } from '../../src/core/turn.ts';

@@ -1,5 +1,5 @@
 import type { ManualClock } from '../../src/clock/clock.ts';
-import type { Emulator } from '../../src/emulator/index.ts';
+import type { Emulator } from '../../src/emulator/emulator-server.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import type { Turn } from '../../src/core/turn.ts';

@@ -30,7 +30,7 @@ import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts'
 import { findDatabaseUnavailable } from '../../store/database-unavailable-error.ts';
 import { type BreakwaterDatabase, DEFAULT_DATA_DIR } from '../../store/open-database.ts';
 import { createRunStore } from '../../store/run-store.ts';
-import { startVizServer, type VizServer } from '../../viz/index.ts';
+import { startVizServer, type VizServer } from '../../viz/viz-server.ts';
 import { createLiveSource, type LiveSource } from '../../viz/live-source.ts';
 import { CliError } from '../cli-error.ts';
 import { type Print, printToStdout } from '../cli-output.ts';

@@ -10,7 +10,7 @@ import { loadScenario, resolveScenario } from '../../scenarios/load-scenario.ts'
 import type { BreakwaterDatabase } from '../../store/open-database.ts';
 import { createLiveEventLog, type LiveEventLog } from '../../store/event-log.ts';
 import { createRunStore } from '../../store/run-store.ts';
-import { startVizServer, type VizServer } from '../../viz/index.ts';
+import { startVizServer, type VizServer } from '../../viz/viz-server.ts';
 import { createLogLiveSource, type LogLiveSource } from '../../viz/log-live-source.ts';
 import { isWorkerRun, resumeWorkerRun } from '../../runs/workers/resume-worker-run.ts';
 import { turnsByWorker } from '../../runs/workers/round-parts.ts';

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import { createScaledClock, preciseWallNow } from '../../clock/scaled-clock.ts';
-import { type Emulator, startEmulator } from '../../emulator/index.ts';
+import { type Emulator, startEmulator } from '../../emulator/emulator-server.ts';
 import type { StoredRunConfig, StoredWorkersConfig } from '../run-scenario.ts';
 import { loadScenario } from '../../scenarios/load-scenario.ts';
 import { planRounds } from '../../scenarios/round-planner.ts';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AGENT_MACHINE_VERSION } from '../../../machines/agent.machine.ts';
 import type { Clock } from '../../clock/clock.ts';
 import { createScaledClock, preciseWallNow } from '../../clock/scaled-clock.ts';
-import { type Emulator, startEmulator } from '../../emulator/index.ts';
+import { type Emulator, startEmulator } from '../../emulator/emulator-server.ts';
 import {
   defaultRunId,
   reportConfig,
