@@ -1,24 +1,17 @@
 import { type CappedWaitCall, warnCapped } from './capped-wait-warning.ts';
 import type { Logger } from 'pino';
-import { type AnyActorRef, fromCallback, fromPromise } from 'xstate';
+import { type AnyActorRef, fromCallback } from 'xstate';
 import {
   type AcquireTokenInput,
   type AgentContext,
   type AgentEvent,
-  type AnswerDegradedInput,
-  type AnswerDegradedOutput,
   type CallEngineInput,
   type CallOutcome,
-  type CheckHealthInput,
-  type CheckHealthOutput,
   callInputOf,
   type GrantedAnswer,
-  type RunToolsInput,
-  type RunToolsOutput,
   type TokenAnswer,
   tokenRequestOf,
   turnOfAsk,
-  type WakeAtInput,
 } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
 import { holdClock } from '../clock/virtual-clock.ts';
@@ -26,7 +19,6 @@ import type { DegradedResponder } from '../degraded/degraded-responder.ts';
 import { CallCancel } from '../core/call-abort.ts';
 import { estimateTokens, faultUsage } from '../core/token-usage.ts';
 import type { Engine, EngineRequest, EngineResult } from '../core/engine-types.ts';
-import { InternalActorError } from '../core/errors/internal-error.ts';
 import { type Fault, isEngineFaultError } from '../core/fault.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
@@ -39,12 +31,18 @@ import {
   type TokenRequest,
   type TokenTicket,
 } from '../scheduler/token-scheduler.ts';
-import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
+import type { AgentDefinition } from './agent-definition.ts';
 import type { CallMemo, CallRecordEvent } from '../core/call-memo.ts';
 import { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
 import { beginStreamAttempt, replayMemoized, type StreamAttempt } from './stream-attempt.ts';
-import type { PromptParts, ToolResultRecord } from '../core/turn.ts';
+import type { PromptParts } from '../core/turn.ts';
 import type { TurnStreamSink } from './turn-stream.ts';
+import { sanitized } from './actor-failure.ts';
+import { createAnswerDegradedActor } from './answer-degraded-actor.ts';
+import { createCheckHealthActor } from './check-health-actor.ts';
+import { memoWriter } from './memo-writer.ts';
+import { createRunToolsActor } from './run-tools-actor.ts';
+import { createWakeAtActor } from './wake-at-actor.ts';
 
 type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
 
@@ -94,23 +92,6 @@ function internalFault(e: unknown, endpointId: string): Fault {
   return { kind: 'bad_request', provider: 'openai', message: `internal error: ${message}`, endpointId };
 }
 
-/** An error an actor's body threw (a bug), as the machine may see it: sanitized, stamped, and logged. */
-function sanitized(logger: Logger, clock: Clock, what: string, e: unknown): InternalActorError {
-  if (e instanceof InternalActorError) return e;
-  const safe = scrubSecrets(e instanceof Error ? e.message : String(e));
-  logger.error({ actor: what, error: safe }, 'agent actor failed');
-  return new InternalActorError(safe, { cause: e, at: clock.now() });
-}
-
-/** Runs an actor's body; an error it throws (a bug) reaches the machine sanitized, and the log has it. */
-async function guarded<T>(logger: Logger, clock: Clock, what: string, body: () => Promise<T>): Promise<T> {
-  try {
-    return await body();
-  } catch (e) {
-    throw sanitized(logger, clock, what, e);
-  }
-}
-
 /** The scheduler's decision as plain data for the agent's snapshot. */
 function tokenAnswer(d: TokenDecision): TokenAnswer {
   if (d.kind === 'granted') {
@@ -131,6 +112,7 @@ function tokenAnswer(d: TokenDecision): TokenAnswer {
  */
 export function createAgentActors(deps: AgentActorDeps) {
   const { endpoints, scheduler, clock, logger, memo } = deps;
+  const remember = memoWriter(memo, logger);
   // The request an agent's token was estimated for: its call sends the same one (built once, not twice), unless
   // what it is built from changed in between.
   const built = new Map<string, { parts: PromptParts; request: Omit<EngineRequest, 'signal'> }>();
@@ -166,20 +148,6 @@ export function createAgentActors(deps: AgentActorDeps) {
       b.parts.turnMessages === parts.turnMessages;
     return same ? b.request : buildRequest(parts);
   };
-  // Durable before the call is reported done, but never holding a token (callers release it first). A failed
-  // write is logged, not fatal: the round's commit still records the turn; only a crash before it re-asks.
-  const remember = async (key: string, value: unknown): Promise<void> => {
-    if (!memo) return;
-    try {
-      await memo.remember(key, value);
-    } catch (e) {
-      logger.warn(
-        { key, error: scrubSecrets(e instanceof Error ? e.message : String(e)) },
-        'call memo write failed',
-      );
-    }
-  };
-
   /**
    * Asks the scheduler for a token and an endpoint. With a memo, the memo is read FIRST, holding nothing: a call
    * whose answer is memoized (a resumed round) gets a memo grant (`memo:<key>`) that takes no token, and its
@@ -445,73 +413,10 @@ export function createAgentActors(deps: AgentActorDeps) {
     }, ABORT_SETTLE_MS);
   };
 
-  const runTools = fromPromise<RunToolsOutput, RunToolsInput>(({ input, signal }) =>
-    guarded(logger, clock, 'runTools', () => runToolsBody(input, signal)),
-  );
-  const runToolsBody = async (input: RunToolsInput, signal: AbortSignal): Promise<RunToolsOutput> => {
-    const def = deps.definitions.get(input.agent) as LlmAgentDefinition | undefined;
-    const results: ToolResultRecord[] = [];
-    for (const call of input.calls) {
-      // Cancelled or stopped: no further tool runs (a tool may act on the world); nobody reads the results.
-      if (signal.aborted) break;
-      const key = `${input.keyPrefix}:${call.id}`;
-      const remembered = (await memo?.recall(key)) as ToolResultRecord | undefined;
-      if (remembered) {
-        results.push(remembered);
-        continue;
-      }
-      const tool = def?.tools?.[call.name];
-      let record: ToolResultRecord;
-      if (!tool?.run) {
-        record = { turnId: input.turnId, call, result: `unknown tool "${call.name}"`, isError: true };
-      } else {
-        try {
-          const value = await tool.run(call.arguments, {
-            signal,
-            agent: input.agent,
-            idempotencyKey: key,
-            toolName: call.name,
-          });
-          record = {
-            turnId: input.turnId,
-            call,
-            result: typeof value === 'string' ? value : JSON.stringify(value),
-            isError: false,
-          };
-        } catch (e) {
-          const message = scrubSecrets(e instanceof Error ? e.message : String(e));
-          record = { turnId: input.turnId, call, result: `tool failed: ${message}`, isError: true };
-        }
-      }
-      logger.info({ agent: input.agent, tool: call.name, isError: record.isError }, 'tool');
-      await remember(key, record);
-      results.push(record);
-    }
-    return { results, at: clock.now() };
-  };
-
-  const answerDegraded = fromPromise<AnswerDegradedOutput, AnswerDegradedInput>(async ({ input }) => {
-    const answer = deps.degraded.answer(
-      input.agent,
-      input.prompt,
-      { memory: input.memory.slots },
-      input.reason,
-    );
-    logger.warn({ agent: input.agent, reason: input.reason, source: answer.source }, 'degraded answer');
-    return { answer, at: clock.now() };
-  });
-
-  const wakeAt = fromCallback<AgentEvent, WakeAtInput>(({ input, sendBack }) => {
-    const timer = deps.timers.schedule(input.at, () =>
-      sendBack({ type: 'WAKE', output: { at: clock.now() } }),
-    );
-    return () => timer.cancel();
-  });
-
-  const checkHealth = fromPromise<CheckHealthOutput, CheckHealthInput>(async ({ input }) => {
-    const now = clock.now();
-    return { healthy: endpoints.usable(deps.endpointsOf(input.agent, input.chain), now), at: now };
-  });
+  const runTools = createRunToolsActor({ definitions: deps.definitions, memo, remember, logger, clock });
+  const answerDegraded = createAnswerDegradedActor({ degraded: deps.degraded, logger, clock });
+  const wakeAt = createWakeAtActor({ timers: deps.timers, clock });
+  const checkHealth = createCheckHealthActor({ endpoints, endpointsOf: deps.endpointsOf, clock });
 
   /**
    * The first call's token for the turn `ask` starts, taken now when the scheduler can grant one at once (a token
