@@ -1,4 +1,4 @@
-import { type CappedWaitCall, warnCapped } from './capped-wait-warning.ts';
+import { warnCapped } from './capped-wait-warning.ts';
 import type { Logger } from 'pino';
 import { type AnyActorRef, fromCallback } from 'xstate';
 import {
@@ -18,23 +18,21 @@ import { holdClock } from '../clock/virtual-clock.ts';
 import type { DegradedResponder } from '../degraded/degraded-responder.ts';
 import { CallCancel } from '../core/call-abort.ts';
 import { estimateTokens, faultUsage } from '../core/token-usage.ts';
-import type { Engine, EngineRequest, EngineResult } from '../core/engine-types.ts';
-import { type Fault, isEngineFaultError } from '../core/fault.ts';
+import type { EngineRequest, EngineResult } from '../core/engine-types.ts';
+import type { Fault } from '../core/fault.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
-import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import type { TimerHeap } from '../clock/timer-heap.ts';
-import {
-  isLeaseExpiredError,
-  type TokenDecision,
-  type TokenScheduler,
-  type TokenRequest,
-  type TokenTicket,
+import type {
+  TokenDecision,
+  TokenScheduler,
+  TokenRequest,
+  TokenTicket,
 } from '../scheduler/token-scheduler.ts';
 import type { AgentDefinition } from './agent-definition.ts';
 import type { CallMemo, CallRecordEvent } from '../core/call-memo.ts';
 import { buildRequest, estimateRequestTokens } from './prompt-builder.ts';
-import { beginStreamAttempt, replayMemoized, type StreamAttempt } from './stream-attempt.ts';
+import { beginStreamAttempt, replayMemoized } from './stream-attempt.ts';
 import type { PromptParts } from '../core/turn.ts';
 import type { TurnStreamSink } from './turn-stream.ts';
 import { sanitized } from './actor-failure.ts';
@@ -43,6 +41,15 @@ import { createCheckHealthActor } from './check-health-actor.ts';
 import { memoWriter } from './memo-writer.ts';
 import { createRunToolsActor } from './run-tools-actor.ts';
 import { createWakeAtActor } from './wake-at-actor.ts';
+import {
+  callRecord,
+  cappedCall,
+  faultOf,
+  internalFault,
+  logLine,
+  streamCall,
+  withCancel,
+} from './call-attempt-parts.ts';
 
 type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
 
@@ -86,11 +93,6 @@ const MEMO_LEASE = 'memo:';
 
 /** Real ms a cut call keeps its token after it ended on our side (socket teardown, not simulated time). */
 const ABORT_SETTLE_MS = 10;
-
-function internalFault(e: unknown, endpointId: string): Fault {
-  const message = scrubSecrets(e instanceof Error ? e.message : String(e));
-  return { kind: 'bad_request', provider: 'openai', message: `internal error: ${message}`, endpointId };
-}
 
 /** The scheduler's decision as plain data for the agent's snapshot. */
 function tokenAnswer(d: TokenDecision): TokenAnswer {
@@ -462,92 +464,3 @@ export function createAgentActors(deps: AgentActorDeps) {
 
 /** What {@link createAgentActors} makes: the machine's actors, and the grant an `ASK` may come with. */
 export type AgentActors = ReturnType<typeof createAgentActors>;
-
-/** The call log's record of one attempt (built only when someone hears it: a call on the hot path makes none). */
-function callRecord(
-  input: CallEngineInput,
-  engine: Engine,
-  wallStartedAt: number,
-  startedAt: number,
-  outcome: 'ok' | 'fault',
-  at: number,
-  fault?: Fault,
-): CallRecordEvent {
-  return {
-    agent: input.agent,
-    turnId: input.turnId,
-    chainPosition: input.chainPosition,
-    wallStartedAt,
-    tier: input.tier,
-    endpointId: input.endpointId,
-    provider: engine.endpoint.provider,
-    model: engine.endpoint.model,
-    outcome,
-    startedAt,
-    at,
-    ...(fault ? { fault } : {}),
-  };
-}
-
-/** Who made a call, for {@link warnCapped}. */
-function cappedCall(input: CallEngineInput, engine: Engine): CappedWaitCall {
-  return { agent: input.agent, endpoint: input.endpointId, provider: engine.endpoint.provider };
-}
-
-/** The fields every `call` log line starts with. */
-function logLine(input: CallEngineInput, traceIdsOf: AgentActorDeps['traceIdsOf']): Record<string, unknown> {
-  return {
-    agent: input.agent,
-    tier: input.tier,
-    endpoint: input.endpointId,
-    waitMs: input.waitMs,
-    ...traceIdsOf?.(input.turnId),
-  };
-}
-
-/** One streamed call: the engine's own stream, or (an engine without one) the whole answer as one delta. */
-async function streamCall(
-  engine: Engine,
-  request: Omit<EngineRequest, 'signal'>,
-  cancel: CallCancel,
-  attempt: StreamAttempt,
-): Promise<EngineResult> {
-  // A continuation's budget is what is left of the step's: the kept prefix already spent part of it.
-  const req: EngineRequest = attempt.prefill
-    ? withCancel(
-        engine,
-        {
-          ...request,
-          prefill: attempt.prefill,
-          maxTokens: Math.max(1, request.maxTokens - attempt.prefixTokens),
-        },
-        cancel,
-      )
-    : withCancel(engine, request, cancel);
-  if (engine.stream) return engine.stream(req, attempt.sink);
-  const result = await engine.call(req);
-  if (result.text) attempt.sink.text(result.text);
-  return result;
-}
-
-/**
- * `request` with the call's cancellation: `abort` for an engine that takes it (no AbortSignal made), else a
- * `signal` (made now, aborting with the call).
- */
-function withCancel(
-  engine: Engine,
-  request: Omit<EngineRequest, 'signal'>,
-  cancel: CallCancel,
-): EngineRequest {
-  return engine.takesCallAbort ? { ...request, abort: cancel } : { ...request, signal: cancel.signal };
-}
-
-/** The call's fault; a call cancelled because its lease ran out is a `timeout` of that endpoint. */
-function faultOf(e: unknown, endpointId: string, lease: CallCancel, provider: Fault['provider']): Fault {
-  if (lease.aborted && isLeaseExpiredError(lease.reason)) {
-    return { kind: 'timeout', provider, code: 'lease_expired', message: lease.reason.message, endpointId };
-  }
-  if (!isEngineFaultError(e)) return internalFault(e, endpointId);
-  // The turn tells its endpoints apart by the faults' endpoint ids (what it tried, what cannot take its request).
-  return e.fault.endpointId === undefined ? { ...e.fault, endpointId } : e.fault;
-}
