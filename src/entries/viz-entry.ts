@@ -27,16 +27,13 @@ export {
   type VizServerOptions,
 } from '../viz/viz-server.ts';
 export { eventFromRecord } from '../core/stored-event.ts';
-export {
-  applyEvent,
-  breakerLabel,
-  emptyVizState,
-  foldEvents,
-  stateAt,
-  type VizAgent,
-  type VizEndpoint,
-  type VizEvent,
-  type VizSampleEvent,
-  type VizState,
-  type VizTokens,
-} from '../viz/viz-state.ts';
+export { applyEvent, emptyVizState, foldEvents, stateAt } from '../viz/viz-state.ts';
+export { breakerLabel } from '../viz/viz-event-handlers.ts';
+export type {
+  VizAgent,
+  VizEndpoint,
+  VizEvent,
+  VizSampleEvent,
+  VizState,
+  VizTokens,
+} from '../viz/viz-state-types.ts';

@@ -2,15 +2,14 @@ import { type Clock, systemClock } from '../clock/clock.ts';
 import type { RuntimeEvent } from '../core/runtime-event.ts';
 import type { Supervisor } from '../runtime/create-supervisor.ts';
 import type { RunStore } from '../store/run-store.ts';
-import {
-  type VizAgentSample,
-  type VizEvent,
-  type VizHealthSample,
-  type VizSampleEvent,
-  type VizState,
-  applyEvent,
-  emptyVizState,
-} from './viz-state.ts';
+import type {
+  VizAgentSample,
+  VizEvent,
+  VizHealthSample,
+  VizSampleEvent,
+  VizState,
+} from './viz-state-types.ts';
+import { applyEvent, emptyVizState } from './viz-state.ts';
 
 /** One turn as the agent panel lists it. */
 export interface VizTurn {

@@ -1,7 +1,8 @@
 import type { RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
 import type { RunStore } from '../store/run-store.ts';
 import { type LiveSource, turnFromRecord } from './live-source.ts';
-import { applyEvent, emptyVizState, type VizEvent, type VizState } from './viz-state.ts';
+import { applyEvent, emptyVizState } from './viz-state.ts';
+import type { VizEvent, VizState } from './viz-state-types.ts';
 
 /** Options of {@link createLogLiveSource}. */
 export interface LogLiveSourceOptions {

@@ -11,7 +11,7 @@ import { isSnapshotRestoreError } from '../store/snapshot-restore-error.ts';
 import { type VizLiveSource, turnFromRecord } from './live-source.ts';
 import { pageAsset } from './page-assets.ts';
 import { machineStatechart } from './statechart-graph.ts';
-import type { VizEvent } from './viz-state.ts';
+import type { VizEvent } from './viz-state-types.ts';
 
 /** Options of {@link startVizServer}. */
 export interface VizServerOptions {

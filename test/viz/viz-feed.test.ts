@@ -4,7 +4,7 @@ import { type Emulator, startEmulator } from '../../src/emulator/emulator-server
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { createLiveSource } from '../../src/viz/live-source.ts';
 import { startVizServer } from '../../src/viz/viz-server.ts';
-import type { VizEvent } from '../../src/viz/viz-state.ts';
+import type { VizEvent } from '../../src/viz/viz-state-types.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
 
 /*

@@ -10,7 +10,8 @@ import { createRunStore, type RunStore } from '../../src/store/run-store.ts';
 import { createLiveSource, type VizLiveSource } from '../../src/viz/live-source.ts';
 import type { VizChart } from '../../src/viz/statechart-graph.ts';
 import { startVizServer } from '../../src/viz/viz-server.ts';
-import { applyEvent, emptyVizState, type VizEvent, type VizState } from '../../src/viz/viz-state.ts';
+import { applyEvent, emptyVizState } from '../../src/viz/viz-state.ts';
+import type { VizEvent, VizState } from '../../src/viz/viz-state-types.ts';
 import { emulatorEndpoint, settle } from '../support/runtime-harness.ts';
 import { SONNET_KEY } from './viz-scenario.ts';
 

@@ -3,7 +3,8 @@ import { createManualClock, type ManualClock } from '../../src/clock/clock.ts';
 import { type Emulator, startEmulator } from '../../src/emulator/emulator-server.ts';
 import type { RuntimeEvent } from '../../src/core/runtime-event.ts';
 import { eventFromRecord } from '../../src/core/stored-event.ts';
-import { applyEvent, emptyVizState, foldEvents, stateAt, type VizState } from '../../src/viz/viz-state.ts';
+import { applyEvent, emptyVizState, foldEvents, stateAt } from '../../src/viz/viz-state.ts';
+import type { VizState } from '../../src/viz/viz-state-types.ts';
 import { ioTurn } from '../support/runtime-harness.ts';
 import { breakerScenario } from './viz-scenario.ts';
 

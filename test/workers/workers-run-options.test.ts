@@ -7,7 +7,7 @@ import parsePrometheusTextFormat from 'parse-prometheus-text-format';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runRunCommand } from '../../src/cli/commands/run-command.ts';
 import type { RunReport } from '../../src/report/report-types.ts';
-import type { VizState } from '../../src/viz/viz-state.ts';
+import type { VizState } from '../../src/viz/viz-state-types.ts';
 import { cleanEnv, finished, spawnCli } from '../cli/run-cli.ts';
 import { perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 

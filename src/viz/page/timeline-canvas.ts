@@ -1,4 +1,4 @@
-import type { VizAgent, VizCall, VizMarker, VizSegment } from '../viz-state.ts';
+import type { VizAgent, VizCall, VizMarker, VizSegment } from '../viz-state-types.ts';
 import { laneRuns, type LaneWindow } from './lane-columns.ts';
 
 /*

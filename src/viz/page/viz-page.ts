@@ -1,17 +1,16 @@
 import type { VizAgentDetail, VizTurn } from '../live-source.ts';
 import type { VizChart } from '../statechart-graph.ts';
 import type { VizPageConfig } from '../viz-server.ts';
-import {
-  type VizAgent,
-  type VizCheck,
-  type VizEndpoint,
-  type VizEvent,
-  type VizEventRecord,
-  type VizState,
-  applyEvent,
-  breakerLabel,
-  emptyVizState,
-} from '../viz-state.ts';
+import type {
+  VizAgent,
+  VizCheck,
+  VizEndpoint,
+  VizEvent,
+  VizEventRecord,
+  VizState,
+} from '../viz-state-types.ts';
+import { applyEvent, emptyVizState } from '../viz-state.ts';
+import { breakerLabel } from '../viz-event-handlers.ts';
 import { eventFromRecord } from '../../core/stored-event.ts';
 import { formatDuration, formatZonedDateTime } from '../../clock/format-time.ts';
 import { layoutChart } from './statechart-layout.ts';
