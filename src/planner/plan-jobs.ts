@@ -1,6 +1,6 @@
 import { Cron } from 'croner';
 import { ConfigError } from '../core/errors/config-error.ts';
-import { cronProblem } from '../scenarios/scenario-schema.ts';
+import { cronProblem } from '../scenarios/scenario-base-schema.ts';
 import { isAbsoluteInstant, isTimeZone } from '../clock/zoned-time.ts';
 import { shiftCron } from './cron-shift.ts';
 import { type FlexWindow, parseFlex } from '../scenarios/flex-window.ts';

@@ -1,6 +1,6 @@
 import type { EmulatorFlavor } from '../emulator/emulator-types.ts';
 import { ConfigError } from '../core/errors/config-error.ts';
-import type { ScenarioByokInput } from './scenario-schema.ts';
+import type { ScenarioByokInput } from './scenario-base-schema.ts';
 import type { ScenarioEndpoint, ScenarioSpec } from './scenario-types.ts';
 
 /** Where a real provider's key and (optional) base URL come from, per emulator flavor. */

@@ -2,7 +2,7 @@ import type { EmulatorFlavor } from '../emulator/emulator-types.ts';
 import type { EndpointConfig } from '../engines/endpoint-config.ts';
 import { ConfigError } from '../core/errors/config-error.ts';
 import type { RuntimeConfigInput } from '../runtime/runtime-config.ts';
-import type { ScenarioByokInput } from './scenario-schema.ts';
+import type { ScenarioByokInput } from './scenario-base-schema.ts';
 import type { ScenarioSpec } from './scenario-types.ts';
 
 /** Options of {@link scenarioEndpoints} and {@link scenarioRuntimeConfig}. */

@@ -1,4 +1,4 @@
-import type { ScenarioByokInput } from '../../scenarios/scenario-schema.ts';
+import type { ScenarioByokInput } from '../../scenarios/scenario-base-schema.ts';
 import type { ScenarioSpec } from '../../scenarios/scenario-types.ts';
 import { CliError } from '../cli-error.ts';
 
