@@ -2,21 +2,17 @@ import { type Kysely, type Selectable, sql } from 'kysely';
 import { type Clock, systemClock } from '../clock/clock.ts';
 import { describeStateProblem } from './agent-state-schema.ts';
 import type { BreakwaterDatabase } from './open-database.ts';
-import { appendRunEvents } from './event-log.ts';
 import { type CommittedStates, commitRoundStatement } from './round-commit.ts';
 import { SnapshotRestoreError } from './snapshot-restore-error.ts';
 import {
   INT4_MAX,
   RUN_STATUSES,
   TURN_OUTCOMES,
-  chunk,
   encodeJson,
   encodeText,
-  optionalId,
   requireId,
   requireInt,
   requireOneOf,
-  toEventRecord,
   toRoundRecord,
   toRunRecord,
   toTurnRecord,
@@ -40,6 +36,8 @@ import type {
   StoreCallOptions,
   TurnRecord,
 } from './store-types.ts';
+import { callMemoMethods } from './call-memo-rows.ts';
+import { eventLogMethods } from './event-log-rows.ts';
 
 /**
  * The runtime's durable state: runs, rounds committed exactly once, the call memo and the event log.
@@ -182,9 +180,6 @@ export interface RunStoreOptions {
   readonly clock?: Clock;
 }
 
-const EVENT_CHUNK = 2_000; // 8 parameters a row
-const KEY_CHUNK = 5_000;
-
 /** Every column of `turns` but the prompt (listTurns reads the prompt only when asked). */
 const TURN_COLUMNS_BUT_PROMPT = [
   'run_id',
@@ -227,6 +222,8 @@ export function createRunStore(
   }
 
   return {
+    ...callMemoMethods(db, now),
+    ...eventLogMethods(db),
     async createRun(input, opts = {}) {
       const op = 'createRun';
       opts.signal?.throwIfAborted();
@@ -289,77 +286,6 @@ export function createRunStore(
         .executeTakeFirst();
       if (!row) throw new RunNotFoundError(id);
       return toRunRecord(row);
-    },
-
-    async rememberCall<T>(input: RememberCallInput<T>, opts: StoreCallOptions = {}): Promise<T> {
-      const op = 'rememberCall';
-      opts.signal?.throwIfAborted();
-      const key = requireId(op, 'idempotencyKey', input.idempotencyKey);
-      const values = {
-        idempotency_key: key,
-        run_id: requireId(op, 'runId', input.runId),
-        result: encodeJson(op, 'result', input.result),
-        created_at: now(),
-      };
-      // The row can only vanish between the two statements if someone deletes memos concurrently.
-      for (let attempt = 0; attempt < 3; attempt++) {
-        const inserted = await db
-          .insertInto('call_results')
-          .values(values)
-          .onConflict((oc) => oc.column('idempotency_key').doNothing())
-          .returning('result')
-          .executeTakeFirst();
-        if (inserted) return inserted.result as T;
-        const existing = await db
-          .selectFrom('call_results')
-          .select('result')
-          .where('idempotency_key', '=', key)
-          .executeTakeFirst();
-        if (existing) return existing.result as T;
-        opts.signal?.throwIfAborted();
-      }
-      throw new Error(`rememberCall: the memo for "${key}" was deleted while it was being written`);
-    },
-
-    async recallCall<T = unknown>(
-      idempotencyKey: string,
-      opts: StoreCallOptions = {},
-    ): Promise<T | undefined> {
-      opts.signal?.throwIfAborted();
-      const key = requireId('recallCall', 'idempotencyKey', idempotencyKey);
-      const row = await db
-        .selectFrom('call_results')
-        .select('result')
-        .where('idempotency_key', '=', key)
-        .executeTakeFirst();
-      return row ? (row.result as T) : undefined;
-    },
-
-    async recallCalls<T = unknown>(keys: readonly string[], opts: StoreCallOptions = {}) {
-      const unique = [...new Set(keys.map((k, i) => requireId('recallCalls', `keys[${i}]`, k)))];
-      const entries: [string, T][] = [];
-      for (const part of chunk(unique, KEY_CHUNK)) {
-        opts.signal?.throwIfAborted();
-        const rows = await db
-          .selectFrom('call_results')
-          .select(['idempotency_key', 'result'])
-          .where('idempotency_key', 'in', part)
-          .execute();
-        for (const row of rows) entries.push([row.idempotency_key, row.result as T]);
-      }
-      return Object.fromEntries(entries) as Record<string, T>;
-    },
-
-    async recallCallsByPrefix<T = unknown>(runId: string, prefix: string, opts: StoreCallOptions = {}) {
-      opts.signal?.throwIfAborted();
-      const id = requireId('recallCallsByPrefix', 'runId', runId);
-      const rows = await db
-        .selectFrom('call_results')
-        .select(['idempotency_key', 'result'])
-        .where('run_id', '=', id)
-        .where(sql<boolean>`starts_with(idempotency_key, ${prefix})`)
-        .execute();
-      return new Map(rows.map((r) => [r.idempotency_key, r.result as T]));
     },
 
     commitRound(input, opts = {}) {
@@ -467,52 +393,6 @@ export function createRunStore(
         .limit(1)
         .executeTakeFirst();
       return row?.health ?? undefined;
-    },
-
-    appendRunEvents(runId, events, opts = {}) {
-      return appendRunEvents(db, runId, events, opts.signal);
-    },
-
-    async appendEvents(runId, events, opts = {}) {
-      const op = 'appendEvents';
-      opts.signal?.throwIfAborted();
-      const id = requireId(op, 'runId', runId);
-      const rows = events.map((e, i) => ({
-        run_id: id,
-        seq: requireInt(op, `events[${i}].seq`, e.seq, -INT4_MAX - 1, INT4_MAX),
-        at: requireInt(op, `events[${i}].at`, e.at, 0),
-        type: requireId(op, `events[${i}].type`, e.type),
-        agent: optionalId(op, `events[${i}].agent`, e.agent),
-        endpoint: optionalId(op, `events[${i}].endpoint`, e.endpoint),
-        data: encodeJson(op, `events[${i}].data`, e.data ?? {}),
-      }));
-      if (rows.length === 0) return;
-      const parts = chunk(rows, EVENT_CHUNK);
-      if (parts.length === 1) {
-        await db.insertInto('events').values(rows).execute();
-        return;
-      }
-      await db.transaction().execute(async (trx) => {
-        for (const part of parts) {
-          opts.signal?.throwIfAborted();
-          await trx.insertInto('events').values(part).execute();
-        }
-      });
-    },
-
-    async readEvents(runId, opts = {}) {
-      const op = 'readEvents';
-      opts.signal?.throwIfAborted();
-      const id = requireId(op, 'runId', runId);
-      let query = db.selectFrom('events').selectAll().where('run_id', '=', id);
-      if (opts.afterSeq !== undefined) {
-        query = query.where('seq', '>', requireInt(op, 'afterSeq', opts.afterSeq, -INT4_MAX - 1, INT4_MAX));
-      }
-      if (opts.untilAt !== undefined)
-        query = query.where('at', '<=', requireInt(op, 'untilAt', opts.untilAt, 0));
-      query = query.orderBy('seq').orderBy('id');
-      if (opts.limit !== undefined) query = query.limit(requireInt(op, 'limit', opts.limit, 1));
-      return (await query.execute()).map(toEventRecord);
     },
   };
 }
