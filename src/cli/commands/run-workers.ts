@@ -14,6 +14,7 @@ import { startVizServer, type VizServer } from '../../viz/viz-server.ts';
 import { createLogLiveSource, type LogLiveSource } from '../../viz/log-live-source.ts';
 import { isWorkerRun, resumeWorkerRun } from '../../runs/workers/resume-worker-run.ts';
 import { turnsByWorker } from '../../runs/workers/round-parts.ts';
+import { notifyRound } from '../../runs/workers/round-wakeup.ts';
 import { runLogMetricsSource } from '../../runs/workers/run-log-metrics.ts';
 import { createRunEventTail, type RunEventTail } from '../../runs/workers/run-event-tail.ts';
 import {
@@ -349,6 +350,8 @@ async function markRun(
   recorder.listener({ type: 'run.finished', at: started.clock.now(), data: { runId, status } });
   await recorder.flush().catch(() => {});
   await createRunStore(database).setRunStatus(runId, status, failure ? { failure } : {});
+  // Workers at the round barrier (on other machines too) return now, not at their next poll.
+  await notifyRound(database, runId);
 }
 
 async function printReport(
