@@ -1,14 +1,6 @@
 import type { Kysely } from 'kysely';
-import { appendRunEvents } from './event-log.ts';
-import {
-  INT4_MAX,
-  chunk,
-  encodeJson,
-  optionalId,
-  requireId,
-  requireInt,
-  toEventRecord,
-} from './store-codec.ts';
+import { appendRunEvents, readEventRows } from './event-log.ts';
+import { INT4_MAX, chunk, encodeJson, optionalId, requireId, requireInt } from './store-codec.ts';
 import type { StoreSchema } from './store-schema.ts';
 import type {
   EventInput,
@@ -65,18 +57,7 @@ export function eventLogMethods(db: Kysely<StoreSchema>): {
     },
 
     async readEvents(runId: string, opts: ReadEventsOptions = {}) {
-      const op = 'readEvents';
-      opts.signal?.throwIfAborted();
-      const id = requireId(op, 'runId', runId);
-      let query = db.selectFrom('events').selectAll().where('run_id', '=', id);
-      if (opts.afterSeq !== undefined) {
-        query = query.where('seq', '>', requireInt(op, 'afterSeq', opts.afterSeq, -INT4_MAX - 1, INT4_MAX));
-      }
-      if (opts.untilAt !== undefined)
-        query = query.where('at', '<=', requireInt(op, 'untilAt', opts.untilAt, 0));
-      query = query.orderBy('seq').orderBy('id');
-      if (opts.limit !== undefined) query = query.limit(requireInt(op, 'limit', opts.limit, 1));
-      return (await query.execute()).map(toEventRecord);
+      return readEventRows(db, 'events', 'readEvents', runId, opts);
     },
   };
 }

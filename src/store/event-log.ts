@@ -103,18 +103,33 @@ export function createLiveEventLog(database: Pick<BreakwaterDatabase, 'db'>): Li
       });
     },
     async readEvents(runId, opts = {}) {
-      const op = 'readLiveEvents';
-      opts.signal?.throwIfAborted();
-      const id = requireId(op, 'runId', runId);
-      let query = db.selectFrom('live_events').selectAll().where('run_id', '=', id);
-      if (opts.afterSeq !== undefined) {
-        query = query.where('seq', '>', requireInt(op, 'afterSeq', opts.afterSeq, -INT4_MAX - 1, INT4_MAX));
-      }
-      if (opts.untilAt !== undefined)
-        query = query.where('at', '<=', requireInt(op, 'untilAt', opts.untilAt, 0));
-      query = query.orderBy('seq').orderBy('id');
-      if (opts.limit !== undefined) query = query.limit(requireInt(op, 'limit', opts.limit, 1));
-      return (await query.execute()).map(toEventRecord);
+      return readEventRows(db, 'live_events', 'readLiveEvents', runId, opts);
     },
   };
+}
+
+/**
+ * A run's events from the committed log (`events`) or the live one (`live_events`): the two tables have the same
+ * columns, so one query serves both readers.
+ */
+export async function readEventRows(
+  db: Kysely<StoreSchema>,
+  table: 'events' | 'live_events',
+  op: string,
+  runId: string,
+  opts: ReadEventsOptions,
+) {
+  opts.signal?.throwIfAborted();
+  const id = requireId(op, 'runId', runId);
+  let query = db
+    .selectFrom(table as 'events')
+    .selectAll()
+    .where('run_id', '=', id);
+  if (opts.afterSeq !== undefined) {
+    query = query.where('seq', '>', requireInt(op, 'afterSeq', opts.afterSeq, -INT4_MAX - 1, INT4_MAX));
+  }
+  if (opts.untilAt !== undefined) query = query.where('at', '<=', requireInt(op, 'untilAt', opts.untilAt, 0));
+  query = query.orderBy('seq').orderBy('id');
+  if (opts.limit !== undefined) query = query.limit(requireInt(op, 'limit', opts.limit, 1));
+  return (await query.execute()).map(toEventRecord);
 }
