@@ -1,6 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
-import SlowFirstSequencer from './test/support/slow-first-sequencer.ts';
+import FileOrderSequencer from './test/support/file-order-sequencer.ts';
 
 export default defineConfig({
   test: {
@@ -26,8 +26,9 @@ export default defineConfig({
     // kysely and XState afresh for every file cost about a third of the suite's CPU. Test files leave
     // no state behind them (servers closed, env restored, clocks injected), which this relies on.
     isolate: false,
-    // The slowest files start first, so the run does not end with one of them alone on one worker.
-    sequence: { sequencer: SlowFirstSequencer },
+    // Files start in a planned order: long ones first, and never more PostgreSQL connections asked at once than
+    // the server has, so no worker sits waiting (test/support/file-order.ts).
+    sequence: { sequencer: FileOrderSequencer },
     reporters: ['default', './test/support/summary-reporter.ts'],
   },
 });

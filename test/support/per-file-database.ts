@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, inject } from 'vitest';
 import { type ConnectionShare, takeConnections } from './connection-budget.ts';
+import { DEFAULT_FILE_CONNECTIONS } from './file-order.ts';
 import {
   SERVER_URL,
   connectAdmin,
@@ -29,6 +30,8 @@ interface FileState {
   registered: boolean;
   shared: boolean;
   share: ConnectionShare | undefined;
+  /** The share as taken (kept after release, for the file's timeline record). */
+  shareTaken: { readonly connections: number; readonly waitedMs: number } | undefined;
   database: { readonly name: string; readonly url: string } | undefined;
   redisPrefix: string | undefined;
 }
@@ -55,6 +58,7 @@ export function beginTestFile(file: string): void {
     registered: false,
     shared: false,
     share: undefined,
+    shareTaken: undefined,
     database: undefined,
     redisPrefix: undefined,
   };
@@ -64,11 +68,15 @@ export function beginTestFile(file: string): void {
 }
 
 /** The Redis key prefix the file used, if any, so the setup file can delete its keys. */
-export function endTestFile(): { redisPrefix: string | undefined } {
+export function endTestFile(): { redisPrefix: string | undefined; connections: number; waitedMs: number } {
   const state = current;
   current = undefined;
   delete process.env.DATABASE_URL;
-  return { redisPrefix: state?.redisPrefix };
+  return {
+    redisPrefix: state?.redisPrefix,
+    connections: state?.shareTaken?.connections ?? 0,
+    waitedMs: state?.shareTaken?.waitedMs ?? 0,
+  };
 }
 
 /** Options of {@link perFileDatabase}. */
@@ -81,9 +89,6 @@ export interface PerFileDatabaseOptions {
    */
   readonly connections?: number;
 }
-
-/** A file's share when it declares none: one store pool's worth as the files without children use it. */
-const DEFAULT_FILE_CONNECTIONS = 8;
 
 /** How long a file may wait for its share: longer than any file runs, so only a leak or a foreign holder reaches it. */
 const SHARE_TIMEOUT_MS = 15 * 60_000;
@@ -139,6 +144,7 @@ export function shareOfConnections(connections: number): void {
     const ctx = inject('testDatabases');
     if (!ctx.template) return;
     state.share = await takeConnections(connections, ctx.connectionBudget, state.file, SHARE_TIMEOUT_MS);
+    state.shareTaken = { connections: state.share.connections, waitedMs: state.share.waitedMs };
   }, SHARE_TIMEOUT_MS + 60_000);
   // Registered before the file's own hooks, so it runs after them (vitest stacks after-hooks): pools closed by then.
   afterAll(async () => {

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import { afterAll, expect } from 'vitest';
+import { recordFileTimes } from './file-timeline.ts';
 import { beginTestFile, endTestFile, installSharedDatabaseGuard } from './per-file-database.ts';
 
 /*
@@ -14,11 +15,14 @@ const REDIS_URL = process.env.REDIS_URL || 'redis://127.0.0.1:6379';
 installSharedDatabaseGuard();
 const root = `${process.cwd()}/`;
 const testPath = expect.getState().testPath ?? 'unknown test file';
-beginTestFile(testPath.startsWith(root) ? testPath.slice(root.length) : testPath);
+const file = testPath.startsWith(root) ? testPath.slice(root.length) : testPath;
+const startedAt = Date.now();
+beginTestFile(file);
 
 // The first hook registered: with vitest's stacked after-hooks it runs after the file's own.
 afterAll(async () => {
-  const { redisPrefix } = endTestFile();
+  const { redisPrefix, connections, waitedMs } = endTestFile();
+  recordFileTimes({ file, startedAt, endedAt: Date.now(), connections, waitedMs });
   if (!redisPrefix) return;
   const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
   redis.on('error', () => {});
