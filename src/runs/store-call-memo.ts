@@ -30,7 +30,7 @@ export async function storeCallMemo(
     roundKeyPrefix(runId, round, options.keyFormat ?? TURN_KEY_FORMAT),
   );
   const pending = new Set<Promise<void>>();
-  const retryForMs = options.retryForMs ?? 12_000;
+  const retryForMs = options.retryForMs ?? MEMO_WRITE_RETRY_MS;
   const reach: Reach = { lost: false };
   return {
     recall: (key) => Promise.resolve(known.get(key)),
@@ -56,13 +56,21 @@ export async function storeCallMemo(
   };
 }
 
+/**
+ * How long a memo write is tried again while the database is unreachable, real ms, by default: longer than the
+ * store's quarantine after a lost connection (10 s), so a write whose connection was cut lands on the next one. A
+ * worker's part is taken over only this long after its lease ran out (round-parts.ts), so the new holder reads
+ * every answer the old one had.
+ */
+export const MEMO_WRITE_RETRY_MS = 12_000;
+
 /** Options of {@link storeCallMemo}. */
 export interface StoreCallMemoOptions {
   /**
    * How long a memo write is tried again while the database is unreachable (a connection terminated, a restart),
-   * real ms. Default 12 000: longer than the store's quarantine after a lost connection (10 s), so a write whose
-   * connection was cut lands on the next one; short enough that a run whose database froze still stops within
-   * the CLI's bound (its database deadline plus this).
+   * real ms. Short enough that a run whose database froze still stops within the CLI's bound (its database
+   * deadline plus this).
+   * @default MEMO_WRITE_RETRY_MS (12 000)
    */
   readonly retryForMs?: number;
   /** How the run's keys are spelled (`keyFormatOf(run.config)`). Default the current format. */

@@ -62,18 +62,56 @@ const turnsOf = (agent: string, items: readonly string[]): TurnInput[] =>
   }));
 
 describe('round parts', () => {
+  it("a part whose lease ran out is taken over only takeoverAfterMs later (the old holder's memo writes land first)", async () => {
+    const runId = await newRun();
+    const claim = (holder: string) =>
+      claimPart(database, { runId, round: 1, agent: 'Kai', holder, ttlMs: TTL, takeoverAfterMs: 60_000 });
+    expect((await claim('A'))?.generation).toBe(1);
+    // Ran out a second ago: within the minute, nobody takes it, not even its old holder (whose older memo
+    // instance may still be writing).
+    await expire(runId, 'Kai');
+    expect(await claim('B')).toBeUndefined();
+    expect(await claim('A')).toBeUndefined();
+    // Ran out over a minute ago: taken over, fenced by the next generation.
+    await sql`update round_parts set expires_at = now() - interval '61 seconds' where run_id = ${runId} and agent = 'Kai'`.execute(
+      database.db,
+    );
+    expect((await claim('B'))?.generation).toBe(2);
+  });
+
   it('a lease taken over is fenced: the old holder cannot renew or stage, the new one can, once', async () => {
     const runId = await newRun();
-    const a = (await claimPart(database, { runId, round: 1, agent: 'Kai', holder: 'A', ttlMs: TTL }))!;
+    const a = (await claimPart(database, {
+      runId,
+      round: 1,
+      agent: 'Kai',
+      holder: 'A',
+      ttlMs: TTL,
+      takeoverAfterMs: 0,
+    }))!;
     expect(a.generation).toBe(1);
     // A live holder keeps its part.
     expect(
-      await claimPart(database, { runId, round: 1, agent: 'Kai', holder: 'B', ttlMs: TTL }),
+      await claimPart(database, {
+        runId,
+        round: 1,
+        agent: 'Kai',
+        holder: 'B',
+        ttlMs: TTL,
+        takeoverAfterMs: 0,
+      }),
     ).toBeUndefined();
     expect(await renewParts(database, [a], TTL)).toEqual([]);
 
     await expire(runId, 'Kai');
-    const b = (await claimPart(database, { runId, round: 1, agent: 'Kai', holder: 'B', ttlMs: TTL }))!;
+    const b = (await claimPart(database, {
+      runId,
+      round: 1,
+      agent: 'Kai',
+      holder: 'B',
+      ttlMs: TTL,
+      takeoverAfterMs: 0,
+    }))!;
     expect(b.generation).toBe(2);
     expect(await renewParts(database, [a], TTL)).toEqual([a]);
     expect(await stagePart(database, a, turnsOf('Kai', ['I1']), null)).toBe(false);
@@ -82,7 +120,14 @@ describe('round parts', () => {
     // A staged part is never claimed again, expired or not.
     await expire(runId, 'Kai');
     expect(
-      await claimPart(database, { runId, round: 1, agent: 'Kai', holder: 'C', ttlMs: TTL }),
+      await claimPart(database, {
+        runId,
+        round: 1,
+        agent: 'Kai',
+        holder: 'C',
+        ttlMs: TTL,
+        takeoverAfterMs: 0,
+      }),
     ).toBeUndefined();
     const [part] = await loadParts(database, runId, 1);
     expect(part).toMatchObject({ agent: 'Kai', holder: 'B', generation: 2, done: true });
@@ -134,7 +179,14 @@ describe('round parts', () => {
         };
         for (const o of [...ops, ...finish(AGENTS)]) {
           if (o.kind === 'claim') {
-            const c = await claimPart(database, { runId, round: 1, agent: o.agent, holder: o.w, ttlMs: TTL });
+            const c = await claimPart(database, {
+              runId,
+              round: 1,
+              agent: o.agent,
+              holder: o.w,
+              ttlMs: TTL,
+              takeoverAfterMs: 0,
+            });
             if (c) held.set(`${o.w}/${o.agent}`, c);
           } else if (o.kind === 'expire') {
             await expire(runId, o.agent);

@@ -29,25 +29,39 @@ type Db = Pick<BreakwaterDatabase, 'db'>;
 const ttl = (ms: number) => sql`now() + make_interval(secs => ${ms / 1000})`;
 
 /**
- * Claims an agent's part of a round: inserts its row, or takes over a part whose holder's lease ran out (a
- * compare-and-set that bumps the generation, under the row's lock, so two takers cannot both win). The database's
- * clock decides expiry, so every worker agrees. `undefined` when another live worker holds it or it is staged.
+ * Claims an agent's part of a round: inserts its row, or takes over a part whose holder's lease ran out at least
+ * `takeoverAfterMs` ago (a compare-and-set that bumps the generation, under the row's lock, so two takers cannot
+ * both win). The database's clock decides expiry, so every worker agrees. `undefined` when another worker holds it
+ * (or held it too recently), or it is staged.
+ *
+ * Why the wait after expiry: a holder cut off from the database (its connections terminated) may have answers
+ * in hand whose memo writes are still being tried; a new holder that read the memo before they landed would ask,
+ * and pay for, those calls again. The old holder stops asking once its lease may have run out, so waiting out its
+ * memo writes' retry window is enough (see `takeoverAfterMs` in run-worker.ts).
  *
  * @example
  * ```ts
- * const claim = await claimPart(database, { runId, round: 2, agent: 'Kai', holder, ttlMs: 5_000 });
+ * const claim = await claimPart(database, { runId, round: 2, agent: 'Kai', holder, ttlMs: 5_000, takeoverAfterMs: 17_000 });
  * ```
  */
 export async function claimPart(
   database: Db,
-  part: { runId: string; round: number; agent: string; holder: string; ttlMs: number },
+  part: {
+    runId: string;
+    round: number;
+    agent: string;
+    holder: string;
+    ttlMs: number;
+    takeoverAfterMs: number;
+  },
 ): Promise<PartClaim | undefined> {
   const { rows } = await sql<{ generation: number }>`
     insert into round_parts (run_id, round, agent, holder, generation, expires_at)
     values (${part.runId}, ${part.round}, ${part.agent}, ${part.holder}, 1, ${ttl(part.ttlMs)})
     on conflict (run_id, round, agent) do update
       set holder = excluded.holder, generation = round_parts.generation + 1, expires_at = excluded.expires_at
-      where not round_parts.done and round_parts.expires_at < now()
+      where not round_parts.done
+        and round_parts.expires_at < now() - make_interval(secs => ${part.takeoverAfterMs / 1000})
     returning generation
   `.execute(database.db);
   const row = rows[0];

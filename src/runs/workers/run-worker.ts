@@ -18,7 +18,7 @@ import {
   type StoredRunConfig,
   type StoredWorkersConfig,
 } from '../run-scenario.ts';
-import { storeCallMemo } from '../store-call-memo.ts';
+import { MEMO_WRITE_RETRY_MS, storeCallMemo } from '../store-call-memo.ts';
 import { loadScenario } from '../../scenarios/load-scenario.ts';
 import { planRounds } from '../../scenarios/round-planner.ts';
 import { scenarioRuntimeConfig } from '../../scenarios/scenario-endpoints.ts';
@@ -357,6 +357,8 @@ async function stepRound(
   const start = hash(holder) % agents.length;
   const order = [...agents.slice(start), ...agents.slice(0, start)].filter((a) => !staged.has(a));
   const claims: PartClaim[] = [];
+  // Before the first claim: the leases end no sooner than this plus their TTL on the database's clock.
+  const leaseFrom = Date.now();
   for (const agent of order) {
     if (claims.length >= share) break;
     const claim = await claimPart(options.database, {
@@ -365,12 +367,22 @@ async function stepRound(
       agent,
       holder,
       ttlMs: ctx.workers.leaseTtlMs,
+      takeoverAfterMs: takeoverAfterMs(ctx.workers.leaseTtlMs),
     });
     if (claim) claims.push(claim);
   }
   if (claims.length === 0) return false;
-  summary.turns += await workParts(options, store, ctx, plan, claims);
+  summary.turns += await workParts(options, store, ctx, plan, claims, leaseFrom);
   return true;
+}
+
+/**
+ * How long after a part's lease ran out another worker may take it over: the old holder stops asking within a
+ * heartbeat of its lease running out (workParts), and the answers it had by then are written within the memo's
+ * retry window; a TTL more covers the heartbeat and the two clocks. A worker that died costs its parts this wait.
+ */
+function takeoverAfterMs(leaseTtlMs: number): number {
+  return MEMO_WRITE_RETRY_MS + leaseTtlMs;
 }
 
 /** Asks the claimed agents' turns of the round on a runtime restored from the last commit, and stages them. */
@@ -380,23 +392,34 @@ async function workParts(
   ctx: RunContext,
   plan: RoundPlan,
   claims: readonly PartClaim[],
+  leaseFrom: number,
 ): Promise<number> {
   const runId = ctx.run.runId;
   const ttl = ctx.workers.leaseTtlMs;
-  // A worker whose lease was taken over (it could not renew in time: a pause, a partition) stops asking: the new
-  // holder asks those turns, and its stage would be refused anyway.
+  // A worker whose lease was taken over, or may have run out (it could not renew in time: a pause, a partition, its
+  // database connections cut), stops asking: the new holder asks those turns, and its stage would be refused
+  // anyway. Stopping once the lease MAY have run out, by this process's own clock, is what lets a new holder wait
+  // a bounded time for this one's memo writes (takeoverAfterMs) and never ask a call this one was answered.
   const lost = new AbortController();
   const signal = options.signal ? AbortSignal.any([options.signal, lost.signal]) : lost.signal;
   const pending = new Set(claims);
+  let leaseUntil = leaseFrom + ttl;
   const heartbeat = setInterval(
-    () =>
+    () => {
+      if (Date.now() >= leaseUntil) {
+        lost.abort(new Error('the parts could not be renewed before their lease ran out'));
+        return;
+      }
+      const renewedFrom = Date.now();
       void renewParts(options.database, [...pending], ttl).then(
         (gone) => {
           if (gone.length > 0)
             lost.abort(new Error(`parts taken over: ${gone.map((c) => c.agent).join(', ')}`));
+          else leaseUntil = Math.max(leaseUntil, renewedFrom + ttl);
         },
         () => {},
-      ),
+      );
+    },
     Math.max(50, Math.floor(ttl / 3)),
   );
   let restore: Awaited<ReturnType<typeof loadRunRestore>>;
