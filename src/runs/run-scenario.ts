@@ -6,23 +6,17 @@ import type { Logger } from 'pino';
 import type { InspectionEvent } from 'xstate';
 import { AGENT_MACHINE_VERSION } from '../../machines/agent.machine.ts';
 import type { Clock } from '../clock/clock.ts';
-import { createScaledClock } from '../clock/scaled-clock.ts';
-import { createVirtualClock, type VirtualClock } from '../clock/virtual-clock.ts';
-import { type Emulator, startEmulator } from '../emulator/emulator-server.ts';
+import type { VirtualClock } from '../clock/virtual-clock.ts';
+import type { Emulator } from '../emulator/emulator-server.ts';
 import type { EmulatorStats } from '../emulator/emulator-types.ts';
 import { createSeededRandom, hash32 } from '../core/seeded-random.ts';
 import type { AgentInfo, RuntimeEventListener } from '../core/runtime-event.ts';
-import { proxyFaultedEndpoints } from '../fault-proxy/endpoint-fault-proxies.ts';
 import { createStatusQuoExecutor } from './policies/status-quo-worker.ts';
 import { type AgentDefinition, isNoAgentDefinition } from '../runtime/agent-definition.ts';
 import { defineConfig, type RuntimeConfigInput } from '../runtime/runtime-config.ts';
-import { unreachableEmulator } from '../core/errors/network-cause.ts';
-import { redactUrl, scrubSecrets } from '../redact/secret-scrubber.ts';
-import { planRounds } from '../scenarios/round-planner.ts';
+import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { toRealProviders } from '../scenarios/real-providers.ts';
 import { resolveInstant } from '../clock/zoned-time.ts';
-import { scenarioOrigin, scenarioRuntimeConfig } from '../scenarios/scenario-endpoints.ts';
-import { scenarioAgents } from '../scenarios/scenario-tools.ts';
 import type { RoundPlan, ScenarioSpec } from '../scenarios/scenario-types.ts';
 import { type BreakwaterDatabase, openDatabase } from '../store/open-database.ts';
 import { acquireRunLease, type RunLease, type RunLeaseOptions } from '../store/run-lease.ts';
@@ -31,18 +25,20 @@ import type { RunRecord } from '../store/store-types.ts';
 import { createBreakwaterExecutor } from './breakwater-executor.ts';
 import { createEventRecorder } from './event-recorder.ts';
 import { type RoundProgress, runRounds } from './round-runner.ts';
-import { applyRunRestore, loadRunRestore } from './run-restore.ts';
+import { applyRunRestore, loadRunRestore, type RunRestore } from './run-restore.ts';
+import type { WireTimeEngines } from './wire-time-engines.ts';
+import type { CallMemo } from '../core/call-memo.ts';
 import { storeCallMemo } from './store-call-memo.ts';
 import { crashPoint } from '../store/crash-point.ts';
 import { keyFormatOf, TURN_KEY_FORMAT, type TurnKeyFormat } from '../store/turn-key.ts';
 import type { TurnExecutor } from './turn-executor.ts';
-import { wireTimeEngines } from './wire-time-engines.ts';
+import { wireRunEndpoints } from './run-endpoints.ts';
+import { type ProviderMode, runTimeline } from './run-timeline.ts';
 
 /** Which policy runs the turns. */
 export type RunPolicy = 'breakwater' | 'status-quo';
 
-/** Whether `emulator:` endpoints talk to the emulator or to the real providers. */
-export type ProviderMode = 'emulator' | 'real';
+export type { ProviderMode } from './run-timeline.ts';
 
 /** Options of {@link runScenario}. */
 export interface RunScenarioOptions {
@@ -224,15 +220,6 @@ export function reportConfig(
   };
 }
 
-/** The plans with every scheduled firing moved by `ms` (a real run's timeline starts at the wall's now). */
-function shiftPlans(plans: readonly RoundPlan[], ms: number): readonly RoundPlan[] {
-  if (ms === 0) return plans;
-  return plans.map((p) => ({
-    ...p,
-    turns: p.turns.map((t) => (t.at !== undefined ? { ...t, at: t.at + ms } : t)),
-  }));
-}
-
 /**
  * Runs a scenario end to end: starts the emulator when the scenario has one (on the same time-scaled clock as
  * the runtime), opens the database (PGlite by default), builds the policy's executor, records every event, and
@@ -256,11 +243,7 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
   let lease: RunLease | undefined;
   const runId = options.runId ?? defaultRunId(scenarioName);
   try {
-    const existing = await store.getRun(runId);
-    if (options.resume && !existing)
-      throw new Error(`no run "${runId}" to resume; list runs with \`breakwater runs\``);
-    if (!options.resume && existing)
-      throw new Error(`run "${runId}" exists already; resume it with \`breakwater resume ${runId}\``);
+    const existing = checkedResume(await store.getRun(runId), runId, options.resume === true);
     if (existing?.status === 'completed') return { runId, run: existing, realMs: Date.now() - realStart };
     // One process drives a run at a time: a second `resume` stops here with one line naming the holder.
     if (existing) lease = await acquireRunLease(database, runId, options.lease);
@@ -270,223 +253,256 @@ export async function runScenario(options: RunScenarioOptions): Promise<Scenario
     const providers: ProviderMode = options.providers ?? stored?.providers ?? 'emulator';
     const spec =
       providers === 'real' ? toRealProviders(options.scenario, options.env ?? process.env) : options.scenario;
-    const timeScale = spec.timeScale ?? 1;
-    // Real providers live on the wall clock: their reset instants, their quotas' days and their latencies
-    // are real. So a real run starts at the wall's now and the scenario's timeline (a past `start:`, a
-    // morning's crons) is moved onto it whole, keeping every firing's offset from the start.
-    const scenarioStart = scenarioOrigin(spec, realStart);
-    const wallShiftMs = providers === 'real' ? (stored?.wallShiftMs ?? realStart - scenarioStart) : 0;
-    const specOrigin = scenarioStart + wallShiftMs;
-    const plans = shiftPlans(planRounds(spec, { origin: scenarioStart }), wallShiftMs);
-    const next = plans.find((p) => p.round > (existing?.currentRound ?? 0));
-    // A resumed run continues its timeline: from the later of its last recorded event and (scheduled work) the
-    // first firing of the next round, so event times never go back.
-    const firstAt = next?.turns.reduce(
-      (m, t) => (t.at !== undefined ? Math.min(m, t.at) : m),
-      Number.POSITIVE_INFINITY,
-    );
-    const lastAt = existing ? await lastEventAt(database, runId) : undefined;
-    const resumeAt = Math.max(
-      lastAt ?? Number.NEGATIVE_INFINITY,
-      Number.isFinite(firstAt) ? (firstAt as number) : Number.NEGATIVE_INFINITY,
-    );
-    const origin =
-      providers === 'real' ? realStart : existing && Number.isFinite(resumeAt) ? resumeAt : specOrigin;
-    if (options.virtualTime && providers === 'real')
-      throw new Error('virtualTime needs simulated providers: real providers answer in wall time; drop one');
-    const clock: Clock = options.virtualTime
-      ? createVirtualClock({ origin })
-      : createScaledClock({ origin, scale: timeScale });
+    const { clock, origin, scenarioStart, wallShiftMs, plans, timeScale } = await runTimeline({
+      spec,
+      providers,
+      virtualTime: options.virtualTime === true,
+      realStart,
+      existing: existing
+        ? { currentRound: existing.currentRound, wallShiftMs: stored?.wallShiftMs }
+        : undefined,
+      lastEventAt: () => lastEventAt(database, runId),
+    });
     if (options.virtualTime) owned.push({ close: async () => (clock as VirtualClock).stop() });
 
-    // On a virtual clock the emulator's wall-clock instants (Anthropic's reset headers) and the engines' reading
-    // of them use simulated time: read against the real wall, the real ms a response spent in transit would shift
-    // every reset by as many simulated ms, and the timeline would depend on the machine's load.
-    const wallNow = options.virtualTime && !options.emulatorUrl ? () => clock.now() : undefined;
-    // Endpoints outside the emulator live in wall time; both policies' engines read the wire the same way (the
-    // status-quo worker too: its comparison is only fair on the same clock).
-    const wire = wireTimeEngines(spec.runtime, {
-      clock,
-      timeScale,
-      // An emulator given by URL runs on its own wall clock: its waits are real ms, like a real server's.
-      emulatorOnRunClock: !options.emulatorUrl,
-      ...(options.virtualTime ? { virtualTime: true } : {}),
-      ...(wallNow ? { wallNow } : {}),
-    });
-    const { createEngine: buildEngine, byokWire } = wire;
-    const baseURLs = await emulatorBaseURLs(
-      spec,
-      options,
-      clock,
-      (e) => {
+    const { resolved, wire, definitions, agents } = await wireRunEndpoints(spec, options, clock, timeScale, {
+      emulatorStarted: (e) => {
         emulator = e;
         owned.unshift(e);
       },
-      wallNow,
-    );
-    const runtime = scenarioRuntimeConfig(spec, {
-      baseURL: (flavor) => {
-        const url = baseURLs[flavor];
-        if (!url) throw new Error(`the emulator does not serve flavor "${flavor}"`);
-        return url;
-      },
+      proxiesStarted: (proxies) => owned.unshift(...proxies),
     });
-    // Fault rules aimed at endpoints by id: a local proxy in front of each one acts them out.
-    // A proxy in front of a wall-time endpoint writes its rules' simulated waits as real ms (the engine scales them
-    // back); one in front of the emulator writes them on the run's clock, as the emulator does.
-    const faulted = await proxyFaultedEndpoints(runtime.endpoints, spec.faults ?? [], {
-      clock,
-      ...(spec.emulator?.seed !== undefined ? { seed: spec.emulator.seed } : {}),
-      wireScale: wire.wireScaleOf,
-    });
-    owned.unshift(...faulted.proxies);
-    const resolved: ScenarioSpec = {
-      ...spec,
-      runtime: { ...runtime, endpoints: faulted.endpoints } as ScenarioSpec['runtime'],
-    };
-    const definitions = scenarioAgents(resolved);
-    const agents: AgentInfo[] = definitions.map((d) => ({
-      name: d.name,
-      tier: d.tier ?? resolved.runtime.tiers?.[resolved.runtime.tiers.length - 1] ?? 'ops',
-      ...(isNoAgentDefinition(d) ? { noAgent: true } : { chain: d.chain }),
-    }));
 
     // Restore before touching the run: a corrupt state or a machine-version mismatch must change nothing.
     const restore = existing
       ? await loadRunRestore(store, runId, definitions, historyTurnsOf(resolved))
       : undefined;
     if (!existing) {
-      const report = reportConfig(spec, resolved, scenarioStart, wallShiftMs);
-      const config: StoredRunConfig = {
-        policy,
-        providers,
-        ...(wallShiftMs !== 0 ? { wallShiftMs } : {}),
-        report,
-        ...(options.scenarioSource ? { scenarioSource: options.scenarioSource } : {}),
-        timeScale,
-        origin,
-        keyFormat: TURN_KEY_FORMAT,
-      };
       await store.createRun({
         runId,
         scenario: spec.name,
-        config,
+        config: newRunConfig(options, {
+          policy,
+          providers,
+          spec,
+          resolved,
+          scenarioStart,
+          wallShiftMs,
+          timeScale,
+          origin,
+        }),
         totalRounds: plans.length,
         machineVersion: AGENT_MACHINE_VERSION,
       });
       lease = await acquireRunLease(database, runId, options.lease);
     }
 
-    // From here on the run exists: whatever fails marks it (failed, with the reason; interrupted when aborted).
-    let unsubscribe: (() => void) | undefined;
-    let recorder: ReturnType<typeof createEventRecorder> | undefined;
-    let emit: RuntimeEventListener | undefined;
-    try {
-      if (existing) await store.setRunStatus(runId, 'running');
-      const memo = await storeCallMemo(store, runId, (existing?.currentRound ?? 0) + 1, clock, {
-        keyFormat: existing ? keyFormatOf(existing.config) : TURN_KEY_FORMAT,
-      });
-      const breakwater =
-        policy === 'status-quo'
-          ? undefined
-          : createBreakwaterExecutor({
-              config: wire.withLease(resolved.runtime) as RuntimeConfigInput,
-              agents: definitions,
-              clock,
-              memo,
-              ...(restore ? { restored: restore.agents } : {}),
-              ...(options.logger ? { logger: options.logger } : {}),
-              ...(options.inspect ? { inspect: options.inspect } : {}),
-              ...(options.coordination ? { coordination: options.coordination } : {}),
-              ...(options.stream ? { stream: true } : {}),
-              ...(options.onText ? { onText: options.onText } : {}),
-              // On a virtual clock the timeline must not depend on anything but the scenario: backoff
-              // jitter comes from the scenario's seed instead of Math.random.
-              ...(options.virtualTime ? { random: jitterRandom(spec, options.jitterSeed) } : {}),
-              ...(buildEngine ? { createEngine: buildEngine } : {}),
-              ...(byokWire ? { byokWire } : {}),
-            });
-      if (breakwater && restore) applyRunRestore(breakwater.supervisor, restore);
-      if (existing) crashPoint('restore');
-      executor =
-        breakwater ??
-        createStatusQuoExecutor(resolved, {
-          clock,
-          ...(options.logger ? { logger: options.logger } : {}),
-          ...(buildEngine ? { createEngine: buildEngine } : {}),
-        });
-      const rec = createEventRecorder(store, runId);
-      recorder = rec;
-      const send: RuntimeEventListener = (e) => {
-        rec.listener(e);
-        options.onEvent?.(e);
-      };
-      emit = send;
-      unsubscribe = executor.subscribeEvents(send);
-      await options.onStart?.({
-        runId,
-        policy,
-        executor,
-        store,
-        clock,
-        agents,
-        rounds: plans.length,
-        ...(emulator ? { emulator } : {}),
-      });
-      send({
-        type: 'run.started',
-        at: clock.now(),
-        data: {
-          runId,
-          scenario: spec.name,
-          rounds: plans.length,
-          agents,
-          endpoints: resolved.runtime.endpoints.map((e) => e.id),
-          ...(existing ? { resumedFrom: existing.currentRound } : {}),
-        },
-      });
-      const run = await runRounds({
-        runId,
-        spec: resolved,
-        plans,
-        executor,
-        store,
-        clock,
-        agents: agents.filter((a) => !a.noAgent).map((a) => a.name),
-        machineVersion: AGENT_MACHINE_VERSION,
-        emit: send,
-        journal: rec,
-        ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-        ...(options.signal ? { signal: options.signal } : {}),
-      });
-      send({ type: 'run.finished', at: clock.now(), data: { runId, status: run.status } });
-      unsubscribe();
-      // Every round is committed: what was heard after the last commit belongs to no round.
-      await rec.flush({ afterLastCommit: true });
-      const stats = emulator?.stats();
-      return {
-        runId,
-        run,
-        ...(stats ? { emulatorStats: stats } : {}),
-        realMs: Date.now() - realStart,
-        ...(options.virtualTime ? { forcedClockJumps: (clock as VirtualClock).forcedJumps } : {}),
-      };
-    } catch (e) {
-      const status = options.signal?.aborted ? 'interrupted' : 'failed';
-      emit?.({ type: 'run.finished', at: clock.now(), data: { runId, status } });
-      unsubscribe?.();
-      // The round in progress is not committed: its events are dropped (it records them when it is asked again).
-      await recorder?.flush().catch(() => {});
-      await store
-        .setRunStatus(runId, status, status === 'failed' ? { failure: failureLine(e) } : {})
-        .catch(() => {});
-      throw e;
-    }
+    const run = await driveRun({
+      options,
+      store,
+      runId,
+      existing,
+      policy,
+      spec,
+      resolved,
+      definitions,
+      agents,
+      wire,
+      clock,
+      restore,
+      plans,
+      emulator,
+      started: (e) => {
+        executor = e;
+      },
+    });
+    const stats = emulator?.stats();
+    return {
+      runId,
+      run,
+      ...(stats ? { emulatorStats: stats } : {}),
+      realMs: Date.now() - realStart,
+      ...(options.virtualTime ? { forcedClockJumps: (clock as VirtualClock).forcedJumps } : {}),
+    };
   } finally {
     await executor?.stop().catch(() => {});
     await lease?.release().catch(() => {});
     for (const o of owned) await o.close().catch(() => {});
   }
+}
+
+/** The stored run to resume, if any: a resume needs one, a new run must not find one. */
+function checkedResume(
+  existing: RunRecord | undefined,
+  runId: string,
+  resume: boolean,
+): RunRecord | undefined {
+  if (resume && !existing) throw new Error(`no run "${runId}" to resume; list runs with \`breakwater runs\``);
+  if (!resume && existing)
+    throw new Error(`run "${runId}" exists already; resume it with \`breakwater resume ${runId}\``);
+  return existing;
+}
+
+/** A stored run, its executor's parts and its timeline: what {@link driveRun} runs. */
+interface DriveParts extends Omit<ExecutorParts, 'memo'> {
+  readonly store: RunStore;
+  readonly runId: string;
+  readonly existing: RunRecord | undefined;
+  readonly policy: RunPolicy;
+  readonly agents: AgentInfo[];
+  readonly plans: readonly RoundPlan[];
+  readonly emulator: Emulator | undefined;
+  /** The executor, once built: the caller stops it whatever happens. */
+  readonly started: (executor: TurnExecutor) => void;
+}
+
+/**
+ * Runs the rounds of a stored run, its events recorded with them. From here on the run exists: whatever fails
+ * marks it (failed, with the reason; interrupted when aborted).
+ */
+async function driveRun(d: DriveParts): Promise<RunRecord> {
+  const { options, store, runId, existing, clock, plans, agents } = d;
+  let unsubscribe: (() => void) | undefined;
+  let recorder: ReturnType<typeof createEventRecorder> | undefined;
+  let emit: RuntimeEventListener | undefined;
+  try {
+    if (existing) await store.setRunStatus(runId, 'running');
+    const memo = await storeCallMemo(store, runId, (existing?.currentRound ?? 0) + 1, clock, {
+      keyFormat: existing ? keyFormatOf(existing.config) : TURN_KEY_FORMAT,
+    });
+    const executor = policyExecutor(d.policy, { ...d, memo });
+    d.started(executor);
+    if (existing) crashPoint('restore');
+    const rec = createEventRecorder(store, runId);
+    recorder = rec;
+    const send: RuntimeEventListener = (e) => {
+      rec.listener(e);
+      options.onEvent?.(e);
+    };
+    emit = send;
+    unsubscribe = executor.subscribeEvents(send);
+    await options.onStart?.({
+      runId,
+      policy: d.policy,
+      executor,
+      store,
+      clock,
+      agents,
+      rounds: plans.length,
+      ...(d.emulator ? { emulator: d.emulator } : {}),
+    });
+    send({
+      type: 'run.started',
+      at: clock.now(),
+      data: {
+        runId,
+        scenario: d.spec.name,
+        rounds: plans.length,
+        agents,
+        endpoints: d.resolved.runtime.endpoints.map((e) => e.id),
+        ...(existing ? { resumedFrom: existing.currentRound } : {}),
+      },
+    });
+    const run = await runRounds({
+      runId,
+      spec: d.resolved,
+      plans,
+      executor,
+      store,
+      clock,
+      agents: agents.filter((a) => !a.noAgent).map((a) => a.name),
+      machineVersion: AGENT_MACHINE_VERSION,
+      emit: send,
+      journal: rec,
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+      ...(options.signal ? { signal: options.signal } : {}),
+    });
+    send({ type: 'run.finished', at: clock.now(), data: { runId, status: run.status } });
+    unsubscribe();
+    // Every round is committed: what was heard after the last commit belongs to no round.
+    await rec.flush({ afterLastCommit: true });
+    return run;
+  } catch (e) {
+    const status = options.signal?.aborted ? 'interrupted' : 'failed';
+    emit?.({ type: 'run.finished', at: clock.now(), data: { runId, status } });
+    unsubscribe?.();
+    // The round in progress is not committed: its events are dropped (it records them when it is asked again).
+    await recorder?.flush().catch(() => {});
+    await store
+      .setRunStatus(runId, status, status === 'failed' ? { failure: failureLine(e) } : {})
+      .catch(() => {});
+    throw e;
+  }
+}
+
+/** How a new run is stored: enough to resume it, report it and replay it on the same timeline. */
+function newRunConfig(
+  options: RunScenarioOptions,
+  run: {
+    readonly policy: RunPolicy;
+    readonly providers: ProviderMode;
+    readonly spec: ScenarioSpec;
+    readonly resolved: ScenarioSpec;
+    readonly scenarioStart: number;
+    readonly wallShiftMs: number;
+    readonly timeScale: number;
+    readonly origin: number;
+  },
+): StoredRunConfig {
+  const { wallShiftMs } = run;
+  return {
+    policy: run.policy,
+    providers: run.providers,
+    ...(wallShiftMs !== 0 ? { wallShiftMs } : {}),
+    report: reportConfig(run.spec, run.resolved, run.scenarioStart, wallShiftMs),
+    ...(options.scenarioSource ? { scenarioSource: options.scenarioSource } : {}),
+    timeScale: run.timeScale,
+    origin: run.origin,
+    keyFormat: TURN_KEY_FORMAT,
+  };
+}
+
+/** What the run's executor is built from. */
+interface ExecutorParts {
+  readonly options: RunScenarioOptions;
+  readonly spec: ScenarioSpec;
+  readonly resolved: ScenarioSpec;
+  readonly definitions: AgentDefinition[];
+  readonly wire: WireTimeEngines;
+  readonly clock: Clock;
+  readonly memo: CallMemo;
+  readonly restore: RunRestore | undefined;
+}
+
+/** The policy's executor: breakwater's runtime (its agents restored from the last commit), or seed 000's old worker. */
+function policyExecutor(policy: RunPolicy, parts: ExecutorParts): TurnExecutor {
+  const { options, wire, clock, restore } = parts;
+  const { createEngine: buildEngine, byokWire } = wire;
+  if (policy === 'status-quo')
+    return createStatusQuoExecutor(parts.resolved, {
+      clock,
+      ...(options.logger ? { logger: options.logger } : {}),
+      ...(buildEngine ? { createEngine: buildEngine } : {}),
+    });
+  const breakwater = createBreakwaterExecutor({
+    config: wire.withLease(parts.resolved.runtime) as RuntimeConfigInput,
+    agents: parts.definitions,
+    clock,
+    memo: parts.memo,
+    ...(restore ? { restored: restore.agents } : {}),
+    ...(options.logger ? { logger: options.logger } : {}),
+    ...(options.inspect ? { inspect: options.inspect } : {}),
+    ...(options.coordination ? { coordination: options.coordination } : {}),
+    ...(options.stream ? { stream: true } : {}),
+    ...(options.onText ? { onText: options.onText } : {}),
+    // On a virtual clock the timeline must not depend on anything but the scenario: backoff
+    // jitter comes from the scenario's seed instead of Math.random.
+    ...(options.virtualTime ? { random: jitterRandom(parts.spec, options.jitterSeed) } : {}),
+    ...(buildEngine ? { createEngine: buildEngine } : {}),
+    ...(byokWire ? { byokWire } : {}),
+  });
+  if (restore) applyRunRestore(breakwater.supervisor, restore);
+  return breakwater;
 }
 
 function databaseOptions(o: RunScenarioOptions): { url?: string; dataDir?: string } {
@@ -506,51 +522,6 @@ function databaseOptions(o: RunScenarioOptions): { url?: string; dataDir?: strin
 export function defaultRunId(scenario: string): string {
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace(/\..*$/, '').replace('T', '-');
   return `${scenario}-${stamp}-${randomBytes(2).toString('hex')}`;
-}
-
-/**
- * The base URL of every emulator flavor the scenario's endpoints name (in-process, or an external emulator).
- *
- * @example
- * ```ts
- * const urls = await emulatorBaseURLs(spec, { emulatorUrl }, clock, () => {});
- * ```
- */
-export async function emulatorBaseURLs(
-  spec: ScenarioSpec,
-  options: Pick<RunScenarioOptions, 'emulatorUrl'>,
-  clock: Clock,
-  started: (e: Emulator) => void,
-  wallNow?: () => number,
-): Promise<Record<string, string>> {
-  const templates = Object.values(
-    (spec.runtime as { byok?: { templates?: Record<string, { emulator?: string }> } }).byok?.templates ?? {},
-  );
-  const needs = spec.runtime.endpoints.some((e) => e.emulator) || templates.some((t) => t.emulator);
-  if (!needs) return {};
-  if (options.emulatorUrl) {
-    let res: Response;
-    try {
-      res = await fetch(new URL('/_emulator/urls', options.emulatorUrl), {
-        signal: AbortSignal.timeout(5_000),
-      });
-    } catch (e) {
-      throw unreachableEmulator(options.emulatorUrl, e);
-    }
-    if (!res.ok)
-      throw new Error(
-        `the emulator at ${redactUrl(options.emulatorUrl)} did not answer /_emulator/urls (${res.status})`,
-      );
-    return ((await res.json()) as { baseURLs: Record<string, string> }).baseURLs;
-  }
-  // The emulator shares the run's scaled clock, so its own time scale stays 1.
-  const emulator = await startEmulator({
-    profile: { ...(spec.emulator ?? {}), timeScale: 1 },
-    clock,
-    ...(wallNow ? { wallNow } : {}),
-  });
-  started(emulator);
-  return emulator.baseURLs();
 }
 
 async function lastEventAt(database: BreakwaterDatabase, runId: string): Promise<number | undefined> {

@@ -22,8 +22,8 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/cli/commands/run-command.ts': 669,
   'src/coordination/postgres-coordination.ts': 612,
   'src/report/run-report.ts': 592,
-  'src/runs/workers/run-worker.ts': 591,
-  'src/runs/run-scenario.ts': 587,
+  'src/runs/workers/run-worker.ts': 586,
+  'src/runs/run-scenario.ts': 558,
   'src/health/endpoint-health.ts': 562,
   'src/scheduler/memory-token-scheduler.ts': 559,
   'src/byok/key-vault.ts': 542,
@@ -39,7 +39,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/byok/key-vault.ts#createKeyVault': 319,
   'src/runs/policies/status-quo-worker.ts#createStatusQuoExecutor': 290,
   'src/viz/viz-server.ts#startVizServer': 270,
-  'src/runs/run-scenario.ts#runScenario': 243,
   'src/fault-proxy/fault-proxy.ts#startFaultProxy': 226,
   'src/emulator/call-handler.ts#handleCall': 221,
   'src/byok/byok-console.ts#startByokConsole': 219,
@@ -50,7 +49,7 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/viz/page/timeline-canvas.ts#createTimeline': 188,
   'src/engines/timed-fetch.ts#timedFetch': 161,
   'src/cli/commands/run-workers.ts#runWithWorkers': 153,
-  'src/runs/workers/run-worker.ts#workParts': 135,
+  'src/runs/workers/run-worker.ts#workParts': 121,
   'src/emulator/fault-actions.ts#applyFault': 134,
   // The composition root: it builds the supervisor's ten parts in their order, one short call each, and names the
   // forward references they share; splitting it further would hide the order it exists to show.

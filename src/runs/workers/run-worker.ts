@@ -12,12 +12,8 @@ import { createBreakwaterExecutor } from '../breakwater-executor.ts';
 import type { PeerAnswer } from '../round-prompt.ts';
 import { askRoundTurns, previousAnswers, toTurnInput } from '../round-runner.ts';
 import { applyRunRestore, loadRunRestore } from '../run-restore.ts';
-import {
-  emulatorBaseURLs,
-  historyTurnsOf,
-  type StoredRunConfig,
-  type StoredWorkersConfig,
-} from '../run-scenario.ts';
+import { emulatorBaseURLs } from '../run-endpoints.ts';
+import { historyTurnsOf, type StoredRunConfig, type StoredWorkersConfig } from '../run-scenario.ts';
 import { MEMO_WRITE_RETRY_MS, storeCallMemo } from '../store-call-memo.ts';
 import { loadScenario } from '../../scenarios/load-scenario.ts';
 import { planRounds } from '../../scenarios/round-planner.ts';
@@ -36,7 +32,8 @@ import type { CoordinationOptions } from '../../coordination/coordination-option
 import { planWorkerCoordination, probeCoordination } from './worker-coordination.ts';
 import { listenForRounds, notifyRound } from './round-wakeup.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
-import { claimPart, loadParts, type PartClaim, renewParts, stagePart } from './round-parts.ts';
+import { holdParts } from './part-lease.ts';
+import { claimPart, loadParts, type PartClaim, stagePart } from './round-parts.ts';
 import { type WireTimeEngines, wireTimeEngines } from '../wire-time-engines.ts';
 
 /** What a worker did, turn by turn (the live output of `breakwater worker`). */
@@ -396,32 +393,8 @@ async function workParts(
 ): Promise<number> {
   const runId = ctx.run.runId;
   const ttl = ctx.workers.leaseTtlMs;
-  // A worker whose lease was taken over, or may have run out (it could not renew in time: a pause, a partition, its
-  // database connections cut), stops asking: the new holder asks those turns, and its stage would be refused
-  // anyway. Stopping once the lease MAY have run out, by this process's own clock, is what lets a new holder wait
-  // a bounded time for this one's memo writes (takeoverAfterMs) and never ask a call this one was answered.
-  const lost = new AbortController();
-  const signal = options.signal ? AbortSignal.any([options.signal, lost.signal]) : lost.signal;
-  const pending = new Set(claims);
-  let leaseUntil = leaseFrom + ttl;
-  const heartbeat = setInterval(
-    () => {
-      if (Date.now() >= leaseUntil) {
-        lost.abort(new Error('the parts could not be renewed before their lease ran out'));
-        return;
-      }
-      const renewedFrom = Date.now();
-      void renewParts(options.database, [...pending], ttl).then(
-        (gone) => {
-          if (gone.length > 0)
-            lost.abort(new Error(`parts taken over: ${gone.map((c) => c.agent).join(', ')}`));
-          else leaseUntil = Math.max(leaseUntil, renewedFrom + ttl);
-        },
-        () => {},
-      );
-    },
-    Math.max(50, Math.floor(ttl / 3)),
-  );
+  const held = holdParts(options.database, claims, ttl, leaseFrom);
+  const signal = options.signal ? AbortSignal.any([options.signal, held.lost]) : held.lost;
   let restore: Awaited<ReturnType<typeof loadRunRestore>>;
   let memo: Awaited<ReturnType<typeof storeCallMemo>>;
   try {
@@ -430,8 +403,7 @@ async function workParts(
       keyFormat: keyFormatOf(ctx.run.config),
     });
   } catch (e) {
-    // The heartbeat is a ref'd interval: left running, it would keep the worker alive after this error.
-    clearInterval(heartbeat);
+    held.stop();
     throw e;
   }
   const executor = createBreakwaterExecutor({
@@ -486,7 +458,7 @@ async function workParts(
     // The events naming no agent (an endpoint's breaker, a probe) go with the first part staged.
     let shared = true;
     for (const claim of claims) {
-      pending.delete(claim);
+      held.release(claim);
       const turns: TurnInput[] = results
         .filter((r) => r.turn.agent === claim.agent)
         .map(({ itemId, key, turn, agentOrder }) => ({ ...toTurnInput(itemId, key, turn), agentOrder }));
@@ -520,10 +492,10 @@ async function workParts(
       }
     }
   } catch (e) {
-    if (!lost.signal.aborted || options.signal?.aborted) throw e;
-    options.logger?.warn({ runId, round: plan.round }, String(lost.signal.reason));
+    if (!held.lost.aborted || options.signal?.aborted) throw e;
+    options.logger?.warn({ runId, round: plan.round }, String(held.lost.reason));
   } finally {
-    clearInterval(heartbeat);
+    held.stop();
     unsubscribe();
     await executor.stop().catch(() => {});
     // What no staged part took belongs to turns that are asked again (taken over, or this worker stops).

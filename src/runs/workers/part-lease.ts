@@ -1,0 +1,54 @@
+import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import { type PartClaim, renewParts } from './round-parts.ts';
+
+/** The parts a worker holds while it asks their turns: renewed by heartbeat until it lets them go. */
+export interface HeldParts {
+  /** Aborts when the parts are lost: taken over, or they could not be renewed before their lease ran out. */
+  readonly lost: AbortSignal;
+  /** A part staged: no longer renewed. */
+  release(claim: PartClaim): void;
+  /** Stops the heartbeat (the interval is ref'd: left running, it would keep the process alive). */
+  stop(): void;
+}
+
+/**
+ * Holds claimed parts by heartbeat (every third of the TTL). A worker whose lease was taken over, or may have run
+ * out (it could not renew in time: a pause, a partition, its database connections cut), must stop asking: the new
+ * holder asks those turns, and its stage would be refused anyway. Stopping once the lease MAY have run out, by this
+ * process's own clock (from `leaseFrom`, a moment before the claims were made), is what lets a new holder wait a
+ * bounded time for this one's memo writes (`takeoverAfterMs` in run-worker.ts) and never ask again a call this one
+ * was answered.
+ */
+export function holdParts(
+  database: Pick<BreakwaterDatabase, 'db'>,
+  claims: readonly PartClaim[],
+  ttlMs: number,
+  leaseFrom: number,
+): HeldParts {
+  const lost = new AbortController();
+  const pending = new Set(claims);
+  let leaseUntil = leaseFrom + ttlMs;
+  const heartbeat = setInterval(
+    () => {
+      if (Date.now() >= leaseUntil) {
+        lost.abort(new Error('the parts could not be renewed before their lease ran out'));
+        return;
+      }
+      const renewedFrom = Date.now();
+      void renewParts(database, [...pending], ttlMs).then(
+        (gone) => {
+          if (gone.length > 0)
+            lost.abort(new Error(`parts taken over: ${gone.map((c) => c.agent).join(', ')}`));
+          else leaseUntil = Math.max(leaseUntil, renewedFrom + ttlMs);
+        },
+        () => {},
+      );
+    },
+    Math.max(50, Math.floor(ttlMs / 3)),
+  );
+  return {
+    lost: lost.signal,
+    release: (claim) => pending.delete(claim),
+    stop: () => clearInterval(heartbeat),
+  };
+}
