@@ -45,12 +45,16 @@ async function newRun(): Promise<string> {
   return runId;
 }
 
-/** Makes a part's lease run out now (the database's clock decides expiry; no waiting). */
-async function expire(runId: string, agent: string): Promise<void> {
-  await sql`update round_parts set expires_at = now() - interval '1 second' where run_id = ${runId} and agent = ${agent}`.execute(
+/** Makes a part's lease have run out `seconds` ago (the database's clock decides expiry; no waiting). */
+async function expire(runId: string, agent: string, seconds = 1): Promise<void> {
+  await sql`update round_parts set expires_at = now() - make_interval(secs => ${seconds}) where run_id = ${runId} and agent = ${agent}`.execute(
     database.db,
   );
 }
+
+/** Holder's claim of Kai's part of round 1, taken over at once once its lease ran out. */
+const claimKai = (runId: string, holder: string) =>
+  claimPart(database, { runId, round: 1, agent: 'Kai', holder, ttlMs: TTL, takeoverAfterMs: 0 });
 
 const turnsOf = (agent: string, items: readonly string[]): TurnInput[] =>
   items.map((itemId) => ({
@@ -73,45 +77,20 @@ describe('round parts', () => {
     expect(await claim('B')).toBeUndefined();
     expect(await claim('A')).toBeUndefined();
     // Ran out over a minute ago: taken over, fenced by the next generation.
-    await sql`update round_parts set expires_at = now() - interval '61 seconds' where run_id = ${runId} and agent = 'Kai'`.execute(
-      database.db,
-    );
+    await expire(runId, 'Kai', 61);
     expect((await claim('B'))?.generation).toBe(2);
   });
 
   it('a lease taken over is fenced: the old holder cannot renew or stage, the new one can, once', async () => {
     const runId = await newRun();
-    const a = (await claimPart(database, {
-      runId,
-      round: 1,
-      agent: 'Kai',
-      holder: 'A',
-      ttlMs: TTL,
-      takeoverAfterMs: 0,
-    }))!;
+    const a = (await claimKai(runId, 'A'))!;
     expect(a.generation).toBe(1);
     // A live holder keeps its part.
-    expect(
-      await claimPart(database, {
-        runId,
-        round: 1,
-        agent: 'Kai',
-        holder: 'B',
-        ttlMs: TTL,
-        takeoverAfterMs: 0,
-      }),
-    ).toBeUndefined();
+    expect(await claimKai(runId, 'B')).toBeUndefined();
     expect(await renewParts(database, [a], TTL)).toEqual([]);
 
     await expire(runId, 'Kai');
-    const b = (await claimPart(database, {
-      runId,
-      round: 1,
-      agent: 'Kai',
-      holder: 'B',
-      ttlMs: TTL,
-      takeoverAfterMs: 0,
-    }))!;
+    const b = (await claimKai(runId, 'B'))!;
     expect(b.generation).toBe(2);
     expect(await renewParts(database, [a], TTL)).toEqual([a]);
     expect(await stagePart(database, a, turnsOf('Kai', ['I1']), null)).toBe(false);
@@ -119,16 +98,7 @@ describe('round parts', () => {
     expect(await stagePart(database, b, turnsOf('Kai', ['I1']), null)).toBe(false);
     // A staged part is never claimed again, expired or not.
     await expire(runId, 'Kai');
-    expect(
-      await claimPart(database, {
-        runId,
-        round: 1,
-        agent: 'Kai',
-        holder: 'C',
-        ttlMs: TTL,
-        takeoverAfterMs: 0,
-      }),
-    ).toBeUndefined();
+    expect(await claimKai(runId, 'C')).toBeUndefined();
     const [part] = await loadParts(database, runId, 1);
     expect(part).toMatchObject({ agent: 'Kai', holder: 'B', generation: 2, done: true });
   });
