@@ -40,7 +40,9 @@ export async function storeCallMemo(
       // The agent waits for this write: on a virtual clock, time stands still meanwhile.
       const release = clock ? holdClock(clock) : undefined;
       const write = writeThrough(
-        () => store.rememberCall({ runId, idempotencyKey: key, result: value }).then(() => undefined),
+        options.write
+          ? () => options.write!(key, value)
+          : () => store.rememberCall({ runId, idempotencyKey: key, result: value }).then(() => undefined),
         retryForMs,
         reach,
       );
@@ -73,6 +75,12 @@ export interface StoreCallMemoOptions {
    * @default MEMO_WRITE_RETRY_MS (12 000)
    */
   readonly retryForMs?: number;
+  /**
+   * Writes one result durably, in place of the run store's `rememberCall` (a worker fences its writes by its part
+   * leases: `rememberCallHeld`). A database that is unreachable is tried again as for the store's; any other error
+   * is final. Default: `store.rememberCall`.
+   */
+  readonly write?: (key: string, value: unknown) => Promise<void>;
   /** How the run's keys are spelled (`keyFormatOf(run.config)`). Default the current format. */
   readonly keyFormat?: TurnKeyFormat;
 }

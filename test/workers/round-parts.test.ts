@@ -6,10 +6,13 @@ import { type BreakwaterDatabase, openDatabase } from '../../src/store/open-data
 import { isRoundCommitConflictError } from '../../src/store/round-commit-conflict-error.ts';
 import { createRunStore } from '../../src/store/run-store.ts';
 import type { TurnInput } from '../../src/store/store-types.ts';
+import pg from 'pg';
 import {
   claimPart,
   loadParts,
   type PartClaim,
+  PartsTakenOverError,
+  rememberCallHeld,
   renewParts,
   stagePart,
 } from '../../src/runs/workers/round-parts.ts';
@@ -66,6 +69,66 @@ const turnsOf = (agent: string, items: readonly string[]): TurnInput[] =>
   }));
 
 describe('round parts', () => {
+  it('a memo write of a holder lands while it holds its parts, and is refused once another worker took one over', async () => {
+    const runId = await newRun();
+    const store = createRunStore(database);
+    const claim = (agent: string, holder: string) =>
+      claimPart(database, { runId, round: 1, agent, holder, ttlMs: TTL, takeoverAfterMs: 0 });
+    const mine = [(await claim('Kai', 'A'))!, (await claim('Bo', 'A'))!];
+    await rememberCallHeld(database, mine, `${runId}:1:I1:Kai:call0`, { text: 'held' });
+    expect(await store.recallCall(`${runId}:1:I1:Kai:call0`)).toEqual({ text: 'held' });
+    // One of A's parts taken over: A's writes, for either part, are refused and leave nothing behind.
+    await expire(runId, 'Bo');
+    expect((await claim('Bo', 'B'))?.generation).toBe(2);
+    await expect(
+      rememberCallHeld(database, mine, `${runId}:1:I2:Kai:call0`, { text: 'late' }),
+    ).rejects.toBeInstanceOf(PartsTakenOverError);
+    expect(await store.recallCall(`${runId}:1:I2:Kai:call0`)).toBeUndefined();
+  });
+
+  it("a memo write and a takeover are ordered: a write waiting on the claim's row lock is refused when the claim commits", async () => {
+    const runId = await newRun();
+    const store = createRunStore(database);
+    const mine = [
+      (await claimPart(database, {
+        runId,
+        round: 1,
+        agent: 'Kai',
+        holder: 'A',
+        ttlMs: TTL,
+        takeoverAfterMs: 0,
+      }))!,
+    ];
+    await expire(runId, 'Kai');
+    // B's takeover, inside a transaction left open: it holds the part's row lock.
+    const b = new pg.Client({ connectionString: postgresUrl() });
+    await b.connect();
+    try {
+      await b.query('begin');
+      const { rowCount } = await b.query(
+        `update round_parts set holder = 'B', generation = generation + 1, expires_at = now() + interval '1 minute'
+         where run_id = $1 and round = 1 and agent = 'Kai' and not done and expires_at < now()`,
+        [runId],
+      );
+      expect(rowCount).toBe(1);
+      let settled = false;
+      const write = rememberCallHeld(database, mine, `${runId}:1:I1:Kai:call0`, { text: 'racing' }).finally(
+        () => {
+          settled = true;
+        },
+      );
+      write.catch(() => {});
+      // The write waits for the claim (its FOR SHARE lock conflicts with the claim's row lock).
+      await new Promise((r) => setTimeout(r, 300));
+      expect(settled).toBe(false);
+      await b.query('commit');
+      await expect(write).rejects.toBeInstanceOf(PartsTakenOverError);
+      expect(await store.recallCall(`${runId}:1:I1:Kai:call0`)).toBeUndefined();
+    } finally {
+      await b.end();
+    }
+  });
+
   it("a part whose lease ran out is taken over only takeoverAfterMs later (the old holder's memo writes land first)", async () => {
     const runId = await newRun();
     const claim = (holder: string) =>

@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import { encodeJson } from '../../store/store-codec.ts';
 import type { AgentStateInput, LogEventInput, TurnInput } from '../../store/store-types.ts';
 
 /** A claimed part: one agent's turns of one round, held by this worker until staged or its lease runs out. */
@@ -187,4 +188,56 @@ export async function turnsByWorker(database: Db, runId: string): Promise<Record
     group by p.holder order by p.holder
   `.execute(database.db);
   return Object.fromEntries(rows.map((r) => [r.holder, Number(r.n)]));
+}
+
+/** Thrown when a memo write is refused because the worker no longer holds its parts. */
+export class PartsTakenOverError extends Error {
+  readonly code = 'BW_PARTS_TAKEN_OVER';
+  constructor(key: string) {
+    super(
+      `the memo of "${key}" was not written: its part was taken over by another worker (it asks the call again)`,
+    );
+    this.name = 'PartsTakenOverError';
+  }
+}
+
+/**
+ * Writes a finished call's result to the memo only while `claims` are all still this worker's, in one statement:
+ * the parts' rows are read FOR SHARE, so the write and a takeover's claim (which updates those rows) are ordered.
+ * Either the write commits first, and the new holder, which reads the memo after its claim, sees it; or the claim
+ * commits first, and the write is refused (PartsTakenOverError) instead of landing unseen after the new holder
+ * read the memo and asked the call again. First write wins, as in the run store's `rememberCall`.
+ *
+ * @example
+ * ```ts
+ * await rememberCallHeld(database, claims, `${turnKey}:call0`, result);
+ * ```
+ */
+export async function rememberCallHeld(
+  database: Db,
+  claims: readonly PartClaim[],
+  key: string,
+  result: unknown,
+): Promise<void> {
+  const [first] = claims;
+  if (!first) throw new PartsTakenOverError(key);
+  const agents = claims.map((c) => c.agent);
+  const generations = claims.map((c) => c.generation);
+  const { rows } = await sql<{ held: number; written: boolean }>`
+    with held as (
+      select agent from round_parts
+      where run_id = ${first.runId} and round = ${first.round} and holder = ${first.holder} and not done
+        and (agent, generation) in (select * from unnest(${agents}::text[], ${generations}::int[]))
+      for share
+    ), written as (
+      insert into call_results (idempotency_key, run_id, result, created_at)
+      select ${key}, ${first.runId}, ${encodeJson('rememberCallHeld', 'result', result)}::jsonb, now()
+      where (select count(*) from held) = ${claims.length}
+      on conflict (idempotency_key) do nothing
+      returning 1
+    )
+    select (select count(*) from held)::int as held, exists (select 1 from written) as written
+  `.execute(database.db);
+  const row = rows[0];
+  if (!row || Number(row.held) !== claims.length) throw new PartsTakenOverError(key);
 }

@@ -33,7 +33,7 @@ import { planWorkerCoordination, probeCoordination } from './worker-coordination
 import { listenForRounds, notifyRound } from './round-wakeup.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
 import { holdParts } from './part-lease.ts';
-import { claimPart, loadParts, type PartClaim, stagePart } from './round-parts.ts';
+import { claimPart, loadParts, type PartClaim, rememberCallHeld, stagePart } from './round-parts.ts';
 import { type WireTimeEngines, wireTimeEngines } from '../wire-time-engines.ts';
 
 /** What a worker did, turn by turn (the live output of `breakwater worker`). */
@@ -401,6 +401,8 @@ async function workParts(
     restore = await loadRunRestore(store, runId, ctx.definitions, historyTurnsOf(ctx.spec));
     memo = await storeCallMemo(store, runId, plan.round, ctx.clock, {
       keyFormat: keyFormatOf(ctx.run.config),
+      // Fenced by the parts' leases: a write that would land after a takeover is refused, not read by nobody.
+      write: (key, value) => rememberCallHeld(options.database, claims, key, value),
     });
   } catch (e) {
     held.stop();
