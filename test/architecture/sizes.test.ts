@@ -22,7 +22,7 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/cli/commands/run-command.ts': 669,
   'src/coordination/postgres-coordination.ts': 612,
   'src/report/run-report.ts': 592,
-  'src/runs/workers/run-worker.ts': 586,
+  'src/runs/workers/run-worker.ts': 579,
   'src/runs/run-scenario.ts': 558,
   'src/health/endpoint-health.ts': 562,
   'src/scheduler/memory-token-scheduler.ts': 559,

@@ -1,4 +1,5 @@
 import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import { MEMO_WRITE_RETRY_MS } from '../store-call-memo.ts';
 import { type PartClaim, renewParts } from './round-parts.ts';
 
 /** The parts a worker holds while it asks their turns: renewed by heartbeat until it lets them go. */
@@ -51,4 +52,13 @@ export function holdParts(
     release: (claim) => pending.delete(claim),
     stop: () => clearInterval(heartbeat),
   };
+}
+
+/**
+ * How long after a part's lease ran out another worker may take it over: the old holder stops asking within a
+ * heartbeat of its lease running out (holdParts), and the answers it had by then are written within the memo's
+ * retry window; a TTL more covers the heartbeat and the two clocks. A worker that died costs its parts this wait.
+ */
+export function takeoverAfterMs(leaseTtlMs: number): number {
+  return MEMO_WRITE_RETRY_MS + leaseTtlMs;
 }

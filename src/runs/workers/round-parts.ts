@@ -201,6 +201,10 @@ export class PartsTakenOverError extends Error {
   }
 }
 
+export function isPartsTakenOverError(e: unknown): e is PartsTakenOverError {
+  return e instanceof Error && (e as { code?: unknown }).code === 'BW_PARTS_TAKEN_OVER';
+}
+
 /**
  * Writes a finished call's result to the memo only while `claims` are all still this worker's, in one statement:
  * the parts' rows are read FOR SHARE, so the write and a takeover's claim (which updates those rows) are ordered.

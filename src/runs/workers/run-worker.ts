@@ -14,7 +14,7 @@ import { askRoundTurns, previousAnswers, toTurnInput } from '../round-runner.ts'
 import { applyRunRestore, loadRunRestore } from '../run-restore.ts';
 import { emulatorBaseURLs } from '../run-endpoints.ts';
 import { historyTurnsOf, type StoredRunConfig, type StoredWorkersConfig } from '../run-scenario.ts';
-import { MEMO_WRITE_RETRY_MS, storeCallMemo } from '../store-call-memo.ts';
+import { storeCallMemo } from '../store-call-memo.ts';
 import { loadScenario } from '../../scenarios/load-scenario.ts';
 import { planRounds } from '../../scenarios/round-planner.ts';
 import { scenarioRuntimeConfig } from '../../scenarios/scenario-endpoints.ts';
@@ -32,7 +32,7 @@ import type { CoordinationOptions } from '../../coordination/coordination-option
 import { planWorkerCoordination, probeCoordination } from './worker-coordination.ts';
 import { listenForRounds, notifyRound } from './round-wakeup.ts';
 import { createWorkerEventRecorder, type WorkerEventRecorder } from './worker-event-recorder.ts';
-import { holdParts } from './part-lease.ts';
+import { holdParts, takeoverAfterMs } from './part-lease.ts';
 import { claimPart, loadParts, type PartClaim, rememberCallHeld, stagePart } from './round-parts.ts';
 import { type WireTimeEngines, wireTimeEngines } from '../wire-time-engines.ts';
 
@@ -371,15 +371,6 @@ async function stepRound(
   if (claims.length === 0) return false;
   summary.turns += await workParts(options, store, ctx, plan, claims, leaseFrom);
   return true;
-}
-
-/**
- * How long after a part's lease ran out another worker may take it over: the old holder stops asking within a
- * heartbeat of its lease running out (workParts), and the answers it had by then are written within the memo's
- * retry window; a TTL more covers the heartbeat and the two clocks. A worker that died costs its parts this wait.
- */
-function takeoverAfterMs(leaseTtlMs: number): number {
-  return MEMO_WRITE_RETRY_MS + leaseTtlMs;
 }
 
 /** Asks the claimed agents' turns of the round on a runtime restored from the last commit, and stages them. */
