@@ -112,11 +112,14 @@ async function writeThrough(write: () => Promise<void>, retryForMs: number, reac
       return;
     } catch (e) {
       if (!findDatabaseUnavailable(e)) throw e;
-      if (Date.now() + wait > giveUpAt) {
+      const left = giveUpAt - Date.now();
+      if (left <= 0) {
         reach.lost = true;
         throw e;
       }
+      // The last wait is cut to the window's end, so a try is made at its very end (after a quarantine that began
+      // a little after the answer), not skipped because a full wait would overrun it.
+      await new Promise((resolve) => setTimeout(resolve, Math.min(wait, left)));
     }
-    await new Promise((resolve) => setTimeout(resolve, wait));
   }
 }
