@@ -25,10 +25,12 @@ export async function storeCallMemo(
   clock?: Clock,
   options: StoreCallMemoOptions = {},
 ): Promise<CallMemo> {
-  const known = await store.recallCallsByPrefix(
+  const stored = await store.recallCallsByPrefix(
     runId,
     roundKeyPrefix(runId, round, options.keyFormat ?? TURN_KEY_FORMAT),
   );
+  const known = options.answered ?? new Map<string, unknown>();
+  for (const [key, value] of stored) known.set(key, value);
   const pending = new Set<Promise<void>>();
   const retryForMs = options.retryForMs ?? MEMO_WRITE_RETRY_MS;
   const reach: Reach = { lost: false };
@@ -83,6 +85,12 @@ export interface StoreCallMemoOptions {
   readonly write?: (key: string, value: unknown) => Promise<void>;
   /** How the run's keys are spelled (`keyFormatOf(run.config)`). Default the current format. */
   readonly keyFormat?: TurnKeyFormat;
+  /**
+   * The answers this process already holds for the round (a stored answer wins over its own), added to as calls are
+   * answered: a worker that claims a part of the round again (its lease ran out while its database was cut) keeps
+   * the answers whose writes never landed, instead of asking and paying for them again. Default a new map.
+   */
+  readonly answered?: Map<string, unknown>;
 }
 
 /** Between two tries of a memo write, real ms: doubling from the first to the last. */

@@ -22,7 +22,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/cli/commands/run-command.ts': 669,
   'src/coordination/postgres-coordination.ts': 612,
   'src/report/run-report.ts': 592,
-  'src/runs/workers/run-worker.ts': 579,
   'src/runs/run-scenario.ts': 558,
   'src/health/endpoint-health.ts': 562,
   'src/scheduler/memory-token-scheduler.ts': 559,
@@ -49,7 +48,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/viz/page/timeline-canvas.ts#createTimeline': 188,
   'src/engines/timed-fetch.ts#timedFetch': 161,
   'src/cli/commands/run-workers.ts#runWithWorkers': 153,
-  'src/runs/workers/run-worker.ts#workParts': 121,
   'src/emulator/fault-actions.ts#applyFault': 134,
   // The composition root: it builds the supervisor's ten parts in their order, one short call each, and names the
   // forward references they share; splitting it further would hide the order it exists to show.

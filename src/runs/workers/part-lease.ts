@@ -16,9 +16,9 @@ export interface HeldParts {
  * Holds claimed parts by heartbeat (every third of the TTL). A worker whose lease was taken over, or may have run
  * out (it could not renew in time: a pause, a partition, its database connections cut), must stop asking: the new
  * holder asks those turns, and its stage would be refused anyway. Stopping once the lease MAY have run out, by this
- * process's own clock (from `leaseFrom`, a moment before the claims were made), is what lets a new holder wait a
- * bounded time for this one's memo writes (`takeoverAfterMs` in run-worker.ts) and never ask again a call this one
- * was answered.
+ * process's own monotonic clock (`leaseFrom` is `performance.now()` a moment before the claims were made: a wall
+ * clock set back would stretch the lease), is what lets a new holder wait a bounded time for this one's memo writes
+ * ({@link takeoverAfterMs}) and never ask again a call this one was answered.
  */
 export function holdParts(
   database: Pick<BreakwaterDatabase, 'db'>,
@@ -31,11 +31,11 @@ export function holdParts(
   let leaseUntil = leaseFrom + ttlMs;
   const heartbeat = setInterval(
     () => {
-      if (Date.now() >= leaseUntil) {
+      if (performance.now() >= leaseUntil) {
         lost.abort(new Error('the parts could not be renewed before their lease ran out'));
         return;
       }
-      const renewedFrom = Date.now();
+      const renewedFrom = performance.now();
       void renewParts(database, [...pending], ttlMs).then(
         (gone) => {
           if (gone.length > 0)
