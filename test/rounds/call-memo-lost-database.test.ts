@@ -99,4 +99,45 @@ describe('memo writes while the database is gone', () => {
     expect(findDatabaseUnavailable(again)).toBeDefined();
     expect(attempts).toBeGreaterThanOrEqual(2);
   });
+
+  it("a memo made again for the round with the process's answered calls recalls an answer whose write never landed", async () => {
+    const runId = `memo-answered-${Date.now()}`;
+    proxy.setMode('forward');
+    for (let i = 0; i < 40; i++) {
+      const ok = await store
+        .createRun({ runId, scenario: 'memo', totalRounds: 1, machineVersion: AGENT_MACHINE_VERSION })
+        .then(
+          () => true,
+          () => false,
+        );
+      if (ok) break;
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    const answered = new Map<string, unknown>();
+    const key = `${runId}:1:I1:Kai:call0`;
+    const memo = await storeCallMemo(store, runId, 1, undefined, { retryForMs: 500, answered });
+    proxy.setMode('garbage');
+    proxy.resetAll();
+    const lost = await memo.remember(key, { text: 'paid once' }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(findDatabaseUnavailable(lost)).toBeDefined();
+    proxy.setMode('forward');
+    // The database is back; the answer never reached it.
+    let stored: unknown = 'unread';
+    for (let i = 0; i < 40 && stored === 'unread'; i++) {
+      stored = await store.recallCall(key).then(
+        (v) => v,
+        () => 'unread',
+      );
+      if (stored === 'unread') await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    expect(stored).toBeUndefined();
+    // The same process's next memo of the round has it; one made without the process's answers does not.
+    const again = await storeCallMemo(store, runId, 1, undefined, { answered });
+    expect(await again.recall(key)).toEqual({ text: 'paid once' });
+    const fresh = await storeCallMemo(store, runId, 1);
+    expect(await fresh.recall(key)).toBeUndefined();
+  });
 });
