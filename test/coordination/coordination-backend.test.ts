@@ -29,7 +29,8 @@ describe.each(coordinationCases())('$name coordination backend', ({ options: mak
     const granted = results.filter((r) => r.ok);
     expect(granted).toHaveLength(3);
     // A refusal raced with a grant still in flight may say "look again at once" (0); never a negative wait.
-    for (const r of results) if (!r.ok && r.retryInMs !== undefined) expect(r.retryInMs).toBeGreaterThanOrEqual(0);
+    for (const r of results)
+      if (!r.ok && r.retryInMs !== undefined) expect(r.retryInMs).toBeGreaterThanOrEqual(0);
     // Once the grants have settled, a refusal says how long until the earliest held lease runs out.
     const settled = await b!.tryAcquire(3);
     expect(!settled.ok && settled.retryInMs).toBeGreaterThan(0);
