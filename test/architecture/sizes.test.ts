@@ -19,7 +19,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   // The agent's statechart: one machine in one file, as xstate's own machines are (its states read top to bottom).
   'machines/agent.machine.ts': 701,
   'src/cli/commands/run-command.ts': 669,
-  'src/coordination/postgres-coordination.ts': 612,
   'src/report/run-report.ts': 592,
   'src/runs/workers/run-worker.ts': 586,
   'src/runs/run-scenario.ts': 558,
