@@ -32,7 +32,7 @@ export function withStep(e: unknown, step: string): Error {
   return Object.assign(e instanceof Error ? e : new Error(String(e)), { step });
 }
 
-/** Which step of connect() an error came from (set by #connectOnce and the LISTEN connection). */
+/** Which step of connect() an error came from (set by connectOnce and the LISTEN connection). */
 export function connectStep(e: unknown): string {
   const step = (e as { step?: unknown } | null)?.step;
   return typeof step === 'string' ? step : 'could not connect';

@@ -8,7 +8,8 @@
 
 /**
  * No connection asked for yet: the next `connect()` (the first grant or probe claim makes one) starts it. Also where
- * an `up` scheduler goes when a drain drops its kept connection.
+ * an `up` scheduler goes when a drain drops its kept connection, and a `down` one without a connection when a
+ * backend call answers.
  * Out: `connect()` → up; a backend call failing (a renewal of leases held across a dropped connection) → down;
  * `close()` → closed.
  */
