@@ -30,7 +30,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/coordination/redis-coordination.ts': 433,
   'src/runtime/agent-handle.ts': 424,
   'src/runs/policies/status-quo-worker.ts': 421,
-  'src/viz/viz-server.ts': 417,
   'src/ai-sdk/breakwater-language-model.ts': 406,
 };
 
@@ -38,7 +37,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
 const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/byok/key-vault.ts#createKeyVault': 319,
   'src/runs/policies/status-quo-worker.ts#createStatusQuoExecutor': 290,
-  'src/viz/viz-server.ts#startVizServer': 270,
   'src/fault-proxy/fault-proxy.ts#startFaultProxy': 226,
   'src/emulator/call-handler.ts#handleCall': 221,
   'src/byok/byok-console.ts#startByokConsole': 219,
@@ -58,7 +56,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/live/live-view.ts#createLiveView': 130,
   'src/runtime/probe-runner.ts#createProbeRunner': 127,
   'src/scenarios/json-scan.ts#scanJson': 122,
-  'src/viz/live-source.ts#createLiveSource': 121,
   'src/planner/plan-jobs.ts#preparePlan': 120,
   'src/runtime/supervisor-byok.ts#wireByok': 117,
   'src/clock/virtual-clock.ts#createVirtualClock': 113,

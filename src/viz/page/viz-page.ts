@@ -1,6 +1,6 @@
-import type { VizAgentDetail, VizTurn } from '../live-source.ts';
+import type { VizAgentDetail, VizTurn } from '../viz-turn.ts';
 import type { VizChart } from '../statechart-graph.ts';
-import type { VizPageConfig } from '../viz-server.ts';
+import type { VizPageConfig } from '../viz-api.ts';
 import type {
   VizAgent,
   VizCheck,
