@@ -4,8 +4,6 @@ import { BAR, LANE, LEFT, plotWidth, shownWindow, TOP, tOf, xOf } from './timeli
 import { pickAt } from './timeline-pick.ts';
 import type { Timeline, TimelineInput, TimelinePick } from './timeline-types.ts';
 
-export type { Timeline, TimelinePick } from './timeline-types.ts';
-
 /*
  * The timeline as one canvas: a lane per agent with its states (aggregated per pixel column, never
  * dropped), its upstream calls as spans under them and its faults as markers above. Drawing costs the
