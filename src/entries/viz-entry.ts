@@ -12,20 +12,14 @@
  */
 export {
   createLiveSource,
-  turnFromRecord,
   type LiveSource,
   type LiveSourceOptions,
-  type VizAgentDetail,
   type VizLiveSource,
-  type VizTurn,
 } from '../viz/live-source.ts';
+export { turnFromRecord, type VizAgentDetail, type VizTurn } from '../viz/viz-turn.ts';
 export type { VizChart, VizChartEdge, VizChartNode } from '../viz/viz-chart.ts';
-export {
-  startVizServer,
-  type VizPageConfig,
-  type VizServer,
-  type VizServerOptions,
-} from '../viz/viz-server.ts';
+export { startVizServer, type VizServer, type VizServerOptions } from '../viz/viz-server.ts';
+export type { VizPageConfig } from '../viz/viz-api.ts';
 export { eventFromRecord } from '../core/stored-event.ts';
 export { applyEvent, emptyVizState, foldEvents, stateAt } from '../viz/viz-state.ts';
 export { breakerLabel } from '../viz/viz-event-handlers.ts';

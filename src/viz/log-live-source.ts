@@ -1,6 +1,7 @@
 import type { RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
 import type { RunStore } from '../store/run-store.ts';
-import { type LiveSource, turnFromRecord } from './live-source.ts';
+import type { LiveSource } from './live-source.ts';
+import { turnFromRecord } from './viz-turn.ts';
 import { applyEvent, emptyVizState } from './viz-state.ts';
 import type { VizEvent, VizState } from './viz-state-types.ts';
 

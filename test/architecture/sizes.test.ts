@@ -15,7 +15,6 @@ const FUNCTION_LINES = 100;
 
 /** Files over the limit, with their lines when listed. */
 const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
-  'src/viz/page/viz-page.ts': 1373,
   // The agent's statechart: one machine in one file, as xstate's own machines are (its states read top to bottom).
   'machines/agent.machine.ts': 701,
   'src/cli/commands/run-command.ts': 669,
@@ -26,7 +25,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/byok/key-vault.ts': 542,
   'src/runtime/agent-handle.ts': 424,
   'src/runs/policies/status-quo-worker.ts': 421,
-  'src/viz/viz-server.ts': 417,
   'src/ai-sdk/breakwater-language-model.ts': 406,
 };
 
@@ -34,7 +32,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
 const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/byok/key-vault.ts#createKeyVault': 319,
   'src/runs/policies/status-quo-worker.ts#createStatusQuoExecutor': 290,
-  'src/viz/viz-server.ts#startVizServer': 270,
   'src/fault-proxy/fault-proxy.ts#startFaultProxy': 226,
   'src/emulator/call-handler.ts#handleCall': 221,
   'src/byok/byok-console.ts#startByokConsole': 219,
@@ -42,7 +39,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/report/run-report.ts#buildRunReport': 191,
   'src/cli/commands/run-command.ts#runRunCommand': 189,
   'src/store/run-store.ts#createRunStore': 189,
-  'src/viz/page/timeline-canvas.ts#createTimeline': 188,
   'src/engines/timed-fetch.ts#timedFetch': 161,
   'src/cli/commands/run-workers.ts#runWithWorkers': 153,
   'src/emulator/fault-actions.ts#applyFault': 134,
@@ -52,16 +48,13 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/live/live-view.ts#createLiveView': 130,
   'src/runtime/probe-runner.ts#createProbeRunner': 127,
   'src/scenarios/json-scan.ts#scanJson': 122,
-  'src/viz/live-source.ts#createLiveSource': 121,
   'src/planner/plan-jobs.ts#preparePlan': 120,
   'src/runtime/supervisor-byok.ts#wireByok': 117,
   'src/clock/virtual-clock.ts#createVirtualClock': 113,
   'src/byok/key-vault.ts#inject': 111,
-  'src/viz/page/viz-page.ts#renderDetail': 107,
   'src/live/live-model.ts#apply': 106,
   'src/store/guarded-pg-pool.ts#createGuardedPool': 104,
   'src/runs/workers/round-wakeup.ts#listenForRounds': 102,
-  'src/viz/page/viz-page.ts#startReplay': 102,
 };
 
 /** What is wrong with the sizes against the limit and the known list, one line each; empty when all is well. */
