@@ -45,7 +45,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/observability/prometheus-metrics.ts#createBreakwaterMetrics': 201,
   'src/report/run-report.ts#buildRunReport': 191,
   'src/cli/commands/run-command.ts#runRunCommand': 189,
-  'src/store/run-store.ts#createRunStore': 189,
   'src/viz/page/timeline-canvas.ts#createTimeline': 188,
   'src/engines/timed-fetch.ts#timedFetch': 161,
   'src/cli/commands/run-workers.ts#runWithWorkers': 153,
