@@ -64,7 +64,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/byok/key-vault.ts#inject': 111,
   'src/viz/page/viz-page.ts#renderDetail': 107,
   'src/live/live-model.ts#apply': 106,
-  'src/runs/workers/round-wakeup.ts#listenForRounds': 102,
   'src/viz/page/viz-page.ts#startReplay': 102,
 };
 
