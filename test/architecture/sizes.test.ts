@@ -60,7 +60,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/viz/live-source.ts#createLiveSource': 121,
   'src/planner/plan-jobs.ts#preparePlan': 120,
   'src/runtime/supervisor-byok.ts#wireByok': 117,
-  'src/clock/virtual-clock.ts#createVirtualClock': 113,
   'src/byok/key-vault.ts#inject': 111,
   'src/viz/page/viz-page.ts#renderDetail': 107,
   'src/live/live-model.ts#apply': 106,
