@@ -56,7 +56,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/coordination/coordinated-token-scheduler.ts##drain': 130,
   'src/live/live-view.ts#createLiveView': 130,
   'src/runtime/probe-runner.ts#createProbeRunner': 127,
-  'src/scenarios/json-scan.ts#scanJson': 122,
   'src/viz/live-source.ts#createLiveSource': 121,
   'src/planner/plan-jobs.ts#preparePlan': 120,
   'src/runtime/supervisor-byok.ts#wireByok': 117,
