@@ -8,11 +8,8 @@ import { BreakwaterLanguageModel, type BreakwaterModelSettings } from './breakwa
  * endpoint answered and which faults were met. `streamText` gets the finished answer as stream parts (no
  * token-by-token streaming yet).
  */
-export {
-  BreakwaterLanguageModel,
-  type BreakwaterMetadata,
-  type BreakwaterModelSettings,
-} from './breakwater-language-model.ts';
+export { BreakwaterLanguageModel, type BreakwaterModelSettings } from './breakwater-language-model.ts';
+export type { BreakwaterMetadata } from './breakwater-metadata.ts';
 export {
   BreakwaterTurnFailedError,
   isBreakwaterTurnFailedError,

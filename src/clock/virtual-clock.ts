@@ -1,4 +1,5 @@
 import type { Clock } from './clock.ts';
+import { JumpGate } from './virtual-clock-gate.ts';
 
 /**
  * Simulated time that runs as fast as the machine allows and gives the same timeline however fast the
@@ -69,6 +70,14 @@ interface Timer {
   readonly fn: () => void;
 }
 
+/** The timer due first at or before `limit` (the earliest set first among equals), or undefined. */
+function earliest(timers: ReadonlyMap<number, Timer>, limit: number): Timer | undefined {
+  let best: Timer | undefined;
+  for (const t of timers.values())
+    if (t.at <= limit && (!best || t.at < best.at || (t.at === best.at && t.id < best.id))) best = t;
+  return best;
+}
+
 /**
  * Creates a {@link VirtualClock}. While simulated timers are pending its driver keeps the process
  * alive and runs them (a timer that re-arms itself runs forever): call `stop()` when the simulation
@@ -81,32 +90,17 @@ interface Timer {
  * ```
  */
 export function createVirtualClock(options: VirtualClockOptions = {}): VirtualClock {
-  const quietTurns = options.quietTurns ?? 3;
-  const maxHoldRealMs = options.maxHoldRealMs ?? 30_000;
+  const gate = new JumpGate(options.quietTurns ?? 3, options.maxHoldRealMs ?? 30_000);
   let now = options.origin ?? 0;
   let nextId = 1;
   const timers = new Map<number, Timer>();
-  let holds = 0;
-  let parks = 0;
-  let activity = 0;
   let stopped = false;
   let scheduled = false;
-  let forcedJumps = 0;
-  let quiet = 0;
-  let lastActivity = -1;
-  let busySince: number | undefined;
-
-  const earliest = (limit: number): Timer | undefined => {
-    let best: Timer | undefined;
-    for (const t of timers.values())
-      if (t.at <= limit && (!best || t.at < best.at || (t.at === best.at && t.id < best.id))) best = t;
-    return best;
-  };
 
   const fire = (t: Timer) => {
     timers.delete(t.id);
     now = Math.max(now, t.at);
-    activity++;
+    gate.activity++;
     t.fn();
   };
 
@@ -123,30 +117,14 @@ export function createVirtualClock(options: VirtualClockOptions = {}): VirtualCl
     scheduled = false;
     if (stopped) return;
     // Timers already due (a 0 ms delay, or set for a time already reached) fire without moving time.
-    for (let t = earliest(now); t; t = earliest(now)) fire(t);
+    for (let t = earliest(timers, now); t; t = earliest(timers, now)) fire(t);
     if (timers.size === 0) return; // wakes up again on the next setTimeout
-    if (activity !== lastActivity) {
-      lastActivity = activity;
-      quiet = 0;
+    const next = gate.next();
+    if (next === 'jump') {
+      const due = earliest(timers, Number.POSITIVE_INFINITY);
+      if (due) fire(due);
     }
-    if (holds > parks) {
-      busySince ??= Date.now();
-      if (Date.now() - busySince < maxHoldRealMs) {
-        quiet = 0;
-        schedule(true);
-        return;
-      }
-      forcedJumps++;
-    } else busySince = undefined;
-    if (++quiet < quietTurns && busySince === undefined) {
-      schedule(false);
-      return;
-    }
-    quiet = 0;
-    busySince = undefined;
-    const next = earliest(Number.POSITIVE_INFINITY);
-    if (next) fire(next);
-    schedule(false);
+    schedule(next === 'busy');
   }
 
   const release = (counter: 'holds' | 'parks') => {
@@ -154,9 +132,9 @@ export function createVirtualClock(options: VirtualClockOptions = {}): VirtualCl
     return () => {
       if (done) return;
       done = true;
-      if (counter === 'holds') holds--;
-      else parks--;
-      activity++;
+      if (counter === 'holds') gate.holds--;
+      else gate.parks--;
+      gate.activity++;
       schedule(false);
     };
   };
@@ -166,27 +144,27 @@ export function createVirtualClock(options: VirtualClockOptions = {}): VirtualCl
     setTimeout(fn, ms) {
       const id = nextId++;
       timers.set(id, { id, at: now + Math.max(0, Number.isFinite(ms) ? ms : 0), fn });
-      activity++;
+      gate.activity++;
       schedule(false);
       return id;
     },
     clearTimeout(handle) {
-      if (timers.delete(handle as number)) activity++;
+      if (timers.delete(handle as number)) gate.activity++;
     },
     hold() {
-      holds++;
-      activity++;
+      gate.holds++;
+      gate.activity++;
       return release('holds');
     },
     park() {
-      parks++;
-      activity++;
+      gate.parks++;
+      gate.activity++;
       schedule(false);
       return release('parks');
     },
     pending: () => timers.size,
     get forcedJumps() {
-      return forcedJumps;
+      return gate.forcedJumps;
     },
     stop() {
       stopped = true;

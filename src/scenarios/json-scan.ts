@@ -1,3 +1,5 @@
+import { JsonCursor } from './json-cursor.ts';
+
 /**
  * What the YAML parser told about a JSON scenario, found in one pass over text `JSON.parse` already
  * accepted: a key given twice in one object (YAML refuses it, JSON.parse keeps the last one silently) and
@@ -20,6 +22,82 @@ interface Frame {
   at: string | number;
 }
 
+/** The walk's state: the objects and arrays open at the cursor, and what was found so far. */
+class JsonWalk {
+  readonly stack: Frame[] = [];
+  #bestDepth = 0;
+  bestLine: number | undefined;
+  duplicate: JsonScan['duplicate'];
+
+  constructor(
+    readonly cur: JsonCursor,
+    readonly target: readonly PropertyKey[] | undefined,
+  ) {
+    this.bestLine = target ? 1 : undefined;
+  }
+
+  /** Notes the line of the value or key now read, if its path is a longer prefix of the target. */
+  mark(): void {
+    const { target, stack } = this;
+    if (!target) return;
+    const depth = stack.length;
+    if (depth <= this.#bestDepth || depth > target.length) return;
+    for (let d = 0; d < depth; d++) if (String(stack[d]!.at) !== String(target[d])) return;
+    this.#bestDepth = depth;
+    this.bestLine = this.cur.line;
+  }
+
+  /** Reads an object's key at the cursor and its `:`, noting a duplicate; a value follows. */
+  readKey(): void {
+    const { cur, stack } = this;
+    const top = stack[stack.length - 1]!;
+    const keyLine = cur.line;
+    const key = cur.readString();
+    top.at = key;
+    if (top.keys!.has(key)) {
+      this.duplicate ??= { path: stack.map((f) => f.at), line: keyLine };
+    } else top.keys!.add(key);
+    this.mark();
+    cur.skipWs();
+    if (cur.text[cur.i] !== ':') throw new Error('not JSON');
+    cur.i++;
+    cur.skipWs();
+  }
+
+  /** Reads a value at the cursor: a scalar whole, or an object or array opened. True when a value follows (its first). */
+  readValue(): boolean {
+    const { cur, stack } = this;
+    const c = cur.text[cur.i];
+    if (c === '{') {
+      cur.i++;
+      stack.push({ kind: 'object', keys: new Set(), at: '' });
+      cur.skipWs();
+      if (cur.text[cur.i] === '}') {
+        cur.i++;
+        stack.pop();
+        return false;
+      }
+      this.readKey();
+      return true;
+    }
+    if (c === '[') {
+      cur.i++;
+      stack.push({ kind: 'array', at: 0 });
+      cur.skipWs();
+      if (cur.text[cur.i] === ']') {
+        cur.i++;
+        stack.pop();
+        return false;
+      }
+      this.mark();
+      return true;
+    }
+    if (c === '"') cur.readString();
+    else cur.readScalar();
+    return false;
+  }
+}
+
 /**
  * Scans valid JSON `text` for a duplicate key and the line of `target`.
  *
@@ -30,124 +108,39 @@ interface Frame {
  * ```
  */
 export function scanJson(text: string, target?: readonly PropertyKey[]): JsonScan {
-  let line = 1;
-  let i = 0;
-  const stack: Frame[] = [];
-  let bestDepth = 0;
-  let bestLine: number | undefined = target ? 1 : undefined;
-  let duplicate: JsonScan['duplicate'];
-
-  const skipWs = () => {
-    for (;;) {
-      const c = text.charCodeAt(i);
-      if (c === 10) line++;
-      else if (c !== 32 && c !== 9 && c !== 13) return;
-      i++;
-    }
-  };
-  /** Reads a string token at `i` (which is `"`), returns its value. */
-  const readString = (): string => {
-    let end = i + 1;
-    let escaped = false;
-    for (; end < text.length; end++) {
-      const c = text.charCodeAt(end);
-      if (escaped) escaped = false;
-      else if (c === 92) escaped = true;
-      else if (c === 34) break;
-    }
-    const raw = text.slice(i, end + 1);
-    i = end + 1;
-    return JSON.parse(raw) as string;
-  };
-  /** Notes the line of the value or key now read, if its path is a longer prefix of the target. */
-  const mark = () => {
-    if (!target) return;
-    const depth = stack.length;
-    if (depth <= bestDepth || depth > target.length) return;
-    for (let d = 0; d < depth; d++) if (String(stack[d]!.at) !== String(target[d])) return;
-    bestDepth = depth;
-    bestLine = line;
-  };
-
-  const readScalar = () => {
-    const start = i;
-    while (i < text.length && !',]}'.includes(text[i]!) && !/\s/.test(text[i]!)) i++;
-    if (i === start) throw new Error('not JSON');
-  };
-
+  const cur = new JsonCursor(text);
+  const walk = new JsonWalk(cur, target);
+  const { stack } = walk;
   // Iterative, so nesting depth is bounded by the heap, not the call stack.
-  skipWs();
+  cur.skipWs();
   let expectValue = true;
-  while (i < text.length) {
+  while (cur.i < text.length) {
     if (expectValue) {
-      const c = text[i];
-      if (c === '{') {
-        i++;
-        stack.push({ kind: 'object', keys: new Set(), at: '' });
-        skipWs();
-        if (text[i] === '}') {
-          i++;
-          stack.pop();
-          expectValue = false;
-        } else {
-          readKey();
-        }
-        continue;
-      }
-      if (c === '[') {
-        i++;
-        const frame: Frame = { kind: 'array', at: 0 };
-        stack.push(frame);
-        skipWs();
-        if (text[i] === ']') {
-          i++;
-          stack.pop();
-          expectValue = false;
-        } else mark();
-        continue;
-      }
-      if (c === '"') readString();
-      else readScalar();
-      expectValue = false;
+      expectValue = walk.readValue();
       continue;
     }
-    skipWs();
-    if (i >= text.length) break;
+    cur.skipWs();
+    if (cur.i >= text.length) break;
     const top = stack[stack.length - 1];
-    const c = text[i];
+    const c = text[cur.i];
     if (!top) break;
     if (c === ',') {
-      i++;
-      skipWs();
+      cur.i++;
+      cur.skipWs();
       if (top.kind === 'array') {
         top.at = (top.at as number) + 1;
-        mark();
-        expectValue = true;
-      } else readKey();
+        walk.mark();
+      } else walk.readKey();
+      expectValue = true;
       continue;
     }
     if (c === '}' || c === ']') {
-      i++;
+      cur.i++;
       stack.pop();
       continue;
     }
     throw new Error('not JSON');
   }
+  const { duplicate, bestLine } = walk;
   return { ...(duplicate ? { duplicate } : {}), ...(bestLine !== undefined ? { line: bestLine } : {}) };
-
-  function readKey(): void {
-    const top = stack[stack.length - 1]!;
-    const keyLine = line;
-    const key = readString();
-    top.at = key;
-    if (top.keys!.has(key)) {
-      duplicate ??= { path: stack.map((f) => f.at), line: keyLine };
-    } else top.keys!.add(key);
-    mark();
-    skipWs();
-    if (text[i] !== ':') throw new Error('not JSON');
-    i++;
-    skipWs();
-    expectValue = true;
-  }
 }

@@ -120,6 +120,9 @@ function problemOf(
 
 type PgClient = pg.PoolClient & { connection?: { stream?: { destroy(err?: Error): void } } };
 
+/** Every wait of the pool, defaults applied (once, in {@link createGuardedPool}). */
+type ResolvedPoolWaits = Required<Omit<GuardedPoolOptions, 'url' | 'clock'>>;
+
 /**
  * Creates a bounded, crash-proof `pg` pool for kysely (see the module comment).
  *
@@ -132,7 +135,7 @@ type PgClient = pg.PoolClient & { connection?: { stream?: { destroy(err?: Error)
  * ```
  */
 export function createGuardedPool(options: GuardedPoolOptions): GuardedPool {
-  const o = {
+  const o: ResolvedPoolWaits = {
     max: options.max ?? 10,
     connectTimeoutMs: options.connectTimeoutMs ?? 10_000,
     queryTimeoutMs: options.queryTimeoutMs ?? 10_000,
@@ -161,13 +164,6 @@ export function createGuardedPool(options: GuardedPoolOptions): GuardedPool {
     lost = { until: clock.now() + o.quarantineMs, problem };
     return new DatabaseUnavailableError({ location, problem, cause: e });
   };
-  const drop = (client: PgClient) => {
-    try {
-      client.connection?.stream?.destroy();
-    } catch {
-      // already gone
-    }
-  };
 
   // An idle client whose server goes away emits 'error' on the pool; a checked-out one emits it on
   // itself. Without listeners either crashes the process.
@@ -179,7 +175,7 @@ export function createGuardedPool(options: GuardedPoolOptions): GuardedPool {
     clients.add(c);
     c.on('error', (e) => {
       if (isConnectionFailure(e)) unavailable(e);
-      drop(c);
+      dropClient(c);
     });
   });
   raw.on('remove', (client) => clients.delete(client as PgClient));
@@ -197,33 +193,9 @@ export function createGuardedPool(options: GuardedPoolOptions): GuardedPool {
         throw isConnectionFailure(e) ? unavailable(e) : e;
       }
       lost = undefined;
-      let broken = false;
-      return {
-        query: ((sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
-          if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as never);
-          return client.query(sqlOrCursor, parameters as unknown[]).catch((e: unknown) => {
-            if (!isConnectionFailure(e)) throw e;
-            // pg leaves a timed-out query active on its connection: nothing else could run on it.
-            broken = true;
-            drop(client);
-            throw unavailable(e);
-          });
-        }) as unknown as PostgresPoolClient['query'],
-        release() {
-          client.release(broken ? true : undefined);
-        },
-      };
+      return guardedClient(client, unavailable);
     },
-    async end(): Promise<void> {
-      let timer: NodeJS.Timeout | undefined;
-      const gaveUp = new Promise<void>((resolve) => {
-        timer = setTimeout(resolve, o.closeTimeoutMs);
-      });
-      await Promise.race([raw.end().catch(() => {}), gaveUp]);
-      clearTimeout(timer);
-      for (const c of clients) drop(c);
-      clients.clear();
-    },
+    end: () => endBounded(raw, clients, o.closeTimeoutMs),
   };
   let closing: Promise<void> | undefined;
   return {
@@ -234,4 +206,51 @@ export function createGuardedPool(options: GuardedPoolOptions): GuardedPool {
       return closing;
     },
   };
+}
+
+/** Destroys a client's socket (a connection that failed is never reused). */
+function dropClient(client: PgClient): void {
+  try {
+    client.connection?.stream?.destroy();
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * A checked-out client for kysely whose connection-level failures are `unavailable(e)` (the pool's quarantine), and
+ * whose connection, once broken by one, is destroyed on release instead of going back to the pool.
+ */
+function guardedClient(
+  client: PgClient,
+  unavailable: (e: unknown) => DatabaseUnavailableError,
+): PostgresPoolClient {
+  let broken = false;
+  return {
+    query: ((sqlOrCursor: unknown, parameters?: ReadonlyArray<unknown>) => {
+      if (typeof sqlOrCursor !== 'string') return client.query(sqlOrCursor as never);
+      return client.query(sqlOrCursor, parameters as unknown[]).catch((e: unknown) => {
+        if (!isConnectionFailure(e)) throw e;
+        // pg leaves a timed-out query active on its connection: nothing else could run on it.
+        broken = true;
+        dropClient(client);
+        throw unavailable(e);
+      });
+    }) as unknown as PostgresPoolClient['query'],
+    release() {
+      client.release(broken ? true : undefined);
+    },
+  };
+}
+
+/** Ends the pool, waiting at most `closeTimeoutMs` for the server, then destroys every socket still open. */
+async function endBounded(raw: pg.Pool, clients: Set<PgClient>, closeTimeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const gaveUp = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, closeTimeoutMs);
+  });
+  await Promise.race([raw.end().catch(() => {}), gaveUp]);
+  clearTimeout(timer);
+  for (const c of clients) dropClient(c);
+  clients.clear();
 }

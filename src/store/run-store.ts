@@ -1,24 +1,13 @@
-import { type Kysely, type Selectable, sql } from 'kysely';
+import type { Kysely } from 'kysely';
 import { type Clock, systemClock } from '../clock/clock.ts';
-import { describeStateProblem } from './agent-state-schema.ts';
+import { agentStateMethods } from './agent-state-rows.ts';
+import { callMemoMethods } from './call-memo-rows.ts';
+import { eventLogMethods } from './event-log-rows.ts';
 import type { BreakwaterDatabase } from './open-database.ts';
-import { type CommittedStates, commitRoundStatement } from './round-commit.ts';
-import { SnapshotRestoreError } from './snapshot-restore-error.ts';
-import {
-  INT4_MAX,
-  RUN_STATUSES,
-  TURN_OUTCOMES,
-  encodeJson,
-  encodeText,
-  requireId,
-  requireInt,
-  requireOneOf,
-  toRoundRecord,
-  toRunRecord,
-  toTurnRecord,
-} from './store-codec.ts';
-import { RunExistsError, RunNotFoundError } from './store-errors.ts';
-import type { RunStatus, StoreSchema, TurnsTable } from './store-schema.ts';
+import type { CommittedStates } from './round-commit.ts';
+import { roundMethods } from './round-rows.ts';
+import { runMethods } from './run-rows.ts';
+import type { RunStatus, StoreSchema } from './store-schema.ts';
 import type {
   AgentStateRecord,
   CommitRoundInput,
@@ -36,8 +25,7 @@ import type {
   StoreCallOptions,
   TurnRecord,
 } from './store-types.ts';
-import { callMemoMethods } from './call-memo-rows.ts';
-import { eventLogMethods } from './event-log-rows.ts';
+import { turnMethods } from './turn-rows.ts';
 
 /**
  * The runtime's durable state: runs, rounds committed exactly once, the call memo and the event log.
@@ -180,24 +168,6 @@ export interface RunStoreOptions {
   readonly clock?: Clock;
 }
 
-/** Every column of `turns` but the prompt (listTurns reads the prompt only when asked). */
-const TURN_COLUMNS_BUT_PROMPT = [
-  'run_id',
-  'round',
-  'item_id',
-  'agent',
-  'agent_seq',
-  'position',
-  'answer',
-  'outcome',
-  'endpoint_id',
-  'degraded',
-  'usage',
-  'faults',
-  'wait_ms',
-  'idempotency_key',
-] as const;
-
 /**
  * Creates the {@link RunStore} over an open database (PGlite or PostgreSQL: same queries).
  *
@@ -215,184 +185,13 @@ export function createRunStore(
   const clock = options.clock ?? systemClock;
   const now = () => new Date(clock.now());
   const committedStates: CommittedStates = new Map();
-
-  async function requireRun(runId: string): Promise<void> {
-    const row = await db.selectFrom('runs').select('run_id').where('run_id', '=', runId).executeTakeFirst();
-    if (!row) throw new RunNotFoundError(runId);
-  }
-
+  // One builder per table (runs, rounds, turns, agent states, call memo, event log), each given the parts it uses.
   return {
     ...callMemoMethods(db, now),
     ...eventLogMethods(db),
-    async createRun(input, opts = {}) {
-      const op = 'createRun';
-      opts.signal?.throwIfAborted();
-      const runId = requireId(op, 'runId', input.runId);
-      const at = now();
-      const row = await db
-        .insertInto('runs')
-        .values({
-          run_id: runId,
-          scenario: encodeText(String(input.scenario ?? '')),
-          config: encodeJson(op, 'config', input.config ?? {}),
-          status: 'running',
-          current_round: 0,
-          total_rounds: requireInt(op, 'totalRounds', input.totalRounds, 0, INT4_MAX),
-          machine_version: requireId(op, 'machineVersion', input.machineVersion),
-          created_at: at,
-          updated_at: at,
-          finished_at: null,
-        })
-        .onConflict((oc) => oc.column('run_id').doNothing())
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) throw new RunExistsError(runId);
-      return toRunRecord(row);
-    },
-
-    async getRun(runId, opts = {}) {
-      opts.signal?.throwIfAborted();
-      const id = requireId('getRun', 'runId', runId);
-      const row = await db.selectFrom('runs').selectAll().where('run_id', '=', id).executeTakeFirst();
-      return row ? toRunRecord(row) : undefined;
-    },
-
-    async listRuns(opts = {}) {
-      opts.signal?.throwIfAborted();
-      let query = db.selectFrom('runs').selectAll().orderBy('created_at', 'desc').orderBy('run_id');
-      if (opts.status !== undefined) {
-        query = query.where('status', '=', requireOneOf('listRuns', 'status', opts.status, RUN_STATUSES));
-      }
-      if (opts.limit !== undefined) query = query.limit(requireInt('listRuns', 'limit', opts.limit, 1));
-      return (await query.execute()).map(toRunRecord);
-    },
-
-    async setRunStatus(runId, status, opts = {}) {
-      const op = 'setRunStatus';
-      opts.signal?.throwIfAborted();
-      const id = requireId(op, 'runId', runId);
-      const next = requireOneOf(op, 'status', status, RUN_STATUSES);
-      const at = now();
-      const row = await db
-        .updateTable('runs')
-        .set({
-          status: next,
-          updated_at: at,
-          finished_at: next === 'completed' || next === 'failed' ? at : null,
-          failure: next === 'failed' && opts.failure ? encodeText(opts.failure) : null,
-        })
-        .where('run_id', '=', id)
-        .returningAll()
-        .executeTakeFirst();
-      if (!row) throw new RunNotFoundError(id);
-      return toRunRecord(row);
-    },
-
-    commitRound(input, opts = {}) {
-      return commitRoundStatement(db, input, now(), committedStates, opts.signal);
-    },
-
-    async listRounds(runId, opts = {}) {
-      opts.signal?.throwIfAborted();
-      const id = requireId('listRounds', 'runId', runId);
-      const rows = await db
-        .selectFrom('rounds')
-        .selectAll()
-        .where('run_id', '=', id)
-        .orderBy('round')
-        .execute();
-      return rows.map(toRoundRecord);
-    },
-
-    async listTurns(runId, opts = {}) {
-      opts.signal?.throwIfAborted();
-      const id = requireId('listTurns', 'runId', runId);
-      let query = db
-        .selectFrom('turns')
-        .select(TURN_COLUMNS_BUT_PROMPT)
-        .select(opts.withPrompts === false ? sql<unknown>`null`.as('prompt') : 'prompt')
-        .where('run_id', '=', id);
-      if (opts.round !== undefined)
-        query = query.where('round', '=', requireInt('listTurns', 'round', opts.round, 0));
-      const rows = await query.orderBy('round').orderBy('position').execute();
-      return rows.map((row) => toTurnRecord(row as Selectable<TurnsTable>));
-    },
-
-    async loadAgentStates(runId, opts) {
-      const op = 'loadAgentStates';
-      opts.signal?.throwIfAborted();
-      const id = requireId(op, 'runId', runId);
-      const expected = requireId(op, 'machineVersion', opts?.machineVersion);
-      await requireRun(id);
-      opts.signal?.throwIfAborted();
-      const rows = await db
-        .selectFrom('agent_states')
-        .selectAll()
-        .where('run_id', '=', id)
-        .orderBy('agent')
-        .execute();
-      const out: [string, AgentStateRecord][] = [];
-      for (const row of rows) {
-        const where = { runId: id, agent: row.agent, round: row.last_round };
-        // Version first: a state from another version may legitimately have another shape.
-        if (row.machine_version !== expected) {
-          throw new SnapshotRestoreError({
-            ...where,
-            reason: 'machine_version_mismatch',
-            storedVersion: row.machine_version,
-            expectedVersion: expected,
-          });
-        }
-        const data = { snapshot: row.snapshot, slots: row.slots, toolResults: row.tool_results };
-        const problem = describeStateProblem(data);
-        if (problem) throw new SnapshotRestoreError({ ...where, reason: 'corrupt', detail: problem });
-        out.push([
-          row.agent,
-          Object.freeze({
-            runId: id,
-            agent: row.agent,
-            lastRound: row.last_round,
-            machineVersion: row.machine_version,
-            snapshot: data.snapshot as Record<string, unknown>,
-            slots: data.slots as Record<string, unknown>,
-            toolResults: data.toolResults as unknown[],
-          }),
-        ]);
-      }
-      return Object.fromEntries(out);
-    },
-
-    async recentTurns(runId, opts) {
-      const op = 'recentTurns';
-      opts.signal?.throwIfAborted();
-      const id = requireId(op, 'runId', runId);
-      const limit = requireInt(op, 'limit', opts.limit, 0, INT4_MAX);
-      const outcomes = opts.outcomes?.map((o, i) => requireOneOf(op, `outcomes[${i}]`, o, TURN_OUTCOMES));
-      const agents = opts.agents.map((a, i) => requireId(op, `agents[${i}]`, a));
-      // One backward scan of (run_id, agent, agent_seq) per agent, all at once (a server runs them in parallel).
-      const lists = await Promise.all(
-        agents.map(async (agent) => {
-          if (limit === 0) return [];
-          let query = db.selectFrom('turns').selectAll().where('run_id', '=', id).where('agent', '=', agent);
-          if (outcomes) query = query.where('outcome', 'in', outcomes);
-          const rows = await query.orderBy('agent_seq', 'desc').limit(limit).execute();
-          return rows.reverse().map(toTurnRecord);
-        }),
-      );
-      return Object.fromEntries(agents.map((a, i) => [a, lists[i]!]));
-    },
-
-    async lastHealth(runId, opts = {}) {
-      opts.signal?.throwIfAborted();
-      const id = requireId('lastHealth', 'runId', runId);
-      const row = await db
-        .selectFrom('rounds')
-        .select('health')
-        .where('run_id', '=', id)
-        .orderBy('round', 'desc')
-        .limit(1)
-        .executeTakeFirst();
-      return row?.health ?? undefined;
-    },
+    ...runMethods(db, now),
+    ...roundMethods(db, now, committedStates),
+    ...turnMethods(db),
+    ...agentStateMethods(db),
   };
 }

@@ -3,7 +3,7 @@ import { generateText, stepCountIs, streamText, tool, wrapLanguageModel } from '
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { createBreakwater } from '../../src/ai-sdk/index.ts';
-import type { BreakwaterMetadata } from '../../src/ai-sdk/breakwater-language-model.ts';
+import type { BreakwaterMetadata } from '../../src/ai-sdk/breakwater-metadata.ts';
 import { mapPrompt } from '../../src/ai-sdk/prompt-mapping.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { type EmulatorFixture, startEmulatorFixture } from '../../src/testing/emulator-fixture.ts';

@@ -1,7 +1,7 @@
 import { generateText, streamText } from 'ai';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createBreakwater } from '../../src/ai-sdk/index.ts';
-import type { BreakwaterMetadata } from '../../src/ai-sdk/breakwater-language-model.ts';
+import type { BreakwaterMetadata } from '../../src/ai-sdk/breakwater-metadata.ts';
 import { createSupervisor, type Supervisor } from '../../src/runtime/create-supervisor.ts';
 import { NO_USAGE_ANSWER, noUsageServer } from '../support/no-usage-server.ts';
 import { startWireFixtureServer, type WireFixtureServer } from '../support/wire-fixture-server.ts';

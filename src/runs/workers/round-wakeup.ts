@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { BreakwaterDatabase } from '../../store/open-database.ts';
+import { RoundNotices } from './round-notices.ts';
 
 /** The channel a worker NOTIFYs (payload: the run id) when it staged a part, committed a round or ended a run. */
 export const ROUND_CHANNEL = 'breakwater_round_parts';
@@ -51,10 +52,7 @@ const RELISTEN_MAX_MS = 10_000;
  * ```
  */
 export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<RoundWakeup> {
-  const waiters = new Set<{ runId: string | undefined; wake: () => void }>();
-  let count = 0;
-  /** The count at the last notification for each run (and for any run). */
-  const last = new Map<string | undefined, number>();
+  const notices = new RoundNotices();
   // Loaded here, not on import: `breakwater run` without workers never loads it through this module.
   const { default: pg } = await import('pg');
   let client: InstanceType<typeof pg.Client> | undefined;
@@ -63,13 +61,6 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
   let closed = false;
   let retry: ReturnType<typeof setTimeout> | undefined;
   let retryMs = RELISTEN_MIN_MS;
-  /** The count when listening resumed after a gap: a wait marked before it looks again at once. */
-  let resumedAt = 0;
-  /** Something may have moved while nobody listened: every wait looks again (as after a notification). */
-  const wakeAll = () => {
-    resumedAt = ++count;
-    for (const w of waiters) w.wake();
-  };
   const drop = (c: InstanceType<typeof pg.Client>) => {
     if (client !== c) return;
     client = undefined;
@@ -100,11 +91,7 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
     c.on('error', () => drop(c));
     c.on('end', () => drop(c));
     c.on('notification', (n) => {
-      if (n.channel !== ROUND_CHANNEL) return;
-      count++;
-      last.set(n.payload, count);
-      last.set(undefined, count);
-      for (const w of waiters) if (w.runId === undefined || w.runId === n.payload) w.wake();
+      if (n.channel === ROUND_CHANNEL) notices.notified(n.payload);
     });
     try {
       await c.connect();
@@ -118,33 +105,21 @@ export async function listenForRounds(url: string, timeoutMs = 5_000): Promise<R
     const again = retryMs > RELISTEN_MIN_MS;
     retryMs = RELISTEN_MIN_MS;
     // Listening again after a gap: notifications sent meanwhile were lost.
-    if (again) wakeAll();
+    if (again) notices.resumed();
   };
   await listen();
   return {
     get listening() {
       return listening;
     },
-    mark: () => count,
+    mark: () => notices.mark(),
     wait(runId, fallbackMs, since, signal) {
-      return new Promise<void>((resolve) => {
-        if (signal?.aborted || (last.get(runId) ?? 0) > since || resumedAt > since) return resolve();
-        const waiter = { runId, wake: () => done() };
-        const timer = setTimeout(() => done(), fallbackMs);
-        const done = () => {
-          clearTimeout(timer);
-          waiters.delete(waiter);
-          signal?.removeEventListener('abort', done);
-          resolve();
-        };
-        waiters.add(waiter);
-        signal?.addEventListener('abort', done, { once: true });
-      });
+      return notices.wait(runId, fallbackMs, since, signal);
     },
     async close() {
       closed = true;
       if (retry) clearTimeout(retry);
-      for (const w of waiters) w.wake();
+      notices.wakeAll();
       const c = client;
       client = undefined;
       listening = false;
