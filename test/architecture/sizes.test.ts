@@ -26,7 +26,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/runs/run-scenario.ts': 558,
   'src/health/endpoint-health.ts': 562,
   'src/scheduler/memory-token-scheduler.ts': 559,
-  'src/byok/key-vault.ts': 542,
   'src/coordination/redis-coordination.ts': 433,
   'src/runtime/agent-handle.ts': 424,
   'src/runs/policies/status-quo-worker.ts': 421,
@@ -36,12 +35,10 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
 
 /** Functions over the limit (`file#name`), with their lines when listed. */
 const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
-  'src/byok/key-vault.ts#createKeyVault': 319,
   'src/runs/policies/status-quo-worker.ts#createStatusQuoExecutor': 290,
   'src/viz/viz-server.ts#startVizServer': 270,
   'src/fault-proxy/fault-proxy.ts#startFaultProxy': 226,
   'src/emulator/call-handler.ts#handleCall': 221,
-  'src/byok/byok-console.ts#startByokConsole': 219,
   'src/observability/prometheus-metrics.ts#createBreakwaterMetrics': 201,
   'src/report/run-report.ts#buildRunReport': 191,
   'src/cli/commands/run-command.ts#runRunCommand': 189,
@@ -62,7 +59,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/planner/plan-jobs.ts#preparePlan': 120,
   'src/runtime/supervisor-byok.ts#wireByok': 117,
   'src/clock/virtual-clock.ts#createVirtualClock': 113,
-  'src/byok/key-vault.ts#inject': 111,
   'src/viz/page/viz-page.ts#renderDetail': 107,
   'src/live/live-model.ts#apply': 106,
   'src/store/guarded-pg-pool.ts#createGuardedPool': 104,
