@@ -38,7 +38,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/runs/policies/status-quo-worker.ts#createStatusQuoExecutor': 290,
   'src/viz/viz-server.ts#startVizServer': 270,
   'src/fault-proxy/fault-proxy.ts#startFaultProxy': 226,
-  'src/emulator/call-handler.ts#handleCall': 221,
   'src/observability/prometheus-metrics.ts#createBreakwaterMetrics': 201,
   'src/report/run-report.ts#buildRunReport': 191,
   'src/cli/commands/run-command.ts#runRunCommand': 189,
@@ -47,7 +46,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/engines/timed-fetch.ts#timedFetch': 161,
   'src/cli/commands/run-workers.ts#runWithWorkers': 153,
   'src/runs/workers/run-worker.ts#workParts': 121,
-  'src/emulator/fault-actions.ts#applyFault': 134,
   // The composition root: it builds the supervisor's ten parts in their order, one short call each, and names the
   // forward references they share; splitting it further would hide the order it exists to show.
   'src/runtime/create-supervisor.ts#createSupervisor': 133,
