@@ -37,7 +37,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
 const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/runs/policies/status-quo-worker.ts#createStatusQuoExecutor': 290,
   'src/viz/viz-server.ts#startVizServer': 270,
-  'src/observability/prometheus-metrics.ts#createBreakwaterMetrics': 201,
   'src/report/run-report.ts#buildRunReport': 191,
   'src/cli/commands/run-command.ts#runRunCommand': 189,
   'src/store/run-store.ts#createRunStore': 189,
