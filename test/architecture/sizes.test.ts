@@ -48,7 +48,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   // forward references they share; splitting it further would hide the order it exists to show.
   'src/runtime/create-supervisor.ts#createSupervisor': 133,
   'src/coordination/coordinated-token-scheduler.ts##drain': 130,
-  'src/live/live-view.ts#createLiveView': 130,
   'src/runtime/probe-runner.ts#createProbeRunner': 127,
   'src/scenarios/json-scan.ts#scanJson': 122,
   'src/viz/live-source.ts#createLiveSource': 121,
@@ -56,7 +55,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/runtime/supervisor-byok.ts#wireByok': 117,
   'src/clock/virtual-clock.ts#createVirtualClock': 113,
   'src/viz/page/viz-page.ts#renderDetail': 107,
-  'src/live/live-model.ts#apply': 106,
   'src/store/guarded-pg-pool.ts#createGuardedPool': 104,
   'src/runs/workers/round-wakeup.ts#listenForRounds': 102,
   'src/viz/page/viz-page.ts#startReplay': 102,
