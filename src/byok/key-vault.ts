@@ -1,34 +1,18 @@
 import type { EngineWireOptions } from '../engines/create-engine.ts';
-import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock/clock.ts';
-import { type CallCredential, createCallCredential, fingerprintOf } from '../engines/call-credential.ts';
-import {
-  describeEndpoint,
-  type EndpointConfig,
-  type ParsedEndpointConfig,
-} from '../engines/endpoint-config.ts';
-import type { EndpointDescriptor, Engine, EngineRequest, EngineResult } from '../core/engine-types.ts';
-import { ConfigError } from '../core/errors/config-error.ts';
-import { EngineFaultError, type Fault, isEngineFaultError } from '../core/fault.ts';
-import { scrubSecrets } from '../redact/secret-scrubber.ts';
-import { ByokRejectedError, ByokVaultClosedError } from './byok-errors.ts';
-import { checkByokKey, checkSessionId, keyFormatOf, maskKeyBytes, positiveMs } from './byok-input.ts';
-import {
-  buildByokEngine,
-  byokTemplateName,
-  parseByokTemplates,
-  type ResolvedByokTemplate,
-} from './byok-template.ts';
-import type {
-  ByokExpiryReason,
-  ByokListener,
-  ByokReceipt,
-  ByokTemplate,
-  ProviderName,
-} from './byok-types.ts';
+import type { ParsedEndpointConfig } from '../engines/endpoint-config.ts';
+import type { EndpointDescriptor, Engine } from '../core/engine-types.ts';
+import { positiveMs } from './byok-input.ts';
+import { parseByokTemplates } from './byok-template.ts';
+import type { ByokListener, ByokReceipt, ByokTemplate, ProviderName } from './byok-types.ts';
 import { KeySealer } from '../redact/sealed-key.ts';
-import { formatDuration } from '../clock/format-time.ts';
+import { type InjectOptions, type InjectParts, injectKey } from './key-vault-inject.ts';
+import { createVaultEntries } from './key-vault-entries.ts';
+import { receiptOf } from './key-vault-entry.ts';
+import { vaultProviders } from './key-vault-providers.ts';
+
+export type { InjectOptions } from './key-vault-inject.ts';
 
 /**
  * Default idle TTL of an injected key: 2 hours without use.
@@ -39,8 +23,6 @@ import { formatDuration } from '../clock/format-time.ts';
  * ```
  */
 export const DEFAULT_BYOK_IDLE_TTL_MS = 2 * 60 * 60 * 1000;
-
-const SOURCE = 'byok';
 
 /**
  * Options of {@link createKeyVault}.
@@ -85,21 +67,6 @@ export interface KeyVaultOptions {
     run: (signal: AbortSignal | undefined) => Promise<T>,
     signal?: AbortSignal,
   ) => Promise<T>;
-}
-
-/**
- * Options of {@link KeyVault.inject}.
- *
- * @example
- * ```ts
- * await vault.inject('tty-1', 'openai', key, { signal: AbortSignal.timeout(10_000), ttlMs: 30 * 60_000 });
- * ```
- */
-export interface InjectOptions {
-  /** Cancels the check call; the key is then discarded. Default: none. */
-  readonly signal?: AbortSignal;
-  /** Idle TTL of this key, in ms. Default: the vault's `idleTtlMs`. */
-  readonly ttlMs?: number;
 }
 
 /**
@@ -156,40 +123,6 @@ export interface KeyVault {
   close(): void;
 }
 
-interface Entry {
-  readonly sessionId: string;
-  readonly template: ResolvedByokTemplate;
-  readonly endpointId: string;
-  readonly descriptor: EndpointDescriptor;
-  readonly masked: string;
-  readonly ttlMs: number;
-  /** The sealed key; its marker is all the provider engine's SDK client holds. */
-  readonly credential: CallCredential;
-  /** The provider engine, built once; it sends through the credential. */
-  readonly provider: Engine;
-  /** What the pool gets: refuses once the key is gone, slides the TTL on use. */
-  readonly engine: Engine;
-  state: 'checking' | 'live' | 'gone';
-  goneReason?: ByokExpiryReason;
-  lastUsedAt: number;
-  timer: unknown;
-}
-
-function expiryText(reason: ByokExpiryReason | undefined, ttlMs: number): string {
-  switch (reason) {
-    case 'idle':
-      return `after ${formatDuration(ttlMs, 'exact')} without use`;
-    case 'revoked':
-      return 'because it was revoked';
-    case 'session-ended':
-      return 'because its session ended';
-    case 'replaced':
-      return 'because the session injected another key for this provider';
-    default:
-      return 'because the key vault was closed';
-  }
-}
-
 /**
  * Creates the runtime BYOK key vault: when the platform's credit is gone, a user types
  * `/byok PROVIDER KEY` and that session's agents carry on with their own key.
@@ -228,265 +161,32 @@ export function createKeyVault(options: KeyVaultOptions): KeyVault {
   const templates = parseByokTemplates(options.templates);
   const validate = options.validate ?? true;
   const logger = options.logger?.child({ component: 'byok' });
+  const wireOf = (templateName: string): EngineWireOptions => options.wireOf?.(templateName) ?? {};
+  const withToken: InjectParts['withToken'] = options.withToken ?? ((_label, run) => run(undefined));
   const sealer = new KeySealer();
-  const live = new Map<string, Entry>();
-  const checking = new Set<Entry>();
-  const listeners = new Set<ByokListener>();
+  const entries = createVaultEntries(ttlClock, logger);
+  const { live, checking, listeners, liveEntry, sweep, ofSession, removeAll } = entries;
   let closed = false;
 
-  const knownNames = () => [...templates.keys()].sort();
+  const { knownNames, templateOf } = vaultProviders(templates);
 
-  // Never echo what was typed as the provider: it may be the key, typed first.
-  const unknownProvider = (): ConfigError =>
-    new ConfigError({
-      source: SOURCE,
-      path: 'provider',
-      message: `the provider name is not a BYOK provider (what was typed is not shown); use one of ${knownNames().join(', ')}`,
-    });
-
-  const templateOf = (providerName: unknown): ResolvedByokTemplate => {
-    const name = typeof providerName === 'string' ? byokTemplateName(providerName) : '';
-    const template = templates.get(name);
-    if (!template) throw unknownProvider();
-    return template;
-  };
-
-  const expiresAt = (entry: Entry) => entry.lastUsedAt + entry.ttlMs;
-
-  const receiptOf = (entry: Entry): ByokReceipt =>
-    Object.freeze({
-      sessionId: entry.sessionId,
-      provider: entry.template.name,
-      masked: entry.masked,
-      endpointId: entry.endpointId,
-      expiresAt: expiresAt(entry),
-    });
-
-  const logFields = (entry: Entry) => ({
-    sessionId: entry.sessionId,
-    provider: entry.template.name,
-    endpointId: entry.endpointId,
-    keyFingerprint: entry.descriptor.keyFingerprint,
-    masked: entry.masked,
-  });
-
-  const emit = (fn: (l: ByokListener) => void): void => {
-    for (const listener of [...listeners]) {
-      try {
-        fn(listener);
-      } catch (err) {
-        logger?.error({ err }, 'byok listener failed');
-      }
-    }
-  };
-
-  /** Wipes an entry. Idempotent; tells listeners only about keys that had been live. */
-  const end = (entry: Entry, reason: ByokExpiryReason): void => {
-    if (entry.state === 'gone') return;
-    const wasLive = entry.state === 'live';
-    entry.state = 'gone';
-    entry.goneReason = reason;
-    if (entry.timer !== undefined) ttlClock.clearTimeout(entry.timer);
-    entry.timer = undefined;
-    entry.credential.dispose();
-    checking.delete(entry);
-    if (live.get(entry.endpointId) === entry) live.delete(entry.endpointId);
-    if (!wasLive) return;
-    const receipt = receiptOf(entry);
-    logger?.info({ ...logFields(entry), reason }, 'byok key expired');
-    emit((l) => l.onExpired?.(receipt, reason));
-  };
-
-  // One timer per key, re-armed for the remainder when the key was used meanwhile: a call then costs
-  // one clock read instead of a clear + set.
-  const arm = (entry: Entry): void => {
-    const onTimer = () => {
-      entry.timer = undefined;
-      if (entry.state !== 'live') return;
-      const left = expiresAt(entry) - ttlClock.now();
-      if (left > 0) entry.timer = ttlClock.setTimeout(onTimer, left);
-      else end(entry, 'idle');
-    };
-    entry.timer = ttlClock.setTimeout(onTimer, Math.max(0, expiresAt(entry) - ttlClock.now()));
-  };
-
-  /** Expires keys whose deadline passed even if their timer has not fired yet (a late host timer). */
-  const sweep = (): void => {
-    const now = ttlClock.now();
-    for (const entry of [...live.values()]) if (now >= expiresAt(entry)) end(entry, 'idle');
-  };
-
-  const liveEntry = (endpointId: string): Entry | undefined => {
-    const entry = live.get(endpointId);
-    if (!entry) return undefined;
-    if (ttlClock.now() >= expiresAt(entry)) {
-      end(entry, 'idle');
-      return undefined;
-    }
-    return entry;
-  };
-
-  const expiredFault = (entry: Entry): EngineFaultError =>
-    new EngineFaultError({
-      kind: 'auth',
-      provider: entry.template.endpoint.provider,
-      code: 'byok_expired',
-      message: `BYOK ${entry.template.name} key ${entry.masked} expired ${expiryText(entry.goneReason, entry.ttlMs)}; nothing was sent. Inject it again with /byok ${entry.template.name} KEY`,
-      endpointId: entry.endpointId,
-    });
-
-  const callLive = async (entry: Entry, request: EngineRequest): Promise<EngineResult> => {
-    if (entry.state === 'live' && ttlClock.now() >= expiresAt(entry)) end(entry, 'idle');
-    if (entry.state !== 'live') throw expiredFault(entry);
-    entry.lastUsedAt = ttlClock.now();
-    try {
-      return await entry.provider.call(request);
-    } finally {
-      // A long call counts as activity until it ends; a key that went away meanwhile stays gone.
-      if (entry.state === 'live') entry.lastUsedAt = Math.max(entry.lastUsedAt, ttlClock.now());
-    }
-  };
-
-  const faultOf = (err: unknown, entry: Entry): Fault => {
-    if (isEngineFaultError(err)) return err.fault;
-    return {
-      kind: 'bad_request',
-      provider: entry.template.endpoint.provider,
-      message: scrubSecrets(err instanceof Error ? err.message : String(err)),
-      endpointId: entry.endpointId,
-    };
-  };
-
-  const ofSession = (sessionId: string, name?: string): Entry[] => [
-    ...[...live.values()].filter(
-      (e) => e.sessionId === sessionId && (name === undefined || e.template.name === name),
-    ),
-    ...[...checking].filter(
-      (e) => e.sessionId === sessionId && (name === undefined || e.template.name === name),
-    ),
-  ];
-
-  const removeAll = (entries: Entry[], reason: ByokExpiryReason): ByokReceipt[] => {
-    const out: ByokReceipt[] = [];
-    for (const entry of entries) {
-      if (entry.state === 'live') out.push(receiptOf(entry));
-      end(entry, reason);
-    }
-    return out;
+  const injectParts: InjectParts = {
+    clock,
+    ttlClock,
+    idleTtlMs,
+    validate,
+    sealer,
+    entries,
+    logger,
+    wireOf,
+    withToken,
+    templateOf,
+    isClosed: () => closed,
   };
 
   return Object.freeze({
-    async inject(sessionIdIn, providerName, keyIn, injectOptions: InjectOptions = {}) {
-      if (closed) throw new ByokVaultClosedError();
-      const sessionId = checkSessionId(sessionIdIn);
-      const template = templateOf(providerName);
-      const ttlMs = positiveMs(injectOptions.ttlMs ?? idleTtlMs, 'ttlMs');
-      const format = keyFormatOf(template.endpoint.provider, template.endpoint.flavor);
-      const { bytes, copied } = checkByokKey(keyIn, format);
-      let entry: Entry;
-      let credential: CallCredential | undefined;
-      try {
-        const fingerprint = fingerprintOf(bytes);
-        const endpointId = `byok:${sessionId}:${template.name}:${fingerprint}`;
-        credential = createCallCredential(bytes, { sealer, aad: endpointId });
-        const descriptor = Object.freeze({
-          ...describeEndpoint({ id: endpointId, ...template.endpoint } as EndpointConfig),
-          keyFingerprint: fingerprint,
-        });
-        const config = { id: endpointId, ...template.endpoint } as ParsedEndpointConfig;
-        entry = {
-          sessionId,
-          template,
-          endpointId,
-          descriptor,
-          masked: maskKeyBytes(bytes),
-          ttlMs,
-          credential,
-          provider: buildByokEngine(
-            config,
-            descriptor,
-            clock,
-            credential,
-            options.wireOf?.(template.name) ?? {},
-          ),
-          engine: Object.freeze({ endpoint: descriptor, call: (r: EngineRequest) => callLive(entry, r) }),
-          state: 'checking',
-          lastUsedAt: ttlClock.now(),
-          timer: undefined,
-        };
-      } catch (e) {
-        // Sealed but never kept (its engine was refused, e.g. a bad wireScale): wiped now, not left to the GC.
-        credential?.dispose();
-        throw e;
-      } finally {
-        // A string the vault copied is wiped here; bytes handed in stay the caller's to wipe.
-        if (copied) bytes.fill(0);
-      }
-      const { endpointId } = entry;
-      checking.add(entry);
-
-      const refuse = (fault: Fault): never => {
-        const err = new ByokRejectedError({ provider: template.name, masked: entry.masked, fault });
-        end(entry, 'revoked');
-        logger?.warn(
-          { ...logFields(entry), faultKind: fault.kind, status: fault.status },
-          'byok key refused',
-        );
-        throw err;
-      };
-
-      if (validate) {
-        try {
-          const check = (tokenSignal: AbortSignal | undefined) => {
-            const signals = [injectOptions.signal, tokenSignal].filter(
-              (x): x is AbortSignal => x !== undefined,
-            );
-            const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
-            return entry.provider.call({
-              messages: [{ role: 'user', content: 'ping' }],
-              maxTokens: 1,
-              idempotencyKey: `byok-check:${endpointId}:${randomUUID()}`,
-              ...(signal ? { signal } : {}),
-            });
-          };
-          await (options.withToken
-            ? options.withToken(`byok-check:${endpointId}`, check, injectOptions.signal)
-            : check(undefined));
-        } catch (err) {
-          if (entry.state === 'gone') {
-            refuse({
-              kind: 'cancelled',
-              provider: template.endpoint.provider,
-              message: 'the key was removed while it was being checked',
-              endpointId,
-            });
-          }
-          refuse(faultOf(err, entry));
-        }
-      }
-      if (closed) {
-        end(entry, 'closed');
-        throw new ByokVaultClosedError();
-      }
-      if (entry.state === 'gone') {
-        refuse({
-          kind: 'cancelled',
-          provider: template.endpoint.provider,
-          message: 'the key was removed while it was being checked',
-          endpointId,
-        });
-      }
-      for (const other of ofSession(sessionId, template.name)) if (other !== entry) end(other, 'replaced');
-      checking.delete(entry);
-      entry.state = 'live';
-      entry.lastUsedAt = ttlClock.now();
-      live.set(endpointId, entry);
-      arm(entry);
-      const receipt = receiptOf(entry);
-      logger?.info({ ...logFields(entry), expiresAt: receipt.expiresAt }, 'byok key injected');
-      emit((l) => l.onInjected?.(receipt));
-      return receipt;
-    },
+    inject: (sessionIdIn, providerName, keyIn, injectOptions) =>
+      injectKey(injectParts, sessionIdIn, providerName, keyIn, injectOptions),
 
     engineFor(endpointId) {
       return liveEntry(endpointId)?.engine;

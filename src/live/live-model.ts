@@ -182,21 +182,8 @@ export class LiveModel {
     const data = rec(event.data);
     const at = num(event.at) ?? 0;
     switch (event.type) {
-      case 'run.started': {
-        this.runId = str(data.runId) ?? this.runId;
-        this.scenario = str(data.scenario) ?? this.scenario;
-        const agents = Array.isArray(data.agents) ? data.agents : [];
-        for (const a of agents) {
-          const info = rec(a);
-          if (str(info.name)) this.addAgent(info as unknown as AgentInfo, at);
-        }
-        for (const id of Array.isArray(data.endpoints) ? data.endpoints : []) if (str(id)) this.endpoint(id);
-        const resumed = num(data.resumedFrom);
-        return [
-          `run ${this.runId ?? '?'} started: ${this.scenario ?? '?'}, ${num(data.rounds) ?? '?'} rounds, ` +
-            `${agents.length} agents${resumed !== undefined ? ` (resumed after round ${resumed})` : ''}`,
-        ];
-      }
+      case 'run.started':
+        return this.#runStarted(data, at);
       case 'run.finished':
         return [`run ${str(data.runId) ?? this.runId ?? '?'} finished: ${str(data.status) ?? '?'}`];
       case 'round.started':
@@ -232,38 +219,8 @@ export class LiveModel {
         ep.openUntil = num(data.openUntil) ?? null;
         return [`endpoint ${ep.id} breaker ${ep.breaker} (was ${str(data.previous) ?? '?'})`];
       }
-      case 'turn.completed': {
-        if (!event.agent) return [];
-        const agent = this.addAgent(event.agent, at);
-        agent.turns++;
-        const outcome = str(data.outcome);
-        const worker = str(data.worker);
-        // A run spread over workers: every turn says which worker asked it (the log of who did what).
-        if (worker) {
-          agent.worker = worker;
-          if (data.degraded === true) agent.degraded++;
-          else if (outcome === 'failed') agent.failed++;
-          const where = [
-            num(data.round) !== undefined ? `round ${num(data.round)}` : '',
-            str(data.itemId) ?? '',
-          ]
-            .filter(Boolean)
-            .join(' ');
-          return [
-            `${agent.name} ${data.degraded === true ? 'answered degraded' : (outcome ?? '?')}${where ? ` (${where})` : ''} on worker ${worker}`,
-          ];
-        }
-        if (data.degraded === true) {
-          agent.degraded++;
-          const reason = str(data.degradedReason);
-          return [`${agent.name} answered degraded${reason ? ` (${reason})` : ''}`];
-        }
-        if (outcome === 'failed') {
-          agent.failed++;
-          return [`${agent.name} turn failed`];
-        }
-        return [];
-      }
+      case 'turn.completed':
+        return event.agent ? this.#turnCompleted(event.agent, data, at) : [];
       case 'policy.log':
         return [`${event.agent ?? 'policy'}: ${str(data.message) ?? ''}`];
       case 'byok.injected': {
@@ -283,6 +240,53 @@ export class LiveModel {
       default:
         return [];
     }
+  }
+
+  /** `run.started`: the run's id, scenario, agents and endpoints; one line saying so. */
+  #runStarted(data: Record<string, unknown>, at: number): string[] {
+    this.runId = str(data.runId) ?? this.runId;
+    this.scenario = str(data.scenario) ?? this.scenario;
+    const agents = Array.isArray(data.agents) ? data.agents : [];
+    for (const a of agents) {
+      const info = rec(a);
+      if (str(info.name)) this.addAgent(info as unknown as AgentInfo, at);
+    }
+    for (const id of Array.isArray(data.endpoints) ? data.endpoints : []) if (str(id)) this.endpoint(id);
+    const resumed = num(data.resumedFrom);
+    return [
+      `run ${this.runId ?? '?'} started: ${this.scenario ?? '?'}, ${num(data.rounds) ?? '?'} rounds, ` +
+        `${agents.length} agents${resumed !== undefined ? ` (resumed after round ${resumed})` : ''}`,
+    ];
+  }
+
+  /** `turn.completed`: the agent's counts; a line for a degraded or failed turn, or every turn of a worker run. */
+  #turnCompleted(name: string, data: Record<string, unknown>, at: number): string[] {
+    const agent = this.addAgent(name, at);
+    agent.turns++;
+    const outcome = str(data.outcome);
+    const worker = str(data.worker);
+    // A run spread over workers: every turn says which worker asked it (the log of who did what).
+    if (worker) {
+      agent.worker = worker;
+      if (data.degraded === true) agent.degraded++;
+      else if (outcome === 'failed') agent.failed++;
+      const where = [num(data.round) !== undefined ? `round ${num(data.round)}` : '', str(data.itemId) ?? '']
+        .filter(Boolean)
+        .join(' ');
+      return [
+        `${agent.name} ${data.degraded === true ? 'answered degraded' : (outcome ?? '?')}${where ? ` (${where})` : ''} on worker ${worker}`,
+      ];
+    }
+    if (data.degraded === true) {
+      agent.degraded++;
+      const reason = str(data.degradedReason);
+      return [`${agent.name} answered degraded${reason ? ` (${reason})` : ''}`];
+    }
+    if (outcome === 'failed') {
+      agent.failed++;
+      return [`${agent.name} turn failed`];
+    }
+    return [];
   }
 
   #call(endpoint: string | undefined, agent: string | undefined, data: Record<string, unknown>, at: number) {

@@ -1,10 +1,11 @@
-import { createLogUpdate } from 'log-update';
 import type { Clock } from '../clock/clock.ts';
 import type { AgentInfo, RuntimeEvent, RuntimeEventListener } from '../core/runtime-event.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { LiveModel, type LiveProgress } from './live-model.ts';
 import { formatDuration } from '../clock/format-time.ts';
 import { renderFrame } from './live-render.ts';
+import { createLivePlainLog } from './live-plain-log.ts';
+import { startLiveTerminal } from './live-terminal.ts';
 
 /**
  * Where the live view reads the run from. A `Supervisor` fits as it is (events, agents, health,
@@ -70,9 +71,6 @@ export interface LiveViewOptions {
    */
   readonly plainDetail?: 'notable' | 'all';
 }
-
-/** Agent states that are the normal course of a turn; plain `notable` mode does not log entering them. */
-const ROUTINE_STATES: ReadonlySet<string> = new Set(['idle', 'queued', 'calling', 'fallback', 'tools']);
 
 /**
  * A running live view.
@@ -159,38 +157,18 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       // A closed stream (EPIPE) must not stop the run.
     }
   };
-  const detail = options.plainDetail ?? 'notable';
-  const isRoutine = (event: RuntimeEvent) =>
-    event.type === 'agent.state' &&
-    ROUTINE_STATES.has(event.data.state) &&
-    ROUTINE_STATES.has(event.data.previous);
   const stamp = () => `[+${formatDuration(Math.max(0, (lastAt ?? 0) - (firstAt ?? lastAt ?? 0)), 'short')}]`;
-  const logLines = (lines: readonly string[]) => {
-    for (const line of lines) write(`${stamp()} ${scrubSecrets(line)}\n`);
-  };
+  const plain = createLivePlainLog(write, options.plainDetail ?? 'notable', stamp);
 
   const frame = () => {
     refresh();
     return renderFrame(model, now(), out.columns || 80).map((l) => scrubSecrets(l));
   };
 
-  const interval = 1000 / Math.max(1, options.maxRedrawsPerSecond ?? 10);
-  const logUpdate = mode === 'tty' ? createLogUpdate(out as NodeJS.WriteStream) : undefined;
-  let dirty = true;
-  let lastDraw = 0;
-  const draw = () => {
-    if (!logUpdate) return;
-    logUpdate(frame().join('\n'));
-    dirty = false;
-    lastDraw = performance.now();
-  };
-  // Redraw when something changed, and twice a second anyway so countdowns and health move.
-  const timer = logUpdate
-    ? setInterval(() => {
-        if (dirty || performance.now() - lastDraw >= 500) draw();
-      }, interval)
-    : undefined;
-  timer?.unref?.();
+  const terminal =
+    mode === 'tty'
+      ? startLiveTerminal(out as NodeJS.WriteStream, frame, options.maxRedrawsPerSecond ?? 10)
+      : undefined;
 
   const onEvent = (event: RuntimeEvent) => {
     if (typeof event.at === 'number' && Number.isFinite(event.at)) {
@@ -198,59 +176,43 @@ export function createLiveView(options: LiveViewOptions): LiveView {
       lastAt = Math.max(lastAt ?? event.at, event.at);
     }
     const lines = model.apply(event);
-    if (mode === 'tty') dirty = true;
-    else if (detail === 'all' || !isRoutine(event)) logLines(lines);
+    if (terminal) terminal.touch();
+    else plain.event(event, lines);
   };
   const unsubscribe = source.subscribeEvents(onEvent);
-  let lastProgress = '';
   let stopped = false;
-  if (logUpdate) draw();
+  terminal?.draw();
 
   return {
     mode,
     setProgress(progress) {
       if (stopped) return;
       model.progress = progress;
-      if (mode === 'tty') {
-        dirty = true;
-        return;
-      }
-      const step = progress.total > 0 ? Math.floor((progress.done * 10) / progress.total) : 10;
-      const shown = detail === 'all' ? `${progress.done}` : `${step}`;
-      const line = `round ${progress.round}/${progress.rounds}: ${progress.done}/${progress.total} done`;
-      const key = `${progress.round}:${shown}`;
-      if (key !== lastProgress) logLines([line]);
-      lastProgress = key;
+      if (terminal) terminal.touch();
+      else plain.progress(progress);
     },
     setText(agent, text) {
-      if (stopped || mode !== 'tty') return;
+      if (stopped || !terminal) return;
       const row = model.agents.get(agent);
       if (!row) return;
       if (text) row.text = text;
       else delete row.text;
-      dirty = true;
+      terminal.touch();
     },
     log(line) {
       const text = scrubSecrets(line);
-      if (!logUpdate || stopped) write(`${text}\n`);
-      else {
-        logUpdate.persist(text);
-        draw();
-      }
+      if (!terminal || stopped) write(`${text}\n`);
+      else terminal.persist(text);
     },
     flush() {
-      if (!stopped) draw();
+      if (!stopped) terminal?.draw();
     },
     frame,
     stop() {
       if (stopped) return;
       stopped = true;
       unsubscribe();
-      if (timer) clearInterval(timer);
-      if (logUpdate) {
-        draw();
-        logUpdate.done();
-      }
+      terminal?.stop();
     },
   };
 }
