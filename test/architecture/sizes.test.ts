@@ -28,7 +28,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/scheduler/memory-token-scheduler.ts': 559,
   'src/byok/key-vault.ts': 542,
   'src/coordination/redis-coordination.ts': 433,
-  'src/runtime/agent-handle.ts': 424,
   'src/runs/policies/status-quo-worker.ts': 421,
   'src/viz/viz-server.ts': 417,
   'src/ai-sdk/breakwater-language-model.ts': 406,
