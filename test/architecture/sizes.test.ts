@@ -46,7 +46,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/cli/commands/run-command.ts#runRunCommand': 189,
   'src/store/run-store.ts#createRunStore': 189,
   'src/viz/page/timeline-canvas.ts#createTimeline': 188,
-  'src/engines/timed-fetch.ts#timedFetch': 161,
   'src/cli/commands/run-workers.ts#runWithWorkers': 153,
   'src/runs/workers/run-worker.ts#workParts': 121,
   'src/emulator/fault-actions.ts#applyFault': 134,
