@@ -25,7 +25,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/runs/workers/run-worker.ts': 586,
   'src/runs/run-scenario.ts': 558,
   'src/health/endpoint-health.ts': 562,
-  'src/scheduler/memory-token-scheduler.ts': 559,
   'src/byok/key-vault.ts': 542,
   'src/coordination/redis-coordination.ts': 433,
   'src/runs/policies/status-quo-worker.ts': 421,
