@@ -24,7 +24,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/report/run-report.ts': 592,
   'src/runs/workers/run-worker.ts': 586,
   'src/runs/run-scenario.ts': 558,
-  'src/health/endpoint-health.ts': 562,
   'src/byok/key-vault.ts': 542,
   'src/coordination/redis-coordination.ts': 433,
   'src/runs/policies/status-quo-worker.ts': 421,
