@@ -4,6 +4,8 @@ import { holdClock } from '../clock/virtual-clock.ts';
 import { type CallAbort, signalAbort } from '../core/call-abort.ts';
 import { type CallCredential, redactKeyIn } from './call-credential.ts';
 import { type CredentialFetchInit, credentialFetch, ON_BODY_CHUNK } from './credential-fetch.ts';
+import { afterPendingIo } from './after-pending-io.ts';
+import { stampReads } from './stamp-reads.ts';
 
 /**
  * Per-call deadlines and response capture for every SDK, in one place.
@@ -175,50 +177,8 @@ export const timedFetch: typeof fetch = async (input, init) => {
   if (carried) init = withoutCall(init!);
 
   const { clock } = call;
-  const controller = new AbortController();
-  const sdkSignal = init?.signal ?? undefined;
-  const caller = call.caller;
-  const abort = () => controller.abort();
-  sdkSignal?.addEventListener('abort', abort, { once: true });
-  // The caller's cancellation, unless it is the very signal the SDK passed on (listened to above).
-  const offCaller =
-    caller && (caller.signal === undefined || caller.signal !== sdkSignal)
-      ? caller.onAbort(abort)
-      : undefined;
-  if (sdkSignal?.aborted || caller?.aborted) controller.abort();
-
-  let timer: unknown;
-  let idleTimer: unknown;
-  let bodyController: ReadableStreamDefaultController<Uint8Array> | undefined;
-  // From send to the last body byte the call is real work: a virtual clock must not jump over it.
-  const unhold = holdClock(clock);
-  let ended = false;
-  const release = () => {
-    ended = true;
-    unhold();
-    clock.clearTimeout(timer);
-    if (idleTimer !== undefined) clock.clearTimeout(idleTimer);
-    sdkSignal?.removeEventListener('abort', abort);
-    offCaller?.();
-  };
-  const previous = call.cleanup;
-  call.cleanup = previous
-    ? () => {
-        previous();
-        release();
-      }
-    : release;
-
-  let answered = false;
-  timer = clock.setTimeout(
-    () =>
-      afterPendingIo(clock, () => {
-        if (answered) return;
-        call.timedOut = 'headers';
-        controller.abort(new DeadlineError('headers', call.headersTimeoutMs, call.wireScale));
-      }),
-    call.headersTimeoutMs,
-  );
+  const watch = watchFetch(call, init?.signal ?? undefined);
+  const { release } = watch;
 
   const stamp = () => {
     call.lastActivity = clock.now();
@@ -227,7 +187,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
   const stampedBelow = call.streamed && call.credential !== undefined;
   let response: Response;
   try {
-    const sent: CredentialFetchInit = { ...init, signal: controller.signal };
+    const sent: CredentialFetchInit = { ...init, signal: watch.controller.signal };
     response = call.credential
       ? await credentialFetch(input, stampedBelow ? { ...sent, [ON_BODY_CHUNK]: stamp } : sent)
       : await fetch(input, sent);
@@ -236,8 +196,8 @@ export const timedFetch: typeof fetch = async (input, init) => {
     if (call.timedOut) throw new DeadlineError(call.timedOut, call.headersTimeoutMs, call.wireScale);
     throw err;
   } finally {
-    answered = true;
-    clock.clearTimeout(timer);
+    watch.answered = true;
+    clock.clearTimeout(watch.headersTimer);
   }
   call.status = response.status;
   call.headers = response.headers;
@@ -248,37 +208,7 @@ export const timedFetch: typeof fetch = async (input, init) => {
     return response;
   }
 
-  // One timer per call, not per chunk: a chunk only stamps the time, and the timer re-arms itself
-  // for the remainder when it finds the body was active. That keeps per-chunk work to one clock read.
-  const idleMs = call.idleTimeoutMs;
-  const onIdle = () => {
-    const quiet = clock.now() - call.lastActivity;
-    if (quiet < idleMs) {
-      idleTimer = clock.setTimeout(onIdle, idleMs - quiet);
-      return;
-    }
-    idleTimer = undefined;
-    afterPendingIo(clock, expireIdle);
-  };
-  const expireIdle = () => {
-    // Bytes read meanwhile (they had arrived while this process was starved): the body is alive.
-    const quiet = clock.now() - call.lastActivity;
-    if (ended) return;
-    if (quiet < idleMs) {
-      idleTimer = clock.setTimeout(onIdle, idleMs - quiet);
-      return;
-    }
-    call.timedOut = 'idle';
-    const err = new DeadlineError('idle', idleMs, call.wireScale);
-    try {
-      bodyController?.error(err);
-    } catch {
-      // the stream already closed
-    }
-    controller.abort(err);
-  };
-  call.lastActivity = clock.now();
-  idleTimer = clock.setTimeout(onIdle, idleMs);
+  armIdleDeadline(call, watch);
   // Any bytes are a sign of life, including what an SDK's parser drops (Anthropic `ping` events, SSE comments):
   // stamping only the events an SDK yields cut live streams whose content was slow while the provider kept
   // pinging. A streamed success body stays the SDK's own stream (a wrapping stream costs a pull cycle per chunk):
@@ -289,11 +219,139 @@ export const timedFetch: typeof fetch = async (input, init) => {
     return response;
   }
 
-  const reader = response.body.getReader();
-  const body = new ReadableStream<Uint8Array>(
+  const body = idleWatchedBody(call, watch, response.body);
+  const init2 = { status: response.status, statusText: response.statusText, headers: response.headers };
+  if (response.ok) return new Response(body, init2);
+  // Error bodies are small and the classifier needs them raw (Gemini-compat's array body is lost
+  // by the OpenAI SDK), so read them here under the idle deadline and hand the SDK a copy. A provider
+  // that echoes the key gets it cut out of the bytes, before any string of them exists.
+  const bytes = redactKeyIn(call.credential, Buffer.from(await new Response(body).arrayBuffer()));
+  const text = bytes.toString('utf8');
+  call.bodyText = text;
+  return new Response(text, init2);
+};
+
+/** One fetch of a timed call: what cuts it (its controller, its deadlines' timers) and how it lets go of them. */
+interface FetchWatch {
+  /** The platform fetch's signal: aborted by the SDK's signal, the caller's cancellation, or a deadline. */
+  readonly controller: AbortController;
+  /** Clears the timers and listeners and lets the clock go; also run by the call's cleanup. */
+  readonly release: () => void;
+  headersTimer: unknown;
+  idleTimer: unknown;
+  /** The controller of the body stream handed to the SDK (a body that is wrapped): an idle deadline errors it. */
+  bodyController: ReadableStreamDefaultController<Uint8Array> | undefined;
+  /** The response headers came (or the request failed): the header deadline has nothing left to cut. */
+  answered: boolean;
+  /** Released: a deadline firing late has nothing left to cut. */
+  ended: boolean;
+}
+
+/**
+ * Starts watching one fetch of `call`: links the SDK's signal and the caller's cancellation to a controller of its
+ * own, holds the clock, chains its release into the call's cleanup, and arms the header deadline.
+ */
+function watchFetch(call: TimedCall, sdkSignal: AbortSignal | undefined): FetchWatch {
+  const { clock } = call;
+  const controller = new AbortController();
+  const caller = call.caller;
+  const abort = () => controller.abort();
+  sdkSignal?.addEventListener('abort', abort, { once: true });
+  // The caller's cancellation, unless it is the very signal the SDK passed on (listened to above).
+  const offCaller =
+    caller && (caller.signal === undefined || caller.signal !== sdkSignal)
+      ? caller.onAbort(abort)
+      : undefined;
+  if (sdkSignal?.aborted || caller?.aborted) controller.abort();
+
+  // From send to the last body byte the call is real work: a virtual clock must not jump over it.
+  const unhold = holdClock(clock);
+  const watch: FetchWatch = {
+    controller,
+    release: () => {
+      watch.ended = true;
+      unhold();
+      clock.clearTimeout(watch.headersTimer);
+      if (watch.idleTimer !== undefined) clock.clearTimeout(watch.idleTimer);
+      sdkSignal?.removeEventListener('abort', abort);
+      offCaller?.();
+    },
+    headersTimer: undefined,
+    idleTimer: undefined,
+    bodyController: undefined,
+    answered: false,
+    ended: false,
+  };
+  const { release } = watch;
+  const previous = call.cleanup;
+  call.cleanup = previous
+    ? () => {
+        previous();
+        release();
+      }
+    : release;
+
+  watch.headersTimer = clock.setTimeout(
+    () =>
+      afterPendingIo(clock, () => {
+        if (watch.answered) return;
+        call.timedOut = 'headers';
+        controller.abort(new DeadlineError('headers', call.headersTimeoutMs, call.wireScale));
+      }),
+    call.headersTimeoutMs,
+  );
+  return watch;
+}
+
+/** Arms the idle deadline of a body being read: it counts from {@link TimedCall.lastActivity}, stamped now. */
+function armIdleDeadline(call: TimedCall, watch: FetchWatch): void {
+  const { clock } = call;
+  // One timer per call, not per chunk: a chunk only stamps the time, and the timer re-arms itself
+  // for the remainder when it finds the body was active. That keeps per-chunk work to one clock read.
+  const idleMs = call.idleTimeoutMs;
+  const onIdle = () => {
+    const quiet = clock.now() - call.lastActivity;
+    if (quiet < idleMs) {
+      watch.idleTimer = clock.setTimeout(onIdle, idleMs - quiet);
+      return;
+    }
+    watch.idleTimer = undefined;
+    afterPendingIo(clock, expireIdle);
+  };
+  const expireIdle = () => {
+    // Bytes read meanwhile (they had arrived while this process was starved): the body is alive.
+    const quiet = clock.now() - call.lastActivity;
+    if (watch.ended) return;
+    if (quiet < idleMs) {
+      watch.idleTimer = clock.setTimeout(onIdle, idleMs - quiet);
+      return;
+    }
+    call.timedOut = 'idle';
+    const err = new DeadlineError('idle', idleMs, call.wireScale);
+    try {
+      watch.bodyController?.error(err);
+    } catch {
+      // the stream already closed
+    }
+    watch.controller.abort(err);
+  };
+  call.lastActivity = clock.now();
+  watch.idleTimer = clock.setTimeout(onIdle, idleMs);
+}
+
+/** The body handed to the SDK in place of `source`: each read stamps activity; its end or failure releases the fetch. */
+function idleWatchedBody(
+  call: TimedCall,
+  watch: FetchWatch,
+  source: ReadableStream<Uint8Array>,
+): ReadableStream<Uint8Array> {
+  const { clock, idleTimeoutMs: idleMs } = call;
+  const { release } = watch;
+  const reader = source.getReader();
+  return new ReadableStream<Uint8Array>(
     {
       start(c) {
-        bodyController = c;
+        watch.bodyController = c;
       },
       async pull(c) {
         try {
@@ -317,70 +375,9 @@ export const timedFetch: typeof fetch = async (input, init) => {
     },
     { highWaterMark: 0 },
   );
-
-  const init2 = { status: response.status, statusText: response.statusText, headers: response.headers };
-  if (response.ok) return new Response(body, init2);
-  // Error bodies are small and the classifier needs them raw (Gemini-compat's array body is lost
-  // by the OpenAI SDK), so read them here under the idle deadline and hand the SDK a copy. A provider
-  // that echoes the key gets it cut out of the bytes, before any string of them exists.
-  const bytes = redactKeyIn(call.credential, Buffer.from(await new Response(body).arrayBuffer()));
-  const text = bytes.toString('utf8');
-  call.bodyText = text;
-  return new Response(text, init2);
-};
+}
 
 function withoutCall(init: RequestInit): RequestInit {
   const { [TIMED_CALL]: _call, ...rest } = init as RequestInit & Partial<TimedFetchOptions>;
   return rest;
-}
-
-/**
- * Makes every chunk read from `body` call `stamp`, through the two ways SDKs read a body: `getReader().read()`
- * (genai) and async iteration (`openai`, `@anthropic-ai/sdk`). Own properties on this one stream shadow the
- * prototype's; the stream itself is untouched (no extra stream, one `then` per chunk).
- */
-function stampReads(body: ReadableStream<Uint8Array>, stamp: () => void): void {
-  const stamped = <T>(r: T): T => {
-    stamp();
-    return r;
-  };
-  const getReader = body.getReader.bind(body) as (o?: unknown) => ReadableStreamDefaultReader<Uint8Array>;
-  Object.defineProperty(body, 'getReader', {
-    configurable: true,
-    value: (options?: { mode?: string }) => {
-      const reader = getReader(options);
-      if (options?.mode !== 'byob') {
-        const read = reader.read.bind(reader);
-        Object.defineProperty(reader, 'read', { configurable: true, value: () => read().then(stamped) });
-      }
-      return reader;
-    },
-  });
-  const iterate = (body as unknown as AsyncIterable<Uint8Array>)[Symbol.asyncIterator].bind(body) as (
-    o?: unknown,
-  ) => AsyncIterator<Uint8Array>;
-  const values = (options?: unknown) => {
-    const it = iterate(options);
-    const next = it.next.bind(it);
-    Object.defineProperty(it, 'next', { configurable: true, value: () => next().then(stamped) });
-    return it;
-  };
-  Object.defineProperty(body, Symbol.asyncIterator, { configurable: true, value: values });
-  Object.defineProperty(body, 'values', { configurable: true, value: values });
-}
-
-/**
- * Runs `expire` once the I/O this process already holds has been read. A deadline timer that fires after the process
- * was starved of CPU (a loaded machine) runs in the event loop's timers phase, before the poll phase reads the response
- * that arrived meanwhile: without this, a starved process cut calls whose answer was already in its socket. Two
- * check-phase hops let that I/O be read first; the clock is held meanwhile, so a virtual clock does not move.
- */
-function afterPendingIo(clock: Clock, expire: () => void): void {
-  const unhold = holdClock(clock);
-  setImmediate(() =>
-    setImmediate(() => {
-      unhold();
-      expire();
-    }),
-  );
 }

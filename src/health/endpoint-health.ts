@@ -1,20 +1,24 @@
-import type { BreakerInput } from '../core/breaker-config.ts';
-import type { EndpointDescriptor, EngineResult, RateLimitWindow } from '../core/engine-types.ts';
+import type { EndpointDescriptor, EngineResult } from '../core/engine-types.ts';
 import { type Fault, isStallFault } from '../core/fault.ts';
 import { AimdLimiter } from '../resilience/aimd-limiter.ts';
 import { backoffDelay } from '../resilience/backoff.ts';
-import { TokenBucket } from '../resilience/token-bucket.ts';
-import type { TimerEntry, TimerHeap } from '../clock/timer-heap.ts';
-import type { Snapshot } from 'xstate';
+import type { TimerHeap } from '../clock/timer-heap.ts';
 import { BREAKER_MACHINE_VERSION } from '../../machines/breaker.machine.ts';
-import { BreakerCell, type BreakerStep } from './breaker-cell.ts';
+import { BreakerDriver } from './breaker-driver.ts';
+import type {
+  EndpointHealthHooks,
+  EndpointLimits,
+  HealthSettings,
+  Readiness,
+  SharedHealthFacts,
+} from './endpoint-health-types.ts';
 import type {
   BreakerState,
   CallSettlement,
   EndpointHealth,
   EndpointHealthExport,
-  WaitCause,
 } from './endpoint-health-view.ts';
+import { EndpointPace, lessInFlight } from './endpoint-pace.ts';
 import { pacingTokens } from '../core/token-usage.ts';
 
 export type {
@@ -26,60 +30,6 @@ export type {
 
 /** While a breaker waits for its probe (HALF-OPEN, or OPEN past its deadline), callers look again after this long, ms. */
 export const HALF_OPEN_RECHECK_MS = 1_000;
-
-/** When an endpoint can take a call, if not now. */
-export interface Readiness {
-  readonly until: number;
-  readonly cause: WaitCause;
-  /**
-   * The breaker waits for its probe: `until` is only when to look again, not when it will be ready. A caller may
-   * wait for the probe's outcome (its close is announced) as long as its own max wait allows.
-   */
-  readonly probing?: true;
-}
-
-/** The runtime-wide settings every endpoint's health follows. */
-export interface HealthSettings {
-  readonly breaker: BreakerInput;
-  /** First backoff step when the provider gave no Retry-After, ms. */
-  readonly baseBackoffMs: number;
-  /** Largest backoff step, ms. */
-  readonly maxBackoffMs: number;
-  /** How long a key without credit (or refused) stays disabled when the fault does not say, ms. */
-  readonly creditCooldownMs: number;
-  /** AIMD per endpoint. */
-  readonly adaptive: boolean;
-  /** Upper bound of an endpoint's adaptive concurrency when it sets none (the global limit). */
-  readonly defaultConcurrency: number;
-}
-
-/** What an endpoint's health tells its owner. Every hook is optional. */
-export interface EndpointHealthHooks {
-  readonly onBreakerChange?: (change: {
-    endpointId: string;
-    state: BreakerState;
-    previous: BreakerState;
-    openUntil: number | null;
-  }) => void;
-  /** The breaker is HALF-OPEN and no probe is in flight: someone should send one. */
-  readonly onProbeWanted?: (endpointId: string) => void;
-  /** The endpoint may be ready sooner than it last said (a probe closed it, room came back): wake its waiters. */
-  readonly onReadinessChange?: (endpointId: string) => void;
-  /** A fault was recorded (after the health is updated). */
-  readonly onFault?: (endpointId: string, fault: Fault) => void;
-  /** A response's rate-limit headers corrected the buckets (other processes on the same key may want them). */
-  readonly onRateLimit?: (
-    endpointId: string,
-    windows: { requests?: RateLimitWindow; tokens?: RateLimitWindow },
-  ) => void;
-}
-
-/** The endpoint's own limits from its config. */
-export interface EndpointLimits {
-  readonly rpm?: number;
-  readonly tpm?: number;
-  readonly maxConcurrency?: number;
-}
 
 /**
  * The one owner of an endpoint's health (provider + key + model): its circuit breaker, its cooldown after a
@@ -99,26 +49,19 @@ export class EndpointHealthTracker {
   readonly id: string;
   readonly descriptor: EndpointDescriptor;
   readonly #settings: HealthSettings;
-  readonly #timers: TimerHeap;
   readonly #hooks: EndpointHealthHooks;
   readonly #random: () => number;
-  #breaker: BreakerCell;
-  readonly #rpm: TokenBucket;
-  readonly #tpm: TokenBucket;
+  /** Its circuit breaker, the TICK at its deadline, its probe in flight. */
+  readonly #breaker: BreakerDriver;
+  /** Its RPM/TPM buckets and the pool's shared window. */
+  readonly #pace: EndpointPace;
   readonly #limiter: AimdLimiter | undefined;
   readonly #maxConcurrency: number | undefined;
-  readonly #rpmLimit: number | undefined;
-  readonly #tpmLimit: number | undefined;
   #cooldownUntil = 0;
-  /** The pool's shared RPM/TPM window (every process's calls) has no room before this (shared coordination). */
-  #sharedPaceUntil = 0;
   #disabledUntil = 0;
   #disabledReason: string | undefined;
   #consecutiveFaults = 0;
   #inFlight = 0;
-  #probeInFlight = false;
-  #tick: TimerEntry | undefined;
-  #closed = false;
 
   constructor(
     id: string,
@@ -132,15 +75,11 @@ export class EndpointHealthTracker {
     this.id = id;
     this.descriptor = descriptor;
     this.#settings = settings;
-    this.#timers = timers;
     this.#hooks = hooks;
     this.#random = random;
-    this.#breaker = new BreakerCell(settings.breaker);
-    this.#rpm = new TokenBucket(limits.rpm ? { capacity: limits.rpm } : {});
-    this.#tpm = new TokenBucket(limits.tpm ? { capacity: limits.tpm } : {});
+    this.#breaker = new BreakerDriver(id, settings.breaker, timers, hooks);
+    this.#pace = new EndpointPace(limits);
     this.#maxConcurrency = limits.maxConcurrency;
-    this.#rpmLimit = limits.rpm || undefined;
-    this.#tpmLimit = limits.tpm || undefined;
     this.#limiter = settings.adaptive
       ? new AimdLimiter({ max: limits.maxConcurrency ?? settings.defaultConcurrency })
       : undefined;
@@ -173,11 +112,7 @@ export class EndpointHealthTracker {
     if (this.#maxConcurrency !== undefined && this.#inFlight >= this.#maxConcurrency)
       return { until: now, cause: 'concurrency' };
     if (this.#limiter && this.#inFlight >= this.#limiter.limit) return { until: now, cause: 'concurrency' };
-    const wait = Math.max(
-      this.#rpm.waitTime(1, now),
-      this.#tpm.waitTime(tokens, now),
-      this.#sharedPaceUntil - now,
-    );
+    const wait = this.#pace.waitMs(tokens, now);
     return wait > 0 ? { until: now + wait, cause: 'pacing' } : undefined;
   }
 
@@ -186,19 +121,12 @@ export class EndpointHealthTracker {
    * endpoint paces until then, as if its own bucket were empty (the scheduler waits or takes the next in the chain).
    */
   paceUntil(until: number): void {
-    if (until <= this.#sharedPaceUntil) return;
-    this.#sharedPaceUntil = until;
-    this.#hooks.onReadinessChange?.(this.id);
+    if (this.#pace.paceUntil(until)) this.#hooks.onReadinessChange?.(this.id);
   }
 
   /** The limits a shared window enforces for this endpoint: its configured RPM/TPM, lowered by what headers said. */
   sharedLimits(now: number): { rpm: number | undefined; tpm: number | undefined } {
-    const lower = (configured: number | undefined, bucket: TokenBucket) => {
-      if (configured === undefined) return undefined;
-      const learned = bucket.state(now).capacity;
-      return learned !== undefined && learned < configured ? learned : configured;
-    };
-    return { rpm: lower(this.#rpmLimit, this.#rpm), tpm: lower(this.#tpmLimit, this.#tpm) };
+    return this.#pace.sharedLimits(now);
   }
 
   /** True when a call could go now or after pacing / a free slot only (the chain is not broken). */
@@ -209,8 +137,7 @@ export class EndpointHealthTracker {
 
   /** A call was granted: it takes one request and its estimated tokens, and one slot. */
   take(tokens: number, now: number): void {
-    this.#rpm.tryTake(1, now);
-    this.#tpm.tryTake(tokens, now);
+    this.#pace.take(tokens, now);
     this.#limiter?.tryAcquire();
     this.#inFlight++;
   }
@@ -222,8 +149,7 @@ export class EndpointHealthTracker {
   settle(outcome: CallSettlement, reservedTokens: number, now: number): void {
     this.#inFlight = Math.max(0, this.#inFlight - 1);
     if (outcome.kind === 'unused') {
-      this.#rpm.refund(1, now);
-      this.#tpm.refund(reservedTokens, now);
+      this.#pace.refund(reservedTokens, now);
       this.#limiter?.release('other');
       this.#hooks.onReadinessChange?.(this.id);
       return;
@@ -256,22 +182,21 @@ export class EndpointHealthTracker {
 
   /** The breaker is HALF-OPEN with no probe in flight. */
   wantsProbe(): boolean {
-    return !this.#closed && this.#breaker.state === 'halfOpen' && !this.#probeInFlight;
+    return this.#breaker.wantsProbe();
   }
 
   /** A probe got its token and goes now. */
   startProbe(now: number): void {
-    this.#probeInFlight = true;
     this.#inFlight++;
-    this.#send({ type: 'PROBE_STARTED', at: now });
+    this.#breaker.probeStarted(now);
   }
 
   /** How the probe ended: good probes close the breaker (and clear cooldown and disable); a bad one reopens it. */
   settleProbe(outcome: CallSettlement, now: number): void {
-    this.#probeInFlight = false;
+    this.#breaker.probeEnded();
     this.#inFlight = Math.max(0, this.#inFlight - 1);
     if (outcome.kind === 'success') {
-      this.#send({ type: 'PROBE_SUCCEEDED', at: now });
+      this.#breaker.send({ type: 'PROBE_SUCCEEDED', at: now });
       if (this.#breaker.state === 'closed') {
         this.#disabledUntil = 0;
         this.#disabledReason = undefined;
@@ -284,15 +209,15 @@ export class EndpointHealthTracker {
     if (outcome.kind === 'unused') {
       // Abandoned: the probe never went, or its runner stopped it (its lease fenced, the pool's probe claim lost, the
       // runtime stopping; see probe-runner.ts). Nothing was learned of the endpoint, and HALF-OPEN still wants one.
-      this.#send({ type: 'PROBE_ABANDONED', at: now });
+      this.#breaker.send({ type: 'PROBE_ABANDONED', at: now });
       return;
     }
     const { fault } = outcome;
     if (fault.kind === 'credit_exhausted' || fault.kind === 'auth') {
-      this.#send({ type: 'PROBE_FAILED', at: now });
+      this.#breaker.send({ type: 'PROBE_FAILED', at: now });
       this.#applyFault(fault, now);
     } else {
-      this.#send({
+      this.#breaker.send({
         type: 'PROBE_FAILED',
         at: now,
         ...(fault.retryAfterMs !== undefined ? { retryAfterMs: fault.retryAfterMs } : {}),
@@ -316,25 +241,22 @@ export class EndpointHealthTracker {
       ...(this.#disabledReason ? { disabledReason: this.#disabledReason } : {}),
       inFlight: this.#inFlight,
       ...(limit !== undefined ? { concurrencyLimit: limit } : {}),
-      rpm: this.#rpm.state(now),
-      tpm: this.#tpm.state(now),
+      rpm: this.#pace.rpm.state(now),
+      tpm: this.#pace.tpm.state(now),
     };
   }
 
   /** Everything this endpoint's health holds, at `now` (see {@link EndpointHealthExport}). */
   export(now: number): EndpointHealthExport {
-    // The breaker's thresholds come from the settings on restore: only its state travels.
-    const persisted = this.#breaker.persisted() as { context?: Record<string, unknown> };
-    const { config: _config, ...context } = persisted.context ?? {};
     return {
       breakerVersion: BREAKER_MACHINE_VERSION,
-      breaker: { ...persisted, context },
+      breaker: this.#breaker.exported(),
       cooldownUntil: this.#cooldownUntil,
       disabledUntil: this.#disabledUntil,
       ...(this.#disabledReason ? { disabledReason: this.#disabledReason } : {}),
       consecutiveFaults: this.#consecutiveFaults,
-      rpm: this.#rpm.export(now),
-      tpm: this.#tpm.export(now),
+      rpm: this.#pace.rpm.export(now),
+      tpm: this.#pace.tpm.export(now),
       ...(this.#limiter ? { aimd: this.#limiter.state().value } : {}),
       exportedAt: now,
     };
@@ -347,28 +269,13 @@ export class EndpointHealthTracker {
    * none survive a process.
    */
   restore(data: EndpointHealthExport): void {
-    if (data.breakerVersion === BREAKER_MACHINE_VERSION && data.breaker) {
-      const stored = data.breaker as { context?: Record<string, unknown> };
-      const config = this.#breaker.context.config;
-      this.#breaker.stop();
-      this.#breaker = new BreakerCell(this.#settings.breaker, {
-        ...stored,
-        context: { ...(stored.context ?? {}), config },
-      } as unknown as Snapshot<unknown>);
-      const state = this.#breaker.state;
-      const { openUntil } = this.#breaker.context;
-      if (state === 'open' && openUntil !== null) {
-        this.#tick?.cancel();
-        this.#tick = this.#timers.schedule(openUntil, () => this.#onTick());
-      }
-      if (this.wantsProbe()) this.#hooks.onProbeWanted?.(this.id);
-    }
+    if (data.breakerVersion === BREAKER_MACHINE_VERSION && data.breaker) this.#breaker.restore(data.breaker);
     this.#cooldownUntil = data.cooldownUntil;
     this.#disabledUntil = data.disabledUntil;
     this.#disabledReason = data.disabledReason;
     this.#consecutiveFaults = data.consecutiveFaults;
-    this.#rpm.restore(data.rpm);
-    this.#tpm.restore(data.tpm);
+    this.#pace.rpm.restore(data.rpm);
+    this.#pace.tpm.restore(data.tpm);
     if (data.aimd !== undefined) this.#limiter?.restoreValue(data.aimd);
     this.#hooks.onReadinessChange?.(this.id);
   }
@@ -378,37 +285,8 @@ export class EndpointHealthTracker {
    * it only ever makes the endpoint wait longer (the later cooldown and disable win; a breaker OPEN elsewhere
    * opens this one until the same instant). Returns whether anything changed.
    */
-  absorbShared(
-    facts: {
-      cooldownUntil: number;
-      disabledUntil: number;
-      disabledReason?: string;
-      openUntil: number | null;
-      /** The sender's failed probes since its breaker last closed: the larger count backs this breaker off too. */
-      failedProbes?: number;
-      /** The provider's latest count for this key (it counts every process's calls): the buckets follow it. */
-      requests?: RateLimitWindow;
-      tokens?: RateLimitWindow;
-    },
-    now: number,
-  ): boolean {
-    let changed = false;
-    // Shared counts only lower availability: a `limit` above the capacity known here is not taken (a wrong or
-    // hostile message must not let this process send more than its own headers allow).
-    const noRaise = (w: RateLimitWindow, bucket: TokenBucket): RateLimitWindow => {
-      const capacity = bucket.state(now).capacity;
-      if (w.limit === undefined || capacity === undefined || w.limit <= capacity) return w;
-      const { limit: _, ...rest } = w;
-      return rest;
-    };
-    if (facts.requests) {
-      this.#rpm.observe(noRaise(lessInFlight(facts.requests, this.#inFlight)!, this.#rpm), now);
-      changed = true;
-    }
-    if (facts.tokens) {
-      this.#tpm.observe(noRaise(lessInFlight(facts.tokens, this.#inFlight)!, this.#tpm), now);
-      changed = true;
-    }
+  absorbShared(facts: SharedHealthFacts, now: number): boolean {
+    let changed = this.#pace.absorbShared(facts.requests, facts.tokens, this.#inFlight, now);
     if (facts.cooldownUntil > this.#cooldownUntil && facts.cooldownUntil > now) {
       this.#cooldownUntil = facts.cooldownUntil;
       changed = true;
@@ -427,7 +305,7 @@ export class EndpointHealthTracker {
         (this.#breaker.context.openUntil ?? 0) < open ||
         (this.#breaker.context.failedProbes ?? 0) < failedProbes)
     ) {
-      this.#send({
+      this.#breaker.send({
         type: 'FORCE_OPEN',
         at: now,
         untilMs: open,
@@ -441,26 +319,22 @@ export class EndpointHealthTracker {
 
   /** The endpoint is gone (a BYOK key expired, the runtime stopped): its timer is dropped, it wants no probes. */
   close(): void {
-    this.#closed = true;
-    this.#tick?.cancel();
-    this.#breaker.stop();
+    this.#breaker.close();
   }
 
   #succeeded(r: EngineResult, reservedTokens: number, now: number): void {
     this.#consecutiveFaults = 0;
     // Counted without a machine step while it cannot change the breaker (see BreakerCell.succeeded).
-    const step = this.#breaker.succeeded(now);
-    if (step) this.#afterStep(step);
+    this.#breaker.succeeded(now);
     this.#limiter?.release('success');
     // Pacing may estimate: a call whose provider reported no usage is charged breakwater's estimate of it.
     const used = pacingTokens(r.usage);
-    if (reservedTokens > used) this.#tpm.refund(reservedTokens - used, now);
+    if (reservedTokens > used) this.#pace.refundTokens(reservedTokens - used, now);
     // Other calls granted on this endpoint are in flight and not yet counted in `remaining`.
     const others = this.#inFlight;
     const req = lessInFlight(r.rateLimit.requests, others);
-    if (req) this.#rpm.observe(atMost(req, this.#rpmLimit), now);
     const tok = lessInFlight(r.rateLimit.tokens ?? r.rateLimit.inputTokens, others);
-    if (tok) this.#tpm.observe(atMost(tok, this.#tpmLimit), now);
+    this.#pace.observe(req, tok, now);
     if ((req || tok) && this.#hooks.onRateLimit)
       this.#hooks.onRateLimit(this.id, {
         ...(req ? { requests: req } : {}),
@@ -481,7 +355,7 @@ export class EndpointHealthTracker {
         // A provider's own window says why (a per-day quota until its reset); the views show it as the reason.
         this.#disabledReason =
           fault.kind === 'auth' ? 'key refused (auth)' : (fault.disableReason ?? 'credit exhausted');
-        this.#send({ type: 'FORCE_OPEN', at: now, untilMs: this.#disabledUntil });
+        this.#breaker.send({ type: 'FORCE_OPEN', at: now, untilMs: this.#disabledUntil });
         return;
       }
       case 'rate_limited':
@@ -498,7 +372,7 @@ export class EndpointHealthTracker {
         const wait = fault.retryAfterMs !== undefined ? Math.max(fault.retryAfterMs, 0) : step;
         this.#cooldownUntil = Math.max(this.#cooldownUntil, now + wait);
         // A stall opens the breaker at once (`openOnStall`): out of rotation until a probe finds it answering.
-        this.#send({
+        this.#breaker.send({
           type: 'CALL_FAILED',
           at: now,
           kind: fault.kind,
@@ -511,52 +385,9 @@ export class EndpointHealthTracker {
       // A request too large for this endpoint, a bad request, a cancellation: nothing about its health.
     }
   }
-
-  /** Every breaker event goes through here: change hooks, the TICK at `openUntil`, the probe request. */
-  #send(event: Parameters<BreakerCell['send']>[0]): void {
-    this.#afterStep(this.#breaker.send(event));
-  }
-
-  /** What follows a breaker step: the TICK at `openUntil`, change hooks, the probe request. */
-  #afterStep(step: BreakerStep): void {
-    const { openUntil } = this.#breaker.context;
-    if (step.state === 'open' && openUntil !== null && this.#tick?.at !== openUntil) {
-      this.#tick?.cancel();
-      this.#tick = this.#timers.schedule(openUntil, () => this.#onTick());
-    }
-    if (step.changed)
-      this.#hooks.onBreakerChange?.({
-        endpointId: this.id,
-        state: step.state,
-        previous: step.previous,
-        openUntil,
-      });
-    if (step.changed && this.wantsProbe()) this.#hooks.onProbeWanted?.(this.id);
-  }
-
-  #onTick(): void {
-    this.#tick = undefined;
-    if (this.#closed) return;
-    const at = this.#breaker.context.openUntil ?? 0;
-    this.#send({ type: 'TICK', at });
-  }
 }
 
 /** What a call's fault tells the AIMD limiter: the provider said it is full, or something else went wrong. */
 function limiterSignal(fault: Fault): 'overload' | 'other' {
   return fault.kind === 'rate_limited' || fault.kind === 'overloaded' ? 'overload' : 'other';
-}
-
-/** A rate-limit window with the calls still in flight taken off `remaining` (the provider has not counted them). */
-function lessInFlight(w: RateLimitWindow | undefined, inFlight: number): RateLimitWindow | undefined {
-  return w && w.remaining !== undefined ? { ...w, remaining: Math.max(0, w.remaining - inFlight) } : w;
-}
-
-/**
- * `w` with its limit no higher than the `configured` one: a provider's headers may lower the pace a user set (the key
- * has less room than they thought) but never raise it (their limit may be a budget, or a share of a key used elsewhere).
- */
-function atMost(w: RateLimitWindow, configured: number | undefined): RateLimitWindow {
-  if (configured === undefined || w.limit === undefined || w.limit <= configured) return w;
-  return { ...w, limit: configured };
 }

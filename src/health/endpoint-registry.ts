@@ -5,11 +5,10 @@ import type { TimerHeap } from '../clock/timer-heap.ts';
 import {
   type EndpointHealth,
   type EndpointHealthExport,
-  type EndpointHealthHooks,
   EndpointHealthTracker,
-  type HealthSettings,
   type WaitCause,
 } from './endpoint-health.ts';
+import type { EndpointHealthHooks, HealthSettings } from './endpoint-health-types.ts';
 
 /** The answer to "which of these endpoints may I call now?". */
 export type Selection =

@@ -2,24 +2,16 @@ import type { Context } from '@opentelemetry/api';
 import { randomUUID } from 'node:crypto';
 import type { Actor } from 'xstate';
 import type { AgentContext, AgentEvent, agentMachine } from '../../machines/agent.machine.ts';
-import type { Clock } from '../clock/clock.ts';
 import type { ChatMessage } from '../core/engine-types.ts';
-import { NO_USAGE } from '../core/token-usage.ts';
 import { AgentStoppedError } from '../core/errors/lifecycle-errors.ts';
 import { onAbort } from '../clock/abort-fanout.ts';
-import type { AgentActors } from './agent-actors.ts';
-import type { KeepAlive } from './keep-alive.ts';
+import type { AgentHandleHooks } from './agent-handle-hooks.ts';
+import type { ManagedHandle } from './managed-handle.ts';
 import type { ConversationAskOptions } from './one-off-call.ts';
-import type {
-  AgentHandle,
-  AgentStateChange,
-  AgentStateName,
-  AskOptions,
-  TurnMeta,
-} from './agent-handle-types.ts';
+import type { AgentStateName, AskOptions, TurnMeta } from './agent-handle-types.ts';
 import type { AgentMemory, Turn } from '../core/turn.ts';
-import type { TurnTracer } from './tracing/turn-tracer.ts';
 import { type StreamCancel, streamAsk, type TurnStream, type TurnStreamSink } from './turn-stream.ts';
+import { unstartedCancelledTurn } from './unstarted-turn.ts';
 
 export type {
   AgentHandle,
@@ -28,16 +20,6 @@ export type {
   AskOptions,
   TurnMeta,
 } from './agent-handle-types.ts';
-
-/** What the supervisor needs of every handle it owns (beyond the public {@link AgentHandle}). */
-export interface ManagedHandle extends AgentHandle {
-  /** New asks reject with `AgentStoppedError` (the supervisor is stopping); pending ones go on. */
-  refuseAsks(): void;
-  /** Settles every pending ask `cancelled` (a call in flight is aborted); the agent keeps running. */
-  cancelAll(): void;
-  /** Stops the agent; `by` says who (for the error later asks get). */
-  stopAs(by: 'agent' | 'supervisor'): void;
-}
 
 type AskEvent = Extract<AgentEvent, { type: 'ASK' }>;
 
@@ -58,28 +40,6 @@ interface PendingAsk {
   offAbort: (() => void) | undefined;
 }
 
-/**
- * What every LLM agent handle of one supervisor shares: one object for all of them, so an idle agent costs no
- * closures of its own.
- */
-export interface AgentHandleHooks {
-  readonly clock: Clock;
-  readonly keepAlive: KeepAlive;
-  readonly onState: (c: AgentStateChange) => void;
-  /** Every finished turn (the event log, the answer cache). */
-  readonly onTurn: (t: Turn, meta: TurnMeta | undefined) => void;
-  /** The agent stopped (its name is free again). */
-  readonly onStopped: (name: string) => void;
-  /** Stops the actor (its owner does: the actor runs on the supervisor's system). */
-  readonly stopActor: (actor: Actor<typeof agentMachine>) => void;
-  /** Spans of turns and attempts (OpenTelemetry); absent when tracing is off. */
-  readonly tracer?: TurnTracer | undefined;
-  /** The first call's token of a turn, when it can be had at once (see `AgentActors.grantAtOnce`). */
-  readonly grantAtOnce?: AgentActors['grantAtOnce'];
-  /** Cuts the engine call of an agent that stopped without leaving its state (see `AgentActors.leaveCall`). */
-  readonly leaveCall?: AgentActors['leaveCall'];
-}
-
 /** Forwards an actor's snapshots and its failure to its handle. */
 class SnapshotObserver {
   readonly #handle: LlmAgentHandle;
@@ -98,32 +58,6 @@ function topState(value: unknown): AgentStateName {
   if (typeof value === 'string') return value as AgentStateName;
   if (value && typeof value === 'object') return Object.keys(value)[0] as AgentStateName;
   return 'idle';
-}
-
-/** A turn that ended `cancelled` without having started: nothing was sent, nothing changed. */
-export function unstartedCancelledTurn(
-  agent: string,
-  tier: string,
-  ask: { turnId: string; prompt: string },
-  at: number,
-): Turn {
-  return {
-    turnId: ask.turnId,
-    agent,
-    tier,
-    prompt: ask.prompt,
-    answer: { text: '' },
-    outcome: 'cancelled',
-    degraded: false,
-    faults: [],
-    waitMs: 0,
-    attempts: 0,
-    usage: NO_USAGE,
-    messages: [],
-    startedAt: at,
-    finishedAt: at,
-    error: 'cancelled before it started; nothing was sent',
-  };
 }
 
 /**

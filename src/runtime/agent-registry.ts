@@ -1,7 +1,8 @@
 import type { AgentContext } from '../../machines/agent.types.ts';
 import type { Clock } from '../clock/clock.ts';
 import type { AgentDefinition, LlmAgentDefinition } from './agent-definition.ts';
-import { LlmAgentHandle, type ManagedHandle } from './agent-handle.ts';
+import { LlmAgentHandle } from './agent-handle.ts';
+import type { ManagedHandle } from './managed-handle.ts';
 
 /**
  * The supervisor's running agents by name: their handles, definitions, BYOK sessions and decision trees. An agent's

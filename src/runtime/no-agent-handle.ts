@@ -6,13 +6,9 @@ import { AgentStoppedError } from '../core/errors/lifecycle-errors.ts';
 import { scrubSecrets } from '../redact/secret-scrubber.ts';
 import { onAbort } from '../clock/abort-fanout.ts';
 import type { NoAgentDefinition } from './agent-definition.ts';
-import {
-  type AgentStateName,
-  type ManagedHandle,
-  type AskOptions,
-  type TurnMeta,
-  unstartedCancelledTurn,
-} from './agent-handle.ts';
+import type { AgentStateName, AskOptions, TurnMeta } from './agent-handle-types.ts';
+import type { ManagedHandle } from './managed-handle.ts';
+import { unstartedCancelledTurn } from './unstarted-turn.ts';
 import type { KeepAlive } from './keep-alive.ts';
 import type { AgentMemory, Turn } from '../core/turn.ts';
 

@@ -165,18 +165,32 @@ function byokOff(what: string): ConfigError {
  * ```
  */
 export function wireByok(deps: ByokWiringDeps): ByokWiring {
-  const { config, clock, logger, emit } = deps;
+  const { logger } = deps;
   const listeners = new Set<SupervisorByokListener>();
-  const notify = (fn: (l: SupervisorByokListener) => void) => {
-    for (const l of [...listeners]) {
-      try {
-        fn(l);
-      } catch (err) {
-        logger.error({ err }, 'byok listener failed');
-      }
-    }
+  const vault = createByokVault(deps);
+  /** Why the runtime revoked a key, read by the expiry that follows at once. */
+  const refusedBy = new Map<string, FaultKind>();
+  if (vault) connectVaultToPool(vault, deps, refusedBy, listeners);
+  const api = byokApi(vault, listeners);
+  return {
+    api,
+    endpointsFor: (sessionId) => vault?.endpointsFor(sessionId) ?? [],
+    onFault(endpointId, fault) {
+      if (!vault || !endpointId.startsWith('byok:')) return;
+      if (fault.kind !== 'auth' && fault.kind !== 'credit_exhausted') return;
+      revokeRefusedKey(vault, refusedBy, logger, endpointId, fault);
+    },
+    close() {
+      vault?.close();
+      listeners.clear();
+    },
   };
-  const vault: KeyVault | undefined = config.byok
+}
+
+/** The key vault `config.byok` asks for, or `undefined` when BYOK is off. */
+function createByokVault(deps: ByokWiringDeps): KeyVault | undefined {
+  const { config, clock, logger } = deps;
+  return config.byok
     ? createKeyVault({
         clock,
         // A user's "2 hours without use" is wall time: a time-scaled scenario must not shorten it.
@@ -188,10 +202,36 @@ export function wireByok(deps: ByokWiringDeps): ByokWiring {
         ...(deps.wireOf ? { wireOf: deps.wireOf } : {}),
       })
     : undefined;
-  /** Why the runtime revoked a key, read by the expiry that follows at once. */
-  const refusedBy = new Map<string, FaultKind>();
+}
 
-  vault?.subscribe({
+/** Calls `fn` on every listener; one that throws is logged and the others still hear. */
+function notifyListeners(
+  listeners: ReadonlySet<SupervisorByokListener>,
+  logger: Logger,
+  fn: (l: SupervisorByokListener) => void,
+): void {
+  for (const l of [...listeners]) {
+    try {
+      fn(l);
+    } catch (err) {
+      logger.error({ err }, 'byok listener failed');
+    }
+  }
+}
+
+/**
+ * An injected key's endpoint joins the pool, an expired one leaves it; each said in the event feed and to the
+ * listeners (an expiry with the fault kind when the runtime revoked the key because its provider refused it).
+ */
+function connectVaultToPool(
+  vault: KeyVault,
+  deps: ByokWiringDeps,
+  refusedBy: Map<string, FaultKind>,
+  listeners: ReadonlySet<SupervisorByokListener>,
+): void {
+  const { clock, logger, emit } = deps;
+  const notify = (fn: (l: SupervisorByokListener) => void) => notifyListeners(listeners, logger, fn);
+  vault.subscribe({
     onInjected: (r) => {
       const endpointConfig = vault.endpointConfig(r.endpointId);
       if (!endpointConfig) return;
@@ -229,8 +269,11 @@ export function wireByok(deps: ByokWiringDeps): ByokWiring {
       notify((l) => l.onExpired?.(r, reason, faultKind));
     },
   });
+}
 
-  const api: SupervisorByok = Object.freeze({
+/** The supervisor's `byok` API over `vault` (without one, BYOK is off: `inject` and `revoke` say how to turn it on). */
+function byokApi(vault: KeyVault | undefined, listeners: Set<SupervisorByokListener>): SupervisorByok {
+  return Object.freeze({
     enabled: vault !== undefined,
     providers: () => vault?.providers() ?? [],
     async inject(sessionId, provider, key, options) {
@@ -250,34 +293,31 @@ export function wireByok(deps: ByokWiringDeps): ByokWiring {
       };
     },
   } satisfies SupervisorByok);
+}
 
-  return {
-    api,
-    endpointsFor: (sessionId) => vault?.endpointsFor(sessionId) ?? [],
-    onFault(endpointId, fault) {
-      if (!vault || !endpointId.startsWith('byok:')) return;
-      if (fault.kind !== 'auth' && fault.kind !== 'credit_exhausted') return;
-      const receipt = vault.list().find((r) => r.endpointId === endpointId);
-      if (!receipt) return;
-      // Left in the pool, the disabled endpoint would come back HALF-OPEN and its probes would keep a dead
-      // key alive (each use slides its TTL): the key goes now, and the user is told why.
-      refusedBy.set(endpointId, fault.kind);
-      vault.revoke(receipt.sessionId, receipt.provider);
-      logger.warn(
-        {
-          endpoint: endpointId,
-          sessionId: receipt.sessionId,
-          provider: receipt.provider,
-          masked: receipt.masked,
-          fault: fault.kind,
-          status: fault.status,
-        },
-        `byok ${receipt.provider} key ${receipt.masked} revoked for session ${receipt.sessionId}: the provider refused it (${fault.kind}${fault.status !== undefined ? ` ${fault.status}` : ''})`,
-      );
+/** Revokes the live BYOK key of `endpointId` its provider refused (auth, credit), and says so in the log. */
+function revokeRefusedKey(
+  vault: KeyVault,
+  refusedBy: Map<string, FaultKind>,
+  logger: Logger,
+  endpointId: string,
+  fault: Fault,
+): void {
+  const receipt = vault.list().find((r) => r.endpointId === endpointId);
+  if (!receipt) return;
+  // Left in the pool, the disabled endpoint would come back HALF-OPEN and its probes would keep a dead
+  // key alive (each use slides its TTL): the key goes now, and the user is told why.
+  refusedBy.set(endpointId, fault.kind);
+  vault.revoke(receipt.sessionId, receipt.provider);
+  logger.warn(
+    {
+      endpoint: endpointId,
+      sessionId: receipt.sessionId,
+      provider: receipt.provider,
+      masked: receipt.masked,
+      fault: fault.kind,
+      status: fault.status,
     },
-    close() {
-      vault?.close();
-      listeners.clear();
-    },
-  };
+    `byok ${receipt.provider} key ${receipt.masked} revoked for session ${receipt.sessionId}: the provider refused it (${fault.kind}${fault.status !== undefined ? ` ${fault.status}` : ''})`,
+  );
 }

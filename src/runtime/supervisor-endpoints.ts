@@ -1,6 +1,6 @@
 import type { TimerHeap } from '../clock/timer-heap.ts';
 import { EndpointRegistry } from '../health/endpoint-registry.ts';
-import type { EndpointHealthHooks } from '../health/endpoint-health.ts';
+import type { EndpointHealthHooks } from '../health/endpoint-health-types.ts';
 import type { RuntimeConfig } from './runtime-config.ts';
 import type { RuntimeEventBus } from './runtime-event-bus.ts';
 import type { SupervisorConfig } from './supervisor-config.ts';

@@ -1,58 +1,24 @@
-import type { Clock } from '../clock/clock.ts';
 import type { CallSettlement } from '../health/endpoint-health.ts';
-import type { EndpointRegistry, Selection } from '../health/endpoint-registry.ts';
-import type { RetryBudget } from '../resilience/retry-budget.ts';
-import { EndpointWaitList } from './endpoint-wait-list.ts';
+import type { Selection } from '../health/endpoint-registry.ts';
 import { LeaseBook } from './lease-book.ts';
+import type { MemoryTokenSchedulerOptions } from './memory-token-scheduler-options.ts';
 import { ProbeQueue } from './probe-queue.ts';
-import type { TimerHeap } from '../clock/timer-heap.ts';
 import {
   acquireTicket,
   type Grant,
   SchedulerClosedError,
-  type SchedulerReport,
   type TokenDecision,
   type TokenRequest,
   type TokenScheduler,
   type TokenTicket,
   type TokenView,
 } from './token-scheduler.ts';
-import { servedBefore, servingKey, type Waiter, WaiterFifo } from './waiter.ts';
+import { Ticket } from './token-ticket.ts';
+import { BUDGET_SPENT, beyondMaxWait, keepsPlace, skipOf, waitLeft, waitsFor } from './wait-rules.ts';
+import { servedBefore, servingKey, type Waiter } from './waiter.ts';
+import { WaiterQueues } from './waiter-queues.ts';
 
-/** Options of a {@link MemoryTokenScheduler}. */
-export interface MemoryTokenSchedulerOptions {
-  readonly clock: Clock;
-  /** The runtime's one timer heap (lease overruns, endpoint wake-ups). */
-  readonly timers: TimerHeap;
-  /** Endpoints and their health: which endpoint of a chain may take a call now. */
-  readonly endpoints: EndpointRegistry;
-  /** Tokens: upstream calls in flight at once. */
-  readonly limit: number;
-  /** Tiers, highest priority first. A request of an unknown tier is served after every known one. */
-  readonly tiers: readonly string[];
-  /**
-   * Tier aging, ms: a waiting request moves up one tier for every `tierAgingMs` it has waited, so a request of
-   * tier k is served before one of tier 0 that arrived more than k × `tierAgingMs` after it (a bound on how long a
-   * lower tier starves). Default `Infinity`: strict tier priority, FIFO inside a tier.
-   *
-   * @example
-   * ```ts
-   * new MemoryTokenScheduler({ ...options, tiers: ['incident', 'analysis', 'ops'], tierAgingMs: 1_000 });
-   * ```
-   */
-  readonly tierAgingMs?: number;
-  /** A grant not released after this long has its signal aborted, ms. */
-  readonly leaseMs: number;
-  /** After aborting an overrun lease, how long the holder has to give the token back before it is taken, ms. */
-  readonly reclaimGraceMs: number;
-  /** Retries are charged here when granted; a spent budget denies them. Default: none (retries unlimited). */
-  readonly budget?: RetryBudget;
-  /** Endpoint ids a request may use, in order. Default: its chain's endpoints. */
-  readonly endpointsFor?: (request: TokenRequest) => readonly string[];
-  readonly onReport?: (report: SchedulerReport) => void;
-  /** A holder ignored its lease's abort for `reclaimGraceMs` and its token was taken back anyway. */
-  readonly onForcedReclaim?: (grant: Grant) => void;
-}
+export type { MemoryTokenSchedulerOptions } from './memory-token-scheduler-options.ts';
 
 /**
  * The in-memory {@link TokenScheduler}: one process, one quota. The cost of an event does not grow with the
@@ -76,14 +42,10 @@ export interface MemoryTokenSchedulerOptions {
  */
 export class MemoryTokenScheduler implements TokenScheduler {
   readonly #o: MemoryTokenSchedulerOptions;
-  readonly #fifos: WaiterFifo[];
-  readonly #lists = new Map<string, EndpointWaitList>();
-  /** Endpoints that may be ready for their parked waiters. */
-  readonly #awake = new Set<string>();
+  /** Where every waiting request is: its tier's FIFO, or parked on its chain's endpoints. */
+  readonly #queues: WaiterQueues;
   readonly #probes = new ProbeQueue();
   readonly #leases: LeaseBook;
-  /** Every waiting request (for views). */
-  readonly #waiting = new Set<Waiter>();
   #limit: number;
   readonly #agingMs: number;
   #seq = 0;
@@ -101,7 +63,9 @@ export class MemoryTokenScheduler implements TokenScheduler {
         `tierAgingMs ${String(aging)}: set a duration > 0 ms, or Infinity for strict tiers`,
       );
     this.#agingMs = aging;
-    this.#fifos = Array.from({ length: options.tiers.length + 1 }, () => new WaiterFifo());
+    this.#queues = new WaiterQueues(options.tiers.length, aging, options.endpoints, options.timers, (id) =>
+      this.wake(id),
+    );
     this.#leases = new LeaseBook({
       clock: options.clock,
       timers: options.timers,
@@ -159,7 +123,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
       w.reject(new SchedulerClosedError());
       return ticket;
     }
-    this.#waiting.add(w);
+    this.#queues.add(w);
     // With every token held, a newcomer that must cool or be refused hears it now rather than after a wait.
     if (this.#leases.size >= this.#limit) {
       const now = this.#o.clock.now();
@@ -169,7 +133,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
         return ticket;
       }
     }
-    this.#fifos[w.rank]!.push(w);
+    this.#queues.enqueue(w);
     this.#pump();
     return ticket;
   }
@@ -181,7 +145,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
       this.#pumping ||
       request.retry ||
       this.#leases.size >= this.#limit ||
-      this.#waiting.size > 0 ||
+      this.#queues.waiting.size > 0 ||
       this.#probes.size > 0
     )
       return undefined;
@@ -227,7 +191,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
         leaseId,
         held: this.#leases.size,
       });
-      this.#markAwake(grant.endpointId);
+      this.#queues.markAwake(grant.endpointId);
     } finally {
       this.#pumping = pumping;
     }
@@ -256,17 +220,17 @@ export class MemoryTokenScheduler implements TokenScheduler {
   }
 
   wake(endpointId: string): void {
-    this.#markAwake(endpointId);
+    this.#queues.markAwake(endpointId);
     this.#pump();
   }
 
   rescan(): void {
-    for (const id of this.#lists.keys()) this.#markAwake(id);
+    this.#queues.markAllAwake();
     this.#pump();
   }
 
   view(): TokenView {
-    const queue = [...this.#waiting].sort((a, b) => (servedBefore(a, b) ? -1 : 1));
+    const queue = [...this.#queues.waiting].sort((a, b) => (servedBefore(a, b) ? -1 : 1));
     return {
       limit: this.#limit,
       held: this.#leases.size,
@@ -282,10 +246,10 @@ export class MemoryTokenScheduler implements TokenScheduler {
   close(reason: unknown = new SchedulerClosedError()): void {
     if (this.#closed) return;
     this.#closed = true;
-    for (const w of [...this.#waiting]) this.#withdraw(w, reason);
+    for (const w of [...this.#queues.waiting]) this.#withdraw(w, reason);
     this.#probes.rejectAll(reason);
     this.#leases.abortAll(reason);
-    for (const list of this.#lists.values()) list.timer?.cancel();
+    this.#queues.cancelWakes();
   }
 
   /** Grants while tokens are free: probes first, then the best of the tiers' heads and the woken endpoints' tops. */
@@ -301,7 +265,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
         while (!this.#closed && this.#leases.size < this.#limit) {
           const now = this.#o.clock.now();
           if (this.#probes.size === 0 || !this.#probes.serveNext((id) => this.#grantProbe(id, now))) {
-            const w = this.#bestCandidate();
+            const w = this.#queues.bestCandidate();
             if (!w) break;
             this.#decide(w, now);
           }
@@ -310,24 +274,6 @@ export class MemoryTokenScheduler implements TokenScheduler {
     } finally {
       this.#pumping = false;
     }
-  }
-
-  #bestCandidate(): Waiter | undefined {
-    let best: Waiter | undefined;
-    // A FIFO is in serving order (its keys grow with arrival), so only heads compete: without aging the first
-    // non-empty tier wins; with aging, the head with the smallest key among the tiers.
-    for (const fifo of this.#fifos) {
-      const head = fifo.head;
-      if (!head) continue;
-      if (!best || servedBefore(head, best)) best = head;
-      if (this.#agingMs === Number.POSITIVE_INFINITY) break;
-    }
-    for (const id of this.#awake) {
-      const top = this.#lists.get(id)?.top();
-      if (!top) this.#awake.delete(id);
-      else if (!best || servedBefore(top, best)) best = top;
-    }
-    return best;
   }
 
   /** Looks at one waiter: grant, park, cool or deny. Only called with a token free (or for a must-cool newcomer). */
@@ -351,7 +297,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
         if (request.attempt === 0) this.#o.budget?.recordCall(now);
         this.#grant(w, sel.endpointId, sel.index, now);
       }
-    } else if (keepsPlace(sel, now, request)) this.#park(w, this.#usableBy(request, spent), now);
+    } else if (keepsPlace(sel, now, request)) this.#queues.park(w, this.#usableBy(request, spent), now);
     else if (!waitsFor(sel, now, request)) this.#deny(w, now, beyondMaxWait(sel, now, request));
     else {
       const { endpointId, cause } = sel;
@@ -361,40 +307,6 @@ export class MemoryTokenScheduler implements TokenScheduler {
       this.#settle(w, { kind: 'cool', endpointId, until, cause, at: now });
       this.#o.onReport?.({ type: 'token.wait', at: now, agent: request.holder, endpointId, until, cause });
     }
-  }
-
-  /** Parks `w` on every endpoint of its chain; each wakes it by its refill/cooldown deadline or a call ending on it. */
-  #park(w: Waiter, ids: readonly string[], now: number): void {
-    this.#leave(w);
-    w.state = 'parked';
-    w.parkVersion++;
-    w.parkedOn = ids;
-    for (const id of ids) {
-      let list = this.#lists.get(id);
-      if (!list) {
-        list = new EndpointWaitList();
-        this.#lists.set(id, list);
-      }
-      list.park(w);
-      // `w` was the best candidate, so it now heads every awake list it joined, and none of them is ready for it.
-      this.#awake.delete(id);
-      const r = this.#o.endpoints.get(id)?.health.readiness(now, w.request.estimatedTokens);
-      if (r && r.cause !== 'concurrency') this.#armWake(id, list, r.until);
-    }
-  }
-
-  #armWake(id: string, list: EndpointWaitList, at: number): void {
-    if (list.timer && list.timer.at <= at) return;
-    list.timer?.cancel();
-    list.timer = this.#o.timers.schedule(at, () => {
-      list.timer = undefined;
-      this.wake(id);
-    });
-  }
-
-  #markAwake(endpointId: string): void {
-    const list = this.#lists.get(endpointId);
-    if (list && !list.empty) this.#awake.add(endpointId);
   }
 
   #grant(w: Waiter, endpointId: string, index: number, now: number): void {
@@ -442,7 +354,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
   }
 
   #settle(w: Waiter, d: TokenDecision): void {
-    this.#finish(w);
+    this.#queues.finish(w);
     w.resolve(d);
   }
 
@@ -454,25 +366,8 @@ export class MemoryTokenScheduler implements TokenScheduler {
 
   #withdraw(w: Waiter, reason: unknown): void {
     if (w.state === 'done') return;
-    this.#finish(w);
+    this.#queues.finish(w);
     w.reject(reason);
-  }
-
-  #finish(w: Waiter): void {
-    this.#leave(w);
-    w.state = 'done';
-    this.#waiting.delete(w);
-  }
-
-  /** Takes `w` out of its FIFO or its parked lists (those entries go stale). */
-  #leave(w: Waiter): void {
-    if (w.state === 'fifo') this.#fifos[w.rank]!.remove(w);
-    else if (w.state === 'parked') {
-      w.parkVersion++;
-      for (const id of w.parkedOn) this.#lists.get(id)?.markStale();
-      w.parkedOn = [];
-    }
-    w.state = 'new';
   }
 
   /** The endpoint `request` may take now, or when; `spent`: its retries are spent (it may go only where untried). */
@@ -494,66 +389,5 @@ export class MemoryTokenScheduler implements TokenScheduler {
 
   #endpointsOf(request: TokenRequest): readonly string[] {
     return this.#o.endpointsFor?.(request) ?? this.#o.endpoints.chain(request.chain);
-  }
-}
-
-const BUDGET_SPENT =
-  'retry budget spent: too many retries in the last window, and no endpoint of the chain this call has not tried is left; answering degraded instead';
-
-/** The endpoints `request` must not be granted on: its own `skip`, and every endpoint it tried once retries are `spent`. */
-function skipOf(request: TokenRequest, spent: boolean): readonly string[] | undefined {
-  const { skip, tried } = request;
-  if (!spent || !tried?.length) return skip?.length ? skip : undefined;
-  return skip?.length ? [...skip, ...tried] : tried;
-}
-
-/** Waits that end by themselves soon (a refill, a free slot): the request keeps its place instead of cooling. */
-function isRoomWait(cause: string): boolean {
-  return cause === 'pacing' || cause === 'concurrency';
-}
-
-/** Whether a request keeps a place in the queue (ready, or waiting for room within its max wait). */
-function keepsPlace(sel: Selection, now: number, request: TokenRequest): boolean {
-  if (sel.kind === 'ready') return true;
-  return sel.kind === 'wait' && isRoomWait(sel.cause) && sel.until - now <= waitLeft(request);
-}
-
-/** What is left of `request`'s max wait after the cooling it already did since its last call, ms. */
-function waitLeft(request: TokenRequest): number {
-  return request.maxWaitMs - (request.cooledMs ?? 0);
-}
-
-/**
- * Whether `request` may cool for `sel`: its earliest endpoint comes back within what is left of the max wait. A
- * probe's outcome has no known time: while one of its endpoints waits for its probe, any max wait left is enough.
- */
-function waitsFor(sel: Extract<Selection, { kind: 'wait' }>, now: number, request: TokenRequest): boolean {
-  const left = waitLeft(request);
-  return sel.until - now <= left || (sel.probing === true && left > 0);
-}
-
-function beyondMaxWait(
-  sel: Extract<Selection, { kind: 'wait' }>,
-  now: number,
-  request: TokenRequest,
-): string {
-  const { maxWaitMs, cooledMs } = request;
-  const spent = cooledMs ? `, ${Math.round(cooledMs)} ms of it already spent cooling` : '';
-  const probe = sel.probing ? '; a breaker of the chain waits for its probe' : '';
-  return `every endpoint of chain "${request.chain}" is unavailable beyond max wait ${maxWaitMs} ms${spent} (earliest: ${sel.endpointId}, ${sel.cause}, in ${Math.round(sel.until - now)} ms${probe})`;
-}
-
-/** A request's handle for its caller (a class: one is made per request, on the hot path). */
-class Ticket implements TokenTicket {
-  readonly decision: Promise<TokenDecision>;
-  readonly #scheduler: MemoryTokenScheduler;
-  readonly #waiter: Waiter;
-  constructor(scheduler: MemoryTokenScheduler, waiter: Waiter, decision: Promise<TokenDecision>) {
-    this.#scheduler = scheduler;
-    this.#waiter = waiter;
-    this.decision = decision;
-  }
-  withdraw(reason?: unknown): void {
-    this.#scheduler.withdrawWaiter(this.#waiter, reason);
   }
 }

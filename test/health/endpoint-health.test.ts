@@ -1,11 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createManualClock } from '../../src/clock/clock.ts';
 import { describeEndpoint } from '../../src/engines/endpoint-config.ts';
-import {
-  type EndpointHealthHooks,
-  EndpointHealthTracker,
-  type HealthSettings,
-} from '../../src/health/endpoint-health.ts';
+import { EndpointHealthTracker } from '../../src/health/endpoint-health.ts';
+import type { EndpointHealthHooks, HealthSettings } from '../../src/health/endpoint-health-types.ts';
 import { TimerHeap } from '../../src/clock/timer-heap.ts';
 import { endpoint, fault, success, T0 } from '../scheduler/scheduler-fixture.ts';
 
