@@ -12,7 +12,7 @@ import { TAKE_RATE_FUNCTION_0005 } from './0005-rate-windows.ts';
  *   slot, a sixtieth of the window) also deletes up to 32 rows of any quota that expired more than a minute ago
  *   (the minute keeps the sweep clear of a row its own quota's taker may still be counting).
  * - `coordination_probes` gets an index on `expires_at`: each claim deletes up to 16 claims expired more than a
- *   minute ago (see `CLAIM_PROBE_SQL` in postgres-coordination.ts).
+ *   minute ago (see `CLAIM_PROBE_SQL` in src/coordination/postgres-coordination-sql.ts).
  */
 export async function up(db: Kysely<unknown>): Promise<void> {
   await sql`alter table coordination_rates add column expires_at timestamptz`.execute(db);

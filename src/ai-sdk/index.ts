@@ -5,8 +5,8 @@ import { BreakwaterLanguageModel, type BreakwaterModelSettings } from './breakwa
  * `breakwater/ai-sdk`: a provider for the Vercel AI SDK (`ai` 6, `@ai-sdk/provider` 3, optional peer
  * dependencies). `generateText({ model: bw('premium') })` and `streamText` run through breakwater's tokens,
  * breakers, cooldowns, fallback chain and degraded layer; `result.providerMetadata.breakwater` says which
- * endpoint answered and which faults were met. `streamText` gets the finished answer as stream parts (no
- * token-by-token streaming yet).
+ * endpoint answered and which faults were met.
+ * `streamText` streams the answer's deltas as they come (a restart on another endpoint withdraws the partial text).
  */
 export { BreakwaterLanguageModel, type BreakwaterModelSettings } from './breakwater-language-model.ts';
 export type { BreakwaterMetadata } from './breakwater-metadata.ts';

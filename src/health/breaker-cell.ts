@@ -16,7 +16,7 @@ export interface BreakerStep {
 
 /**
  * One endpoint's circuit breaker: an actor of `breakerMachine`, the statechart that holds every breaker rule.
- * It keeps no timer; its owner (`EndpointHealthTracker`) sends `TICK` at `openUntil` from the runtime's one
+ * It keeps no timer; its owner (`BreakerDriver`, inside `EndpointHealthTracker`) sends `TICK` at `openUntil` from the runtime's one
  * timer heap, so OPEN → HALF-OPEN has exactly one driver and one clock. (A live actor, not XState's pure
  * `transition()`: that builds a throwaway actor per event, five times the cost on the call path.)
  *

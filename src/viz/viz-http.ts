@@ -19,7 +19,7 @@ export class HttpError extends Error {
 }
 
 // Nothing the page needs comes from elsewhere: the policy makes the browser refuse any other origin.
-/** Requests from elsewhere (another Origin, another site) are refused: see {@link startVizServer}. */
+/** Requests from elsewhere (another Origin, another site) are refused: see `startVizServer` (viz-server.ts). */
 export function forbiddenBy(req: IncomingMessage, port: number): string | undefined {
   const origin = req.headers.origin;
   if (

@@ -47,7 +47,8 @@ const RELISTEN_MAX_MS = 10_000;
  * @example
  * ```ts
  * const wakeup = await listenForRounds(databaseUrl);
- * await wakeup.wait(runId, 1_000, signal);
+ * const since = wakeup.mark(); // before reading the parts: a notification after it is not lost
+ * await wakeup.wait(runId, 1_000, since, signal);
  * await wakeup.close();
  * ```
  */
