@@ -59,7 +59,6 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/runtime/probe-runner.ts#createProbeRunner': 127,
   'src/scenarios/json-scan.ts#scanJson': 122,
   'src/viz/live-source.ts#createLiveSource': 121,
-  'src/planner/plan-jobs.ts#preparePlan': 120,
   'src/runtime/supervisor-byok.ts#wireByok': 117,
   'src/clock/virtual-clock.ts#createVirtualClock': 113,
   'src/byok/key-vault.ts#inject': 111,
