@@ -22,7 +22,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/cli/commands/run-command.ts': 669,
   'src/coordination/postgres-coordination.ts': 612,
   'src/runs/workers/run-worker.ts': 586,
-  'src/runs/run-scenario.ts': 558,
   'src/health/endpoint-health.ts': 562,
   'src/scheduler/memory-token-scheduler.ts': 559,
   'src/byok/key-vault.ts': 542,
