@@ -19,7 +19,6 @@ const KNOWN_LONG_FILES: Readonly<Record<string, number>> = {
   'src/coordination/coordinated-token-scheduler.ts': 979,
   // The agent's statechart: one machine in one file, as xstate's own machines are (its states read top to bottom).
   'machines/agent.machine.ts': 701,
-  'src/cli/commands/run-command.ts': 669,
   'src/coordination/postgres-coordination.ts': 612,
   'src/runs/workers/run-worker.ts': 586,
   'src/health/endpoint-health.ts': 562,
@@ -39,11 +38,9 @@ const KNOWN_LONG_FUNCTIONS: Readonly<Record<string, number>> = {
   'src/emulator/call-handler.ts#handleCall': 221,
   'src/byok/byok-console.ts#startByokConsole': 219,
   'src/observability/prometheus-metrics.ts#createBreakwaterMetrics': 201,
-  'src/cli/commands/run-command.ts#runRunCommand': 189,
   'src/store/run-store.ts#createRunStore': 189,
   'src/viz/page/timeline-canvas.ts#createTimeline': 188,
   'src/engines/timed-fetch.ts#timedFetch': 161,
-  'src/cli/commands/run-workers.ts#runWithWorkers': 153,
   'src/runs/workers/run-worker.ts#workParts': 121,
   'src/emulator/fault-actions.ts#applyFault': 134,
   // The composition root: it builds the supervisor's ten parts in their order, one short call each, and names the
