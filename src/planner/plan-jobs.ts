@@ -126,12 +126,50 @@ export function preparePlan(input: PlanInput): PlanContext {
       path: 'to',
       message: `makes a window of ${minutes} minutes; a plan looks at most a week (${MAX_PLAN_MINUTES} minutes); shorten it`,
     });
-  const endpoints = input.endpoints.map((e, i) => ({
+  const endpoints = prepareEndpoints(input, source);
+  const chains = prepareChains(input, endpoints, source);
+  const lightChain = input.lightChain ?? (chains.has('light') ? 'light' : null);
+  if (lightChain !== null && !chains.has(lightChain))
+    throw new ConfigError({
+      source,
+      path: 'lightChain',
+      message: `names chain "${lightChain}", which is not defined (defined: ${[...chains.keys()].join(', ')})`,
+    });
+  const budgets = prepareBudgets(input, endpoints, chains, source);
+  const jobs = prepareJobs(input, chains, from, to, source);
+  return {
+    source,
+    from,
+    to,
+    timezone: input.timezone,
+    minutes,
+    endpoints,
+    chains,
+    concurrency:
+      input.concurrency === undefined ? null : positive(input.concurrency, 1, source, 'concurrency'),
+    callSeconds: positive(input.callSeconds, DEFAULT_CALL_SECONDS, source, 'callSeconds'),
+    budgets,
+    lightChain,
+    jobs,
+  };
+}
+
+/** The endpoints with their limits checked (`null`: no limit given). */
+function prepareEndpoints(input: PlanInput, source: string): PreparedEndpoint[] {
+  return input.endpoints.map((e, i) => ({
     id: e.id,
     model: e.model ?? e.id,
     rpm: e.rpm === undefined ? null : positive(e.rpm, 1, source, `endpoints[${i}].rpm`),
     tpm: e.tpm === undefined ? null : positive(e.tpm, 1, source, `endpoints[${i}].tpm`),
   }));
+}
+
+/** Chain name → the indexes of its endpoints; a chain naming an unknown endpoint is refused. */
+function prepareChains(
+  input: PlanInput,
+  endpoints: readonly PreparedEndpoint[],
+  source: string,
+): Map<string, number[]> {
   const ids = new Map(endpoints.map((e, i) => [e.id, i]));
   const chains = new Map<string, number[]>();
   for (const [name, list] of Object.entries(input.chains)) {
@@ -149,14 +187,17 @@ export function preparePlan(input: PlanInput): PlanContext {
       }),
     );
   }
-  const lightChain = input.lightChain ?? (chains.has('light') ? 'light' : null);
-  if (lightChain !== null && !chains.has(lightChain))
-    throw new ConfigError({
-      source,
-      path: 'lightChain',
-      message: `names chain "${lightChain}", which is not defined (defined: ${[...chains.keys()].join(', ')})`,
-    });
-  const budgets = (input.budgets ?? []).map((b, i) => {
+  return chains;
+}
+
+/** Each budget with the endpoints its `match` names and the chains that reach one of them. */
+function prepareBudgets(
+  input: PlanInput,
+  endpoints: readonly PreparedEndpoint[],
+  chains: ReadonlyMap<string, readonly number[]>,
+  source: string,
+): PreparedBudget[] {
+  return (input.budgets ?? []).map((b, i) => {
     positive(b.limit, 1, source, `budgets[${i}].limit`);
     const needle = b.match.toLowerCase();
     const matched = endpoints
@@ -165,8 +206,18 @@ export function preparePlan(input: PlanInput): PlanContext {
     const reaching = [...chains].filter(([, list]) => list.some((e) => matched.includes(e))).map(([n]) => n);
     return { ...b, worstCase: b.worstCase !== false, endpoints: matched, chains: reaching };
   });
+}
+
+/** Every job checked and its firings expanded; all of them together stay within {@link MAX_PLAN_FIRINGS}. */
+function prepareJobs(
+  input: PlanInput,
+  chains: ReadonlyMap<string, readonly number[]>,
+  from: number,
+  to: number,
+  source: string,
+): PreparedJob[] {
   let total = 0;
-  const jobs = input.jobs.map((job, i): PreparedJob => {
+  return input.jobs.map((job, i): PreparedJob => {
     const at = `jobs[${i}]`;
     const problem = cronProblem(job.cron, input.timezone);
     if (problem)
@@ -211,21 +262,6 @@ export function preparePlan(input: PlanInput): PlanContext {
       firings,
     };
   });
-  return {
-    source,
-    from,
-    to,
-    timezone: input.timezone,
-    minutes,
-    endpoints,
-    chains,
-    concurrency:
-      input.concurrency === undefined ? null : positive(input.concurrency, 1, source, 'concurrency'),
-    callSeconds: positive(input.callSeconds, DEFAULT_CALL_SECONDS, source, 'callSeconds'),
-    budgets,
-    lightChain,
-    jobs,
-  };
 }
 
 const shiftMemo = new WeakMap<PreparedJob, Map<number, string | null>>();

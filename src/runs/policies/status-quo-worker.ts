@@ -1,87 +1,27 @@
 import { setMaxListeners } from 'node:events';
-import type { Logger } from 'pino';
-import { type Clock, sleep } from '../../clock/clock.ts';
-import type { EmulatorFlavor } from '../../emulator/emulator-types.ts';
 import { createEngine as createAdapterEngine } from '../../engines/create-engine.ts';
 import {
   type EndpointConfig,
   type ParsedEndpointConfig,
   parseEndpointConfig,
 } from '../../engines/endpoint-config.ts';
-import type { Engine, EngineResult } from '../../core/engine-types.ts';
+import type { Engine } from '../../core/engine-types.ts';
 import { NO_USAGE } from '../../core/token-usage.ts';
 import type { RuntimeEvent, RuntimeEventListener } from '../../core/runtime-event.ts';
-import { type Fault, isEngineFaultError } from '../../core/fault.ts';
 import { createLogger } from '../../logging/logger.ts';
-import { scrubSecrets } from '../../redact/secret-scrubber.ts';
 import type { TurnExecutor, TurnRequest } from '../turn-executor.ts';
-import { buildRequest } from '../../runtime/prompt-builder.ts';
-import { type AgentMemory, emptyMemory, type Turn, type TurnOutcome } from '../../core/turn.ts';
+import { emptyMemory, type Turn } from '../../core/turn.ts';
 import { scenarioEndpoints } from '../../scenarios/scenario-endpoints.ts';
-import type { ScenarioAgent, ScenarioSpec } from '../../scenarios/scenario-types.ts';
-import {
-  type ChainLink,
-  resolveStatusQuoChain,
-  STATUS_QUO_BACKOFF_MS,
-  STATUS_QUO_MODELS,
-} from './status-quo-chain.ts';
+import type { ScenarioSpec } from '../../scenarios/scenario-types.ts';
+import { resolveStatusQuoChain, STATUS_QUO_BACKOFF_MS, STATUS_QUO_MODELS } from './status-quo-chain.ts';
+import type { StatusQuoOptions } from './status-quo-options.ts';
+import { type AgentSlot, createAgentSlots, type StatusQuoParts, setSlotState } from './status-quo-state.ts';
+import { runTask } from './status-quo-task.ts';
 import { WorkerPool } from './worker-pool.ts';
 
 export { STATUS_QUO_BACKOFF_MS, STATUS_QUO_MODELS } from './status-quo-chain.ts';
-
-/**
- * The exact line seed 000's worker wrote when `_eligible_model_chain()` came back empty.
- *
- * @example
- * ```ts
- * events.filter((e) => e.type === 'policy.log' && e.data.message === ALL_COOLING_MESSAGE).length;
- * ```
- */
-export const ALL_COOLING_MESSAGE = 'all candidate models are cooling down';
-
-/** Options of {@link createStatusQuoExecutor}. */
-export interface StatusQuoOptions {
-  /** The run's clock: blocking sleeps, cooldowns and call times are read on it. Required. */
-  readonly clock: Clock;
-  /** pino logger; one `confirmed_model=<provider>/<model>` line per answer, as the seed's log had. Default: {@link createLogger}. */
-  readonly logger?: Logger;
-  /** Builds an endpoint's engine. Default: the unified adapter (`createEngine`, SDK retries off). */
-  readonly createEngine?: (config: ParsedEndpointConfig) => Engine;
-  /**
-   * Base URL of the emulator listener of a flavor, for endpoints that still carry `emulator:` (a spec as
-   * loaded). Default: none — the caller has already resolved every endpoint's `baseURL`.
-   */
-  readonly baseURL?: (flavor: EmulatorFlavor) => string;
-  /**
-   * Threads of the old worker's pool: tasks that run at once, each holding its thread through its blocking
-   * sleeps. Default `Infinity`: every firing runs at once. Seed 000 does not give the pool size; what it
-   * does say is that the old worker had no limit in front of the LLM (six agents hit the 429 together),
-   * so unlimited threads is the reading that reproduces its failure without inventing a number. Give a
-   * finite size to also see the thread starvation it warned about (new tasks wait behind sleeping ones).
-   */
-  readonly workers?: number;
-  /** Blocking sleeps between rounds of attempts. Default {@link STATUS_QUO_BACKOFF_MS} (30 s, 60 s, 120 s). */
-  readonly backoffMs?: readonly number[];
-  /**
-   * How long an HTTP 429 puts a model into `_MODEL_COOLDOWN_UNTIL`, ms — or the Retry-After, if longer.
-   * Default 60 000 (the seed gives no number; one minute is the common choice and keeps a model out of
-   * every chain for longer than the first 30 s sleep, which is what turned one 429 into "all candidate
-   * models are cooling down").
-   */
-  readonly cooldownMs?: number;
-  /** The chain's models, in order, looked up among the scenario's endpoints. Default {@link STATUS_QUO_MODELS}. */
-  readonly models?: readonly string[];
-}
-
-interface AgentSlot {
-  readonly spec: ScenarioAgent;
-  readonly tier: string;
-  memory: AgentMemory;
-  calling: number;
-  sleeping: number;
-  queued: number;
-  state: string;
-}
+export type { StatusQuoOptions } from './status-quo-options.ts';
+export { ALL_COOLING_MESSAGE } from './status-quo-task.ts';
 
 /**
  * Seed 000's agent queue worker as it was, as a {@link TurnExecutor} (policy `status-quo`), so the same
@@ -129,20 +69,7 @@ export function createStatusQuoExecutor(spec: ScenarioSpec, options: StatusQuoOp
     return e;
   };
 
-  const tiers = spec.runtime.tiers ?? ['analysis', 'ops'];
-  const lowest = tiers[tiers.length - 1] ?? 'ops';
-  const agents = new Map<string, AgentSlot>();
-  for (const a of spec.agents) {
-    agents.set(a.name, {
-      spec: a,
-      tier: a.tier ?? lowest,
-      memory: emptyMemory(a.memory ?? {}),
-      calling: 0,
-      sleeping: 0,
-      queued: 0,
-      state: 'idle',
-    });
-  }
+  const agents = createAgentSlots(spec);
   const historyTurns = spec.runtime.agentDefaults?.historyTurns ?? 6;
   const defaultMaxTokens = spec.runtime.agentDefaults?.maxTokens ?? 512;
 
@@ -157,226 +84,23 @@ export function createStatusQuoExecutor(spec: ScenarioSpec, options: StatusQuoOp
   // Every task in flight listens to it (unlimited threads: possibly hundreds at once).
   setMaxListeners(0, stopping.signal);
   const inFlight = new Set<Promise<unknown>>();
-
-  const setState = (slot: AgentSlot) => {
-    const next =
-      slot.calling > 0 ? 'calling' : slot.sleeping > 0 ? 'cooling' : slot.queued > 0 ? 'queued' : 'idle';
-    if (next === slot.state) return;
-    const previous = slot.state;
-    slot.state = next;
-    emit({ type: 'agent.state', at: clock.now(), agent: slot.spec.name, data: { state: next, previous } });
-  };
-
-  const eligibleModelChain = (): ChainLink[] =>
-    chain.filter((link) => (_MODEL_COOLDOWN_UNTIL.get(link.model) ?? 0) <= clock.now());
-
-  const recordAttempt = (slot: AgentSlot, link: ChainLink, startedAt: number, fault?: Fault) => {
-    const at = clock.now();
-    emit({
-      type: 'call.attempt',
-      at,
-      agent: slot.spec.name,
-      endpoint: link.endpoint.id,
-      data: {
-        tier: slot.tier,
-        outcome: fault ? 'fault' : 'ok',
-        startedAt,
-        latencyMs: at - startedAt,
-        provider: link.endpoint.provider,
-        model: link.model,
-        ...(fault
-          ? {
-              faultKind: fault.kind,
-              ...(fault.status !== undefined ? { status: fault.status } : {}),
-              ...(fault.retryAfterMs !== undefined ? { retryAfterMs: fault.retryAfterMs } : {}),
-            }
-          : { status: 200 }),
-      },
-    });
-  };
-
-  /** One upstream attempt; a 429 writes the model into the worker-wide cooldown map. */
-  const attempt = async (
-    slot: AgentSlot,
-    link: ChainLink,
-    request: TurnRequest,
-    n: number,
-    signal: AbortSignal,
-  ): Promise<EngineResult | Fault> => {
-    const startedAt = clock.now();
-    slot.calling++;
-    setState(slot);
-    try {
-      const built = buildRequest({
-        ...(slot.spec.role !== undefined ? { role: slot.spec.role } : {}),
-        memory: slot.memory,
-        historyTurns,
-        turnMessages: [{ role: 'user', content: request.prompt }],
-        tools: [],
-        maxTokens: slot.spec.maxTokens ?? defaultMaxTokens,
-        idempotencyKey: `${request.key}:${n}`,
-      });
-      const result = await engineFor(link.endpoint).call({ ...built, signal });
-      recordAttempt(slot, link, startedAt);
-      logger.info(
-        { agent: slot.spec.name, confirmed_model: `${link.endpoint.provider}/${link.model}` },
-        `confirmed_model=${link.endpoint.provider}/${link.model}`,
-      );
-      return result;
-    } catch (e) {
-      const fault: Fault = isEngineFaultError(e)
-        ? e.fault
-        : { kind: 'bad_request', provider: link.endpoint.provider, message: scrubSecrets(String(e)) };
-      recordAttempt(slot, link, startedAt, fault);
-      if (fault.status === 429 || fault.kind === 'rate_limited') {
-        const until = clock.now() + Math.max(cooldownMs, fault.retryAfterMs ?? 0);
-        _MODEL_COOLDOWN_UNTIL.set(link.model, Math.max(_MODEL_COOLDOWN_UNTIL.get(link.model) ?? 0, until));
-        logger.warn({ agent: slot.spec.name, model: link.model, until }, 'model cooling down (process-wide)');
-      }
-      return fault;
-    } finally {
-      slot.calling--;
-      setState(slot);
-    }
-  };
-
-  const runTask = async (slot: AgentSlot, request: TurnRequest, askedAt: number, signal: AbortSignal) => {
-    const faults: Fault[] = [];
-    let attempts = 0;
-    /** Time spent in upstream calls; the rest of the turn was waiting (for a thread, or asleep). */
-    let callTime = 0;
-    const finish = (outcome: TurnOutcome, extra: Partial<Turn> = {}): Turn => ({
-      turnId: request.turnId,
-      agent: slot.spec.name,
-      tier: slot.tier,
-      prompt: request.prompt,
-      answer: { text: '' },
-      outcome,
-      degraded: false,
-      faults,
-      waitMs: clock.now() - askedAt - callTime,
-      attempts,
-      usage: NO_USAGE,
-      messages: [],
-      startedAt: askedAt,
-      finishedAt: clock.now(),
-      ...extra,
-    });
-    for (let round = 0; ; round++) {
-      const eligible = eligibleModelChain();
-      if (eligible.length === 0) {
-        emit({
-          type: 'policy.log',
-          at: clock.now(),
-          agent: slot.spec.name,
-          data: { message: ALL_COOLING_MESSAGE, tier: slot.tier },
-        });
-        logger.error({ agent: slot.spec.name }, ALL_COOLING_MESSAGE);
-        return finish('failed', { error: ALL_COOLING_MESSAGE });
-      }
-      for (const link of eligible) {
-        const callStart = clock.now();
-        const outcome = await attempt(slot, link, request, attempts++, signal);
-        callTime += clock.now() - callStart;
-        if (!('kind' in outcome)) {
-          const fallback = chain.indexOf(link) > 0;
-          slot.memory = {
-            ...slot.memory,
-            utterances: [
-              ...slot.memory.utterances,
-              {
-                turnId: request.turnId,
-                prompt: request.prompt,
-                answer: outcome.text,
-                endpointId: link.endpoint.id,
-                degraded: false,
-              },
-            ],
-          };
-          return finish(fallback ? 'fallback' : 'answered', {
-            answer: { text: outcome.text },
-            endpointId: link.endpoint.id,
-            model: outcome.model,
-            usage: outcome.usage,
-          });
-        }
-        faults.push(outcome);
-        if (outcome.kind === 'cancelled' || signal.aborted)
-          return finish('cancelled', { error: 'cancelled' });
-      }
-      const delay = backoff[round];
-      if (delay === undefined) {
-        const last = faults[faults.length - 1];
-        return finish('failed', {
-          error: `every model failed after ${backoff.length} retries (last: ${last?.kind ?? 'unknown'}${last?.status ? ` ${last.status}` : ''})`,
-        });
-      }
-      slot.sleeping++;
-      setState(slot);
-      try {
-        // time.sleep() in the worker thread: the thread is held, nothing else runs on it.
-        await sleep(clock, delay, signal);
-      } catch {
-        return finish('cancelled', { error: 'cancelled' });
-      } finally {
-        slot.sleeping--;
-        setState(slot);
-      }
-    }
-  };
-
-  const ask = async (request: TurnRequest): Promise<Turn> => {
-    const slot = agents.get(request.agent);
-    if (!slot) throw new Error(`no agent named "${request.agent}" in this run`);
-    const signal = request.signal ? AbortSignal.any([request.signal, stopping.signal]) : stopping.signal;
-    const askedAt = clock.now();
-    slot.queued++;
-    setState(slot);
-    let turn: Turn;
-    try {
-      await pool.acquire(signal);
-    } catch {
-      slot.queued--;
-      setState(slot);
-      turn = cancelledTurn(slot, request, askedAt, clock.now());
-      emitTurn(turn, request);
-      return turn;
-    }
-    slot.queued--;
-    try {
-      turn = await runTask(slot, request, askedAt, signal);
-    } finally {
-      pool.release();
-      setState(slot);
-    }
-    emitTurn(turn, request);
-    return turn;
-  };
-
-  const emitTurn = (turn: Turn, request: TurnRequest) => {
-    emit({
-      type: 'turn.completed',
-      at: turn.finishedAt,
-      agent: turn.agent,
-      data: {
-        turnId: turn.turnId,
-        tier: turn.tier,
-        ...(request.meta.round !== undefined ? { round: request.meta.round } : {}),
-        ...(request.meta.itemId !== undefined ? { itemId: request.meta.itemId } : {}),
-        outcome: turn.outcome,
-        degraded: false,
-        waitMs: turn.waitMs,
-        attempts: turn.attempts,
-        faults: turn.faults.map((f) => f.kind),
-        startedAt: turn.startedAt,
-      },
-    });
+  const parts: StatusQuoParts = {
+    clock,
+    logger,
+    chain,
+    _MODEL_COOLDOWN_UNTIL,
+    cooldownMs,
+    backoff,
+    historyTurns,
+    defaultMaxTokens,
+    engineFor,
+    emit,
   };
 
   return {
     policy: 'status-quo',
     ask(request) {
-      const p = ask(request);
+      const p = ask(parts, agents, pool, stopping.signal, request);
       inFlight.add(p);
       void p.finally(() => inFlight.delete(p)).catch(() => {});
       return p;
@@ -398,6 +122,62 @@ export function createStatusQuoExecutor(spec: ScenarioSpec, options: StatusQuoOp
       await Promise.allSettled([...inFlight]);
     },
   };
+}
+
+/** One task: queued for a thread of the pool, then run on it; its `turn.completed` emitted either way. */
+async function ask(
+  parts: StatusQuoParts,
+  agents: ReadonlyMap<string, AgentSlot>,
+  pool: WorkerPool,
+  stopping: AbortSignal,
+  request: TurnRequest,
+): Promise<Turn> {
+  const { clock } = parts;
+  const slot = agents.get(request.agent);
+  if (!slot) throw new Error(`no agent named "${request.agent}" in this run`);
+  const signal = request.signal ? AbortSignal.any([request.signal, stopping]) : stopping;
+  const askedAt = clock.now();
+  slot.queued++;
+  setSlotState(slot, parts);
+  let turn: Turn;
+  try {
+    await pool.acquire(signal);
+  } catch {
+    slot.queued--;
+    setSlotState(slot, parts);
+    turn = cancelledTurn(slot, request, askedAt, clock.now());
+    emitTurn(parts, turn, request);
+    return turn;
+  }
+  slot.queued--;
+  try {
+    turn = await runTask(parts, slot, request, askedAt, signal);
+  } finally {
+    pool.release();
+    setSlotState(slot, parts);
+  }
+  emitTurn(parts, turn, request);
+  return turn;
+}
+
+function emitTurn(parts: Pick<StatusQuoParts, 'emit'>, turn: Turn, request: TurnRequest): void {
+  parts.emit({
+    type: 'turn.completed',
+    at: turn.finishedAt,
+    agent: turn.agent,
+    data: {
+      turnId: turn.turnId,
+      tier: turn.tier,
+      ...(request.meta.round !== undefined ? { round: request.meta.round } : {}),
+      ...(request.meta.itemId !== undefined ? { itemId: request.meta.itemId } : {}),
+      outcome: turn.outcome,
+      degraded: false,
+      waitMs: turn.waitMs,
+      attempts: turn.attempts,
+      faults: turn.faults.map((f) => f.kind),
+      startedAt: turn.startedAt,
+    },
+  });
 }
 
 function cancelledTurn(slot: AgentSlot, request: TurnRequest, startedAt: number, now: number): Turn {
