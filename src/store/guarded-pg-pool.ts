@@ -75,8 +75,10 @@ const CONNECTION_CODES: ReadonlySet<string> = new Set([
   '53300', // too_many_connections
 ]);
 
+// "connection has been discarded" is kysely's: a transaction's rollback failed on a broken connection, and the
+// next statement on it (a migration's lock release, say) says only that, without the cut as its cause.
 const CONNECTION_TEXT =
-  /timeout expired|Connection terminated|Query read timeout|connection (?:timeout|error)|not queryable|unknown message code|invalid (?:response|message)|Received unexpected|unexpected (?:end|message)|socket hang up|ERR_SOCKET|ECONNRESET|read ECONN|Unsupported frontend protocol|ssl negotiation|The server does not support SSL/i;
+  /timeout expired|Connection terminated|Query read timeout|connection (?:timeout|error)|not queryable|unknown message code|invalid (?:response|message)|Received unexpected|unexpected (?:end|message)|socket hang up|ERR_SOCKET|ECONNRESET|read ECONN|Unsupported frontend protocol|ssl negotiation|The server does not support SSL|connection has been discarded/i;
 
 interface DriverError {
   code?: unknown;

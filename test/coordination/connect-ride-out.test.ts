@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { isConnectCut } from '../../src/coordination/connect-ride-out.ts';
 import { PostgresCoordination } from '../../src/coordination/postgres-coordination.ts';
 import { cleanPool, perFileDatabase, postgresUrl } from '../support/coordination-env.ts';
 
@@ -194,3 +195,18 @@ async function waitingOnTheLock(n: number): Promise<number[]> {
   );
   return pids;
 }
+
+describe('what counts as a connection cut while connecting', () => {
+  it("kysely's discarded connection (a migration whose rollback met the cut) is a cut; a refusal and a timeout are not", () => {
+    // Seen in workers-db-terminate: the migration's error carried only this message, not the terminated connection.
+    const discarded = new Error('database migration failed', {
+      cause: new Error('Postgres connection has been discarded'),
+    });
+    expect(isConnectCut(discarded)).toBe(true);
+    expect(
+      isConnectCut(Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:1'), { code: 'ECONNREFUSED' })),
+    ).toBe(false);
+    expect(isConnectCut(new Error('timeout expired'))).toBe(false);
+    expect(isConnectCut(new Error('relation "x" does not exist'))).toBe(false);
+  });
+});
