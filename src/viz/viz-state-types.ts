@@ -171,6 +171,19 @@ export interface VizCheck {
   readonly pass: boolean | null;
 }
 
+/** A report check as the page shows it: only its verdict fields (a report's check carries more). */
+export function vizCheckOf(c: VizCheck): VizCheck {
+  return {
+    id: c.id,
+    name: c.name,
+    value: c.value,
+    unit: c.unit,
+    op: c.op,
+    threshold: c.threshold,
+    pass: c.pass,
+  };
+}
+
 /**
  * The run's report, pushed to the live page once the run ended (never stored: the report is computed
  * from the event log).

@@ -1,5 +1,5 @@
 import type { RunReport } from '../../report/report-types.ts';
-import type { VizReportEvent } from '../../viz/viz-state-types.ts';
+import { type VizReportEvent, vizCheckOf } from '../../viz/viz-state-types.ts';
 
 /**
  * The run's end with the report's verdicts, for the visualizer's page: published before the server goes.
@@ -15,15 +15,7 @@ export function vizReportEvent(at: number, status: string, report: RunReport): V
     at,
     data: {
       status,
-      checks: report.checks.map((c) => ({
-        id: c.id,
-        name: c.name,
-        value: c.value,
-        unit: c.unit,
-        op: c.op,
-        threshold: c.threshold,
-        pass: c.pass,
-      })),
+      checks: report.checks.map(vizCheckOf),
     },
   };
 }

@@ -1,4 +1,4 @@
-import type { VizCheck } from '../viz-state-types.ts';
+import { type VizCheck, vizCheckOf } from '../viz-state-types.ts';
 import { emptyVizState } from '../viz-state.ts';
 import { byId, setText, testid } from './page-dom.ts';
 import { getJson } from './page-json.ts';
@@ -44,16 +44,7 @@ export async function startReplay(runId: string): Promise<void> {
 async function addReportChecks(run: string): Promise<void> {
   try {
     const report = await getJson<{ checks: VizCheck[] }>(`/api/runs/${run}/report`);
-    const checks = report.checks.map((c) => ({
-      id: c.id,
-      name: c.name,
-      value: c.value,
-      unit: c.unit,
-      op: c.op,
-      threshold: c.threshold,
-      pass: c.pass,
-    }));
-    addReplayChecks(checks);
+    addReplayChecks(report.checks.map(vizCheckOf));
   } catch {
     // A run whose report cannot be built is still replayed; its checks are not shown.
   }
