@@ -5,6 +5,7 @@ import type { CallMemo } from '../../src/core/call-memo.ts';
 import { createSupervisor } from '../../src/runtime/create-supervisor.ts';
 import type { StreamEvent } from '../../src/runtime/turn-stream.ts';
 import { emulatorEndpoint } from '../support/runtime-harness.ts';
+import { waitFor } from '../support/wait-for.ts';
 
 /*
  * Durable streamed turns: a streamed answer is memoized once complete (a continued one as its whole text), a resumed
@@ -56,6 +57,8 @@ describe('streamed turns and the call memo', () => {
     await drain(stream);
     const turn = await stream.turn;
     await first.stop();
+    // The emulator counts a call when it ends; read the count once both calls have left.
+    await waitFor(() => emulator.stats().inFlight === 0, 'both calls to end at the emulator');
     expect(turn.faults.map((f) => f.kind)).toEqual(['network']);
     const stored = memo.entries.get('run-a:1:call0') as EngineResult;
     expect(stored.text).toBe(turn.answer.text);
@@ -87,6 +90,9 @@ describe('streamed turns and the call memo', () => {
     // The process "dies" with the stream half-read: everything in flight is cancelled.
     await crashed.stop({ signal: AbortSignal.abort() });
     expect(memo.entries.has('run-b:1:call0')).toBe(false);
+    // The emulator counts a call when it ends, and it sees the stalled stream end only when the closed socket reaches
+    // it: read the count after that, or the crashed call is counted as the resumed run's (4 calls where 3 were made).
+    await waitFor(() => emulator.stats().inFlight === 0, 'the crashed stream to end at the emulator');
 
     const calls = emulator.stats().totalCalls;
     const resumed = runtime(memo);
