@@ -73,6 +73,16 @@ export type RuntimeEvent =
   | Ev<'token.reclaimed', { leaseId: string; holder: string }, 'endpoint'>
   | Ev<'token.wait', { until: number; cause: string }, 'agent' | 'endpoint'>
   | Ev<'token.denied', { reason: string }, 'agent'>
+  /**
+   * Wait or switch: the agent waits for `endpoint` (paced or cooling until `until`) rather than take `insteadOf`, a
+   * later endpoint of its chain that is ready, because the wait plus `endpoint`'s usual latency (`expectedMs`) is
+   * shorter than `insteadOf`'s usual latency (`insteadExpectedMs`).
+   */
+  | Ev<
+      'route.wait',
+      { until: number; insteadOf: string; expectedMs: number; insteadExpectedMs: number },
+      'agent' | 'endpoint'
+    >
   | Ev<'probe.started', { leaseId: string }, 'endpoint'>
   /** An endpoint's breaker changed state (closed, open, halfOpen). */
   | Ev<'breaker.state', { state: string; previous: string; openUntil: number | null }, 'endpoint'>

@@ -1,3 +1,4 @@
+import { SmoothedMean } from '../resilience/smoothed-mean.ts';
 import type { EndpointDescriptor, EngineResult } from '../core/engine-types.ts';
 import { type Fault, isStallFault } from '../core/fault.ts';
 import { AimdLimiter } from '../resilience/aimd-limiter.ts';
@@ -61,6 +62,8 @@ export class EndpointHealthTracker {
   #disabledUntil = 0;
   #disabledReason: string | undefined;
   #consecutiveFaults = 0;
+  /** The usual latency of its successful calls, ms (smoothed; wait-or-switch weighs it). */
+  readonly latency = new SmoothedMean(0.2);
   #inFlight = 0;
 
   constructor(
@@ -324,6 +327,7 @@ export class EndpointHealthTracker {
 
   #succeeded(r: EngineResult, reservedTokens: number, now: number): void {
     this.#consecutiveFaults = 0;
+    this.latency.add(r.latencyMs);
     // Counted without a machine step while it cannot change the breaker (see BreakerCell.succeeded).
     this.#breaker.succeeded(now);
     this.#limiter?.release('success');

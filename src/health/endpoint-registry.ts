@@ -24,8 +24,31 @@ export type Selection =
        * `Readiness.probing`): a caller may wait for it while its max wait lasts, even past `until`'s endpoint.
        */
       readonly probing?: true;
+      /**
+       * Waiting was chosen over a later endpoint that is ready now: the wait plus this endpoint's usual latency is
+       * shorter than that one's usual latency (`SelectOptions.waitUpToMs`). Both figures as estimated, ms.
+       */
+      readonly instead?: {
+        readonly endpointId: string;
+        readonly index: number;
+        readonly expectedMs: number;
+        readonly waitingExpectedMs: number;
+      };
     }
   | { readonly kind: 'none'; readonly reason: string };
+
+/** How {@link EndpointRegistry.select} may weigh waiting against a later endpoint. */
+export interface SelectOptions {
+  /**
+   * Wait or switch: the longest wait, ms, for which an earlier endpoint that is paced or cooling may be chosen over
+   * a later one that is ready, when the wait plus its usual latency is shorter than the later one's usual latency
+   * (both learned from the endpoints' calls). Default 0: the first ready endpoint always goes.
+   */
+  readonly waitUpToMs?: number;
+}
+
+/** Causes whose end is known and comes by itself: worth waiting for instead of switching. */
+const WAITABLE = new Set<WaitCause>(['pacing', 'cooldown']);
 
 /** One endpoint: its config, its engine, its health. */
 export interface RegisteredEndpoint {
@@ -116,10 +139,20 @@ export class EndpointRegistry {
   /**
    * The first endpoint of `ids` (in order) that may take a call of about `tokens` now; else the one ready
    * earliest and why; else `none`. Endpoints in `skip` are passed over (a call that must not go there); the others
-   * keep their place in the chain (`index`).
+   * keep their place in the chain (`index`). With `options.waitUpToMs`, an earlier endpoint that is paced or
+   * cooling is waited for instead, when that ends the call sooner (see {@link SelectOptions}).
    */
-  select(ids: readonly string[], now: number, tokens: number, skip?: readonly string[]): Selection {
+  select(
+    ids: readonly string[],
+    now: number,
+    tokens: number,
+    skip?: readonly string[],
+    options?: SelectOptions,
+  ): Selection {
     let best: Extract<Selection, { kind: 'wait' }> | undefined;
+    /** The earlier endpoint whose wait plus latency is shortest, for wait-or-switch. */
+    let soonest: { wait: Extract<Selection, { kind: 'wait' }>; expectedMs: number } | undefined;
+    const waitUpTo = options?.waitUpToMs ?? 0;
     let probing = false;
     let skipped = 0;
     for (let index = 0; index < ids.length; index++) {
@@ -131,10 +164,28 @@ export class EndpointRegistry {
       const entry = this.#byId.get(id);
       if (!entry) continue;
       const wait = entry.health.readiness(now, tokens);
-      if (!wait) return { kind: 'ready', endpointId: id, index };
+      if (!wait) {
+        const ready: Selection = { kind: 'ready', endpointId: id, index };
+        const latency = entry.health.latency.value;
+        if (!soonest || latency === undefined || soonest.expectedMs >= latency) return ready;
+        return {
+          ...soonest.wait,
+          instead: { endpointId: id, index, expectedMs: latency, waitingExpectedMs: soonest.expectedMs },
+        };
+      }
       if (wait.probing) probing = true;
-      if (!best || wait.until < best.until)
-        best = { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause };
+      const here = { kind: 'wait', endpointId: id, index, until: wait.until, cause: wait.cause } as const;
+      if (!best || wait.until < best.until) best = here;
+      const latency = entry.health.latency.value;
+      if (
+        WAITABLE.has(wait.cause) &&
+        !wait.probing &&
+        latency !== undefined &&
+        wait.until - now <= waitUpTo
+      ) {
+        const expectedMs = wait.until - now + latency;
+        if (!soonest || expectedMs < soonest.expectedMs) soonest = { wait: here, expectedMs };
+      }
     }
     if (best) return probing ? { ...best, probing: true } : best;
     if (skipped > 0)

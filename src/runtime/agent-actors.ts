@@ -30,6 +30,8 @@ export interface AgentActorDeps {
   readonly degraded: DegradedResponder;
   /** The BYOK session of an agent (its keys come after its chain). */
   readonly sessionOf: (agent: string) => string | undefined;
+  /** Asks an agent has left, its running one included (its token requests' `workLeft`); undefined: not known. */
+  readonly workLeftOf?: (agent: string) => number | undefined;
   /** Endpoint ids an agent may use, in order (its chain, then its session's BYOK keys). */
   readonly endpointsOf: (agent: string, chain: string) => readonly string[];
   readonly memo?: CallMemo;
@@ -55,7 +57,7 @@ export type { CallMemo, CallRecordEvent } from '../core/call-memo.ts';
 export function createAgentActors(deps: AgentActorDeps) {
   const { endpoints, scheduler, clock, logger, memo } = deps;
   const remember = memoWriter(memo, logger);
-  const state = new AgentCallState(deps.sessionOf);
+  const state = new AgentCallState(deps.sessionOf, deps.workLeftOf);
   const calls = new EngineCalls({
     endpoints,
     scheduler,

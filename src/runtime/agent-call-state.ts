@@ -20,14 +20,20 @@ export class AgentCallState {
   /** Answers read from the memo before any token, by their memo grant, until the call takes them. */
   readonly memoized = new Map<string, EngineResult>();
   readonly #sessionOf: (agent: string) => string | undefined;
+  readonly #workLeftOf: ((agent: string) => number | undefined) | undefined;
 
-  constructor(sessionOf: (agent: string) => string | undefined) {
+  constructor(
+    sessionOf: (agent: string) => string | undefined,
+    workLeftOf?: (agent: string) => number | undefined,
+  ) {
     this.#sessionOf = sessionOf;
+    this.#workLeftOf = workLeftOf;
   }
 
   /** What the scheduler is asked for: the agent's token request, sized by the request it will send. */
   schedulerRequest(input: AcquireTokenInput, request: BuiltRequest): TokenRequest {
     const session = this.#sessionOf(input.agent);
+    const workLeft = this.#workLeftOf?.(input.agent);
     return {
       holder: input.agent,
       tier: input.tier,
@@ -40,6 +46,7 @@ export class AgentCallState {
       attempt: input.attempt,
       ...(input.tried ? { tried: input.tried } : {}),
       ...(input.skip ? { skip: input.skip } : {}),
+      ...(workLeft ? { workLeft } : {}),
     };
   }
 

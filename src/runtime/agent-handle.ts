@@ -340,6 +340,14 @@ export class LlmAgentHandle implements ManagedHandle {
     return unstartedCancelledTurn(this.name, this.tier, ask, at);
   }
 
+  /**
+   * Asks this agent has left, the running one included: they run one after another, so this is the length of the
+   * chain of work its token requests stand for (`TokenRequest.workLeft`). @internal
+   */
+  get asksLeft(): number {
+    return (this.#current ? 1 : 0) + (this.#queue?.length ?? 0);
+  }
+
   #idle(): boolean {
     return this.#current === undefined && (this.#queue?.length ?? 0) === 0;
   }

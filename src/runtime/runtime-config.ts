@@ -24,6 +24,29 @@ const nonNegativeCount = (max: number, what: string) => boundedNumber({ int: tru
  */
 export const DEFAULT_LEASE_MS = 120_000;
 
+/**
+ * Default `tierPolicy`: slack, with a higher tier passed over for at most 1.5 s (about one call of a loaded
+ * provider; bench:goodput's agent8-storm calls take 1.2 s on average).
+ *
+ * @example
+ * ```ts
+ * defineConfig(config).tierPolicy; // { kind: 'slack', maxDelayMs: 1500 } unless it says otherwise
+ * ```
+ */
+export const DEFAULT_TIER_POLICY = { kind: 'slack', maxDelayMs: 1_500 } as const;
+
+/** How tokens are shared between tiers (see `tierPolicy` in the config). */
+const tierPolicySchema = z
+  .discriminatedUnion('kind', [
+    z.strictObject({
+      kind: z.literal('slack'),
+      /** The longest a waiting request is passed over by a lower tier's critical work, ms. Default 1500. */
+      maxDelayMs: nonNegativeMs(60_000).default(DEFAULT_TIER_POLICY.maxDelayMs),
+    }),
+    z.strictObject({ kind: z.literal('strict') }),
+  ])
+  .default(DEFAULT_TIER_POLICY);
+
 const B = DEFAULT_BREAKER_CONFIG;
 /** The breaker's fields as users write them; defaults from the breaker's one owner (src/core/breaker-config.ts). */
 const breakerSchema = z
@@ -232,6 +255,15 @@ export const runtimeConfigSchema = z
      * request that arrived more than k × `tierAgingMs` after it). Default: none (strict tier priority).
      */
     tierAgingMs: durationMs().optional(),
+    /**
+     * How tokens are shared between tiers. `slack` (default): an agent whose queue of asks is the critical path of
+     * the work left (run one after another they would outlast everything else shared over the tokens) gets a token
+     * before higher tiers, so the tokens stay busy to the end of a round instead of idling while the lowest tier's
+     * chains finish one call at a time; a request of a higher tier is passed over this way only in its first
+     * `maxDelayMs` of waiting. `strict`: a waiting higher tier always goes first (aged by `tierAgingMs`). Default
+     * `{ kind: 'slack', maxDelayMs: 1500 }`.
+     */
+    tierPolicy: tierPolicySchema,
     concurrency: concurrencySchema,
     breaker: breakerSchema,
     retry: retrySchema,

@@ -105,6 +105,11 @@ export function reportToEvent(r: SchedulerReport): RuntimeEvent {
       };
     case 'token.denied':
       return { type: r.type, at: r.at, agent: r.agent, data: { reason: r.reason } };
+    case 'route.wait': {
+      const { until, insteadOf, expectedMs, insteadExpectedMs } = r;
+      const data = { until, insteadOf, expectedMs, insteadExpectedMs };
+      return { type: r.type, at: r.at, agent: r.agent, endpoint: r.endpointId, data };
+    }
     case 'probe.started':
       return { type: r.type, at: r.at, endpoint: r.endpointId, data: { leaseId: r.leaseId } };
   }

@@ -56,6 +56,10 @@ export function buildSupervisorAgents(parts: SupervisorAgentParts): SupervisorAg
     definitions: registry.definitions,
     degraded: createDegradedResponder({ cache, trees: registry.trees }),
     sessionOf: (agent) => registry.sessions.get(agent),
+    workLeftOf: (agent) => {
+      const h = registry.handles.get(agent);
+      return h instanceof LlmAgentHandle ? h.asksLeft : undefined;
+    },
     endpointsOf: (agent, chain) => parts.endpointsOf(chain, registry.sessions.get(agent)),
     ...(supervisor.memo ? { memo: supervisor.memo } : {}),
     ...(tracer ? { traceIdsOf: (turnId: string) => tracer.idsOf(turnId) } : {}),

@@ -41,6 +41,7 @@ export function buildScheduler(
     limit: config.concurrency.limit,
     tiers: config.tiers,
     ...(config.tierAgingMs !== undefined ? { tierAgingMs: config.tierAgingMs } : {}),
+    ...(config.tierPolicy.kind === 'slack' ? { tierSlackMs: config.tierPolicy.maxDelayMs } : {}),
     leaseMs: config.concurrency.leaseMs,
     reclaimGraceMs: config.concurrency.reclaimGraceMs,
     budget: new RetryBudget({

@@ -1,7 +1,10 @@
 import type { CallSettlement } from '../health/endpoint-health.ts';
-import type { Selection } from '../health/endpoint-registry.ts';
-import { LeaseBook } from './lease-book.ts';
-import type { MemoryTokenSchedulerOptions } from './memory-token-scheduler-options.ts';
+import type { LeaseBook } from './lease-book.ts';
+import {
+  type MemoryTokenSchedulerOptions,
+  schedulerLeaseBook,
+  tierOrderOf,
+} from './memory-token-scheduler-options.ts';
 import { ProbeQueue } from './probe-queue.ts';
 import {
   acquireTicket,
@@ -13,9 +16,11 @@ import {
   type TokenTicket,
   type TokenView,
 } from './token-scheduler.ts';
+import { ChainChoice, routeWaitReport } from './chain-choice.ts';
+import { TierSlack } from './tier-slack.ts';
 import { Ticket } from './token-ticket.ts';
-import { BUDGET_SPENT, beyondMaxWait, keepsPlace, skipOf, waitLeft, waitsFor } from './wait-rules.ts';
-import { servedBefore, servingKey, type Waiter } from './waiter.ts';
+import { BUDGET_SPENT, beyondMaxWait, keepsPlace, waitLeft, waitsFor } from './wait-rules.ts';
+import { newWaiter, servedBefore, type Waiter } from './waiter.ts';
 import { WaiterQueues } from './waiter-queues.ts';
 
 export type { MemoryTokenSchedulerOptions } from './memory-token-scheduler-options.ts';
@@ -46,6 +51,9 @@ export class MemoryTokenScheduler implements TokenScheduler {
   readonly #queues: WaiterQueues;
   readonly #probes = new ProbeQueue();
   readonly #leases: LeaseBook;
+  /** The slack tier policy's state; undefined under strict tier order. */
+  readonly #slack: TierSlack | undefined;
+  readonly #choice: ChainChoice;
   #limit: number;
   readonly #agingMs: number;
   #seq = 0;
@@ -57,39 +65,22 @@ export class MemoryTokenScheduler implements TokenScheduler {
   constructor(options: MemoryTokenSchedulerOptions) {
     this.#o = options;
     this.#limit = Math.max(1, Math.floor(options.limit));
-    const aging = options.tierAgingMs ?? Number.POSITIVE_INFINITY;
-    if (!(aging > 0))
-      throw new RangeError(
-        `tierAgingMs ${String(aging)}: set a duration > 0 ms, or Infinity for strict tiers`,
-      );
+    const { agingMs: aging, slackMs } = tierOrderOf(options);
     this.#agingMs = aging;
-    this.#queues = new WaiterQueues(options.tiers.length, aging, options.endpoints, options.timers, (id) =>
-      this.wake(id),
+    this.#choice = new ChainChoice(options.endpoints, options.endpointsFor);
+    this.#slack =
+      slackMs === undefined
+        ? undefined
+        : new TierSlack(slackMs, options.tiers.length + 1, options.timers, () => this.#pump());
+    this.#queues = new WaiterQueues(
+      options.tiers.length,
+      aging,
+      options.endpoints,
+      options.timers,
+      (id) => this.wake(id),
+      this.#slack,
     );
-    this.#leases = new LeaseBook({
-      clock: options.clock,
-      timers: options.timers,
-      leaseMs: options.leaseMs,
-      reclaimGraceMs: options.reclaimGraceMs,
-      release: (id, outcome) => this.release(id, outcome),
-      onReclaimed: (g, at) =>
-        options.onReport?.({
-          type: 'token.reclaimed',
-          at,
-          holder: g.holder,
-          endpointId: g.endpointId,
-          leaseId: g.leaseId,
-        }),
-      onCancellationIgnored: (g) => {
-        options.onForcedReclaim?.(g);
-        const provider = options.endpoints.get(g.endpointId)?.health.descriptor.provider ?? 'openai';
-        const message = `the call ignored the cancellation of its overrun lease for ${options.reclaimGraceMs} ms; its token was taken back`;
-        this.release(g.leaseId, {
-          kind: 'fault',
-          fault: { kind: 'timeout', provider, message, endpointId: g.endpointId },
-        });
-      },
-    });
+    this.#leases = schedulerLeaseBook(options, (id, outcome) => this.release(id, outcome));
   }
 
   acquire(request: TokenRequest, signal?: AbortSignal): Promise<TokenDecision> {
@@ -99,23 +90,8 @@ export class MemoryTokenScheduler implements TokenScheduler {
   request(request: TokenRequest): TokenTicket {
     let w!: Waiter;
     const decision = new Promise<TokenDecision>((resolve, reject) => {
-      const known = this.#o.tiers.indexOf(request.tier);
-      const rank = known < 0 ? this.#o.tiers.length : known;
-      const enqueuedAt = this.#o.clock.now();
-      w = {
-        seq: ++this.#seq,
-        rank,
-        order: servingKey(rank, enqueuedAt, this.#agingMs),
-        request,
-        enqueuedAt,
-        resolve,
-        reject,
-        state: 'new',
-        parkVersion: 0,
-        parkedOn: [],
-        prev: undefined,
-        next: undefined,
-      };
+      const rank = this.#rankOf(request.tier);
+      w = newWaiter(++this.#seq, rank, request, this.#o.clock.now(), this.#agingMs, resolve, reject);
     });
     const ticket = new Ticket(this, w, decision);
     if (this.#closed) {
@@ -124,10 +100,16 @@ export class MemoryTokenScheduler implements TokenScheduler {
       return ticket;
     }
     this.#queues.add(w);
+    // A token kept for this holder (it released one a moment ago, on the critical path): decided now, on it.
+    if (this.#slack?.asked(w)) {
+      this.#handOver(w);
+      this.#pump();
+      return ticket;
+    }
     // With every token held, a newcomer that must cool or be refused hears it now rather than after a wait.
-    if (this.#leases.size >= this.#limit) {
+    if (this.#taken >= this.#limit) {
       const now = this.#o.clock.now();
-      const sel = this.#select(request, now);
+      const sel = this.#choice.select(request, now);
       if (!keepsPlace(sel, now, request)) {
         this.#decide(w, now);
         return ticket;
@@ -139,18 +121,20 @@ export class MemoryTokenScheduler implements TokenScheduler {
   }
 
   tryGrant(request: TokenRequest): Grant | undefined {
+    // A token kept for this holder is its to use now (no one else could have it).
+    this.#slack?.tookAtOnce(request.holder);
     // Anyone waiting (a request, a parked one, a probe) is served first: the newcomer goes through `request`.
     if (
       this.#closed ||
       this.#pumping ||
       request.retry ||
-      this.#leases.size >= this.#limit ||
+      this.#taken >= this.#limit ||
       this.#queues.waiting.size > 0 ||
       this.#probes.size > 0
     )
       return undefined;
     const now = this.#o.clock.now();
-    const sel = this.#select(request, now);
+    const sel = this.#choice.select(request, now);
     if (sel.kind !== 'ready') return undefined;
     if (request.attempt === 0) this.#o.budget?.recordCall(now);
     return this.#open(request, sel.endpointId, sel.index, now, now);
@@ -175,6 +159,12 @@ export class MemoryTokenScheduler implements TokenScheduler {
     const grant = this.#leases.close(leaseId);
     if (!grant) return;
     const now = this.#o.clock.now();
+    this.#slack?.released(
+      grant.holder,
+      now,
+      this.#limit,
+      () => !grant.probe && this.#queues.mayPass(this.#rankOf(grant.tier), now),
+    );
     // Held until the release is reported: the health hook below wakes waiters, and a grant must not be
     // reported before the release that made room for it.
     const pumping = this.#pumping;
@@ -248,6 +238,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
     this.#closed = true;
     for (const w of [...this.#queues.waiting]) this.#withdraw(w, reason);
     this.#probes.rejectAll(reason);
+    this.#slack?.close();
     this.#leases.abortAll(reason);
     this.#queues.cancelWakes();
   }
@@ -262,10 +253,10 @@ export class MemoryTokenScheduler implements TokenScheduler {
     try {
       do {
         this.#pumpAgain = false;
-        while (!this.#closed && this.#leases.size < this.#limit) {
+        while (!this.#closed && this.#taken < this.#limit) {
           const now = this.#o.clock.now();
           if (this.#probes.size === 0 || !this.#probes.serveNext((id) => this.#grantProbe(id, now))) {
-            const w = this.#queues.bestCandidate();
+            const w = this.#queues.bestCandidate(now, this.#limit);
             if (!w) break;
             this.#decide(w, now);
           }
@@ -282,10 +273,15 @@ export class MemoryTokenScheduler implements TokenScheduler {
     const budget = this.#o.budget;
     // The budget limits retries, not fallbacks: once it is spent, a retry may still go where it was never tried.
     const spent = request.retry && budget !== undefined && !budget.canRetry(now);
-    const sel = this.#select(request, now, spent);
+    const sel = this.#choice.select(request, now, spent);
+    // Wait or switch: waiting for an earlier endpoint was chosen over a ready later one (said once per request).
+    if (sel.kind === 'wait' && sel.instead && !w.waitChosen) {
+      w.waitChosen = true;
+      this.#o.onReport?.(routeWaitReport(sel, request.holder, now));
+    }
     if (sel.kind === 'none') {
       // Spent retries explain it only if an endpoint the call may still use was left out for them.
-      const unspent = spent ? this.#select(request, now) : sel;
+      const unspent = spent ? this.#choice.select(request, now) : sel;
       this.#deny(w, now, unspent.kind === 'none' ? unspent.reason : BUDGET_SPENT);
     } else if (sel.kind === 'ready') {
       // A retry is charged when it is actually sent, and only on an endpoint it failed on: a storm cannot multiply
@@ -297,7 +293,8 @@ export class MemoryTokenScheduler implements TokenScheduler {
         if (request.attempt === 0) this.#o.budget?.recordCall(now);
         this.#grant(w, sel.endpointId, sel.index, now);
       }
-    } else if (keepsPlace(sel, now, request)) this.#queues.park(w, this.#usableBy(request, spent), now);
+    } else if (keepsPlace(sel, now, request))
+      this.#queues.park(w, this.#choice.usableBy(request, spent), now);
     else if (!waitsFor(sel, now, request)) this.#deny(w, now, beyondMaxWait(sel, now, request));
     else {
       const { endpointId, cause } = sel;
@@ -325,7 +322,10 @@ export class MemoryTokenScheduler implements TokenScheduler {
     const { holder, tier, estimatedTokens } = request;
     const grant = this.#leases.open({ holder, tier, endpointId, index, estimatedTokens, probe: false }, now);
     this.#o.endpoints.get(endpointId)?.health.take(estimatedTokens, now);
-    if (w) this.#settle(w, { kind: 'granted', grant });
+    if (w) {
+      this.#slack?.granted(holder, now - askedAt);
+      this.#settle(w, { kind: 'granted', grant });
+    }
     this.#o.onReport?.({
       type: 'token.granted',
       at: now,
@@ -349,6 +349,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
   }
 
   #deny(w: Waiter, now: number, reason: string): void {
+    this.#slack?.refused(w.request.holder);
     this.#settle(w, { kind: 'denied', reason, at: now });
     this.#o.onReport?.({ type: 'token.denied', at: now, agent: w.request.holder, reason });
   }
@@ -366,28 +367,26 @@ export class MemoryTokenScheduler implements TokenScheduler {
 
   #withdraw(w: Waiter, reason: unknown): void {
     if (w.state === 'done') return;
+    // Its ask was cancelled or its agent stopped: whatever it said it had left is not coming.
+    this.#slack?.withdrawn(w.request.holder);
     this.#queues.finish(w);
     w.reject(reason);
   }
 
-  /** The endpoint `request` may take now, or when; `spent`: its retries are spent (it may go only where untried). */
-  #select(request: TokenRequest, now: number, spent = false): Selection {
-    return this.#o.endpoints.select(
-      this.#endpointsOf(request),
-      now,
-      request.estimatedTokens,
-      skipOf(request, spent),
-    );
+  /** Tokens held by calls and kept for hand-offs. */
+  get #taken(): number {
+    return this.#leases.size + (this.#slack?.kept ?? 0);
   }
 
-  /** The endpoints of `request`'s chain it may be granted on (a parked request waits on these only). */
-  #usableBy(request: TokenRequest, spent: boolean): readonly string[] {
-    const ids = this.#endpointsOf(request);
-    const skip = skipOf(request, spent);
-    return skip ? ids.filter((id) => !skip.includes(id)) : ids;
+  /** `w`'s holder takes the token kept for it: decided at once, a pass over any higher tier waiting. */
+  #handOver(w: Waiter): void {
+    const now = this.#o.clock.now();
+    this.#slack?.picked(w, now, this.#queues.higherTierWaiting(w.rank));
+    this.#decide(w, now);
   }
 
-  #endpointsOf(request: TokenRequest): readonly string[] {
-    return this.#o.endpointsFor?.(request) ?? this.#o.endpoints.chain(request.chain);
+  #rankOf(tier: string): number {
+    const known = this.#o.tiers.indexOf(tier);
+    return known < 0 ? this.#o.tiers.length : known;
   }
 }

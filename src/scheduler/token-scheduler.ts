@@ -34,6 +34,12 @@ export interface TokenRequest {
    * spent and only endpoints it never tried are left. Default none.
    */
   readonly skip?: readonly string[];
+  /**
+   * Asks its holder has left to run one after another, this one included (an agent's queue of asks), a whole
+   * number ≥ 1. The `slack` tier policy starts the longest chains early enough that they do not outlast the rest.
+   * Default: unknown (the request is served in tier order).
+   */
+  readonly workLeft?: number;
 }
 
 /**
@@ -110,6 +116,17 @@ export type SchedulerReport =
   | { type: 'token.reclaimed'; at: number; holder: string; endpointId: string; leaseId: string }
   | { type: 'token.wait'; at: number; agent: string; endpointId: string; until: number; cause: string }
   | { type: 'token.denied'; at: number; agent: string; reason: string }
+  /** Wait or switch: `agent` waits for `endpointId` rather than take `insteadOf`, which is ready (see RuntimeEvent). */
+  | {
+      type: 'route.wait';
+      at: number;
+      agent: string;
+      endpointId: string;
+      until: number;
+      insteadOf: string;
+      expectedMs: number;
+      insteadExpectedMs: number;
+    }
   | { type: 'probe.started'; at: number; endpointId: string; leaseId: string };
 
 /**

@@ -1,6 +1,7 @@
 import type { TimerHeap } from '../clock/timer-heap.ts';
 import type { EndpointRegistry } from '../health/endpoint-registry.ts';
 import { EndpointWaitList } from './endpoint-wait-list.ts';
+import type { TierSlack } from './tier-slack.ts';
 import { servedBefore, type Waiter, WaiterFifo } from './waiter.ts';
 
 /**
@@ -28,20 +29,27 @@ export class WaiterQueues {
   readonly #timers: TimerHeap;
   /** An endpoint's wake-up fired: its scheduler looks at its parked waiters again. */
   readonly #wake: (endpointId: string) => void;
+  /** The `slack` tier policy, or undefined for strict tier order. */
+  readonly #slack: TierSlack | undefined;
 
-  /** `tiers`: the known tiers (one more FIFO holds the unknown ones); `agingMs`: the scheduler's tier aging. */
+  /**
+   * `tiers`: the known tiers (one more FIFO holds the unknown ones); `agingMs`: the scheduler's tier aging; `slack`:
+   * the slack policy's state (undefined: strict tier order).
+   */
   constructor(
     tiers: number,
     agingMs: number,
     endpoints: EndpointRegistry,
     timers: TimerHeap,
     wake: (endpointId: string) => void,
+    slack?: TierSlack,
   ) {
     this.#fifos = Array.from({ length: tiers + 1 }, () => new WaiterFifo());
     this.#agingMs = agingMs;
     this.#endpoints = endpoints;
     this.#timers = timers;
     this.#wake = wake;
+    this.#slack = slack;
   }
 
   /** Every waiting request, wherever it waits. */
@@ -57,10 +65,68 @@ export class WaiterQueues {
   /** `w` joins the end of its tier's FIFO. */
   enqueue(w: Waiter): void {
     this.#fifos[w.rank]!.push(w);
+    this.#slack?.enqueued(w);
   }
 
-  /** The waiter served next: the best of the tiers' heads and the woken endpoints' tops. */
-  bestCandidate(): Waiter | undefined {
+  /**
+   * The waiter served next: the best of the tiers' heads and the woken endpoints' tops; with the slack policy, the
+   * waiter on the critical path of the work left instead, unless a request of a higher tier it would pass has been
+   * delayed by passes `maxDelayMs` already. `tokens`: the scheduler's limit. The caller decides the waiter it gets.
+   */
+  bestCandidate(now: number, tokens: number): Waiter | undefined {
+    const best = this.#inTierOrder();
+    const slack = this.#slack;
+    if (!slack || !best) return best;
+    const critical = slack.candidate(tokens);
+    const pass =
+      critical !== undefined &&
+      critical !== best &&
+      servedBefore(best, critical) &&
+      this.#passesNoneDue(slack, critical, now);
+    const next = pass ? critical : best;
+    slack.picked(next, now, pass && best.rank < critical.rank);
+    return next;
+  }
+
+  /**
+   * Whether serving `w` now passes over no waiter of a higher tier that passes have delayed the slack bound already.
+   * Only a waiter that tier order (with its aging) serves before `w` is passed over; a tier's FIFO head arrived first,
+   * so it is the most delayed of its tier; a woken endpoint's parked waiters compete too.
+   */
+  #passesNoneDue(slack: TierSlack, w: Waiter, now: number): boolean {
+    const due = (h: Waiter | undefined) =>
+      h !== undefined && h.rank < w.rank && servedBefore(h, w) && slack.delayOf(h, now) >= slack.maxDelayMs;
+    for (let rank = 0; rank < w.rank; rank++) if (due(this.#fifos[rank]!.head)) return false;
+    for (const id of this.#awake) if (due(this.#lists.get(id)?.top())) return false;
+    return true;
+  }
+
+  /**
+   * Whether a request of tier `rank` may pass over the higher tiers once more: none of their waiters that could be
+   * served now has been delayed by passes the slack bound already.
+   */
+  mayPass(rank: number, now: number): boolean {
+    const slack = this.#slack;
+    if (!slack) return false;
+    const due = (h: Waiter | undefined) =>
+      h !== undefined && h.rank < rank && slack.delayOf(h, now) >= slack.maxDelayMs;
+    for (let r = 0; r < rank; r++) if (due(this.#fifos[r]!.head)) return false;
+    for (const id of this.#awake) if (due(this.#lists.get(id)?.top())) return false;
+    return true;
+  }
+
+  /** Whether a request of a tier above `rank` waits in a FIFO or on a woken endpoint. */
+  higherTierWaiting(rank: number): boolean {
+    for (let r = 0; r < rank; r++) if (this.#fifos[r]!.head) return true;
+    for (const id of this.#awake) {
+      const top = this.#lists.get(id)?.top();
+      if (top && top.rank < rank) return true;
+    }
+    return false;
+  }
+
+  /** The best of the tiers' heads and the woken endpoints' tops, in tier (or aged) order. */
+  #inTierOrder(): Waiter | undefined {
     let best: Waiter | undefined;
     // A FIFO is in serving order (its keys grow with arrival), so only heads compete: without aging the first
     // non-empty tier wins; with aging, the head with the smallest key among the tiers.
@@ -132,8 +198,11 @@ export class WaiterQueues {
 
   /** Takes `w` out of its FIFO or its parked lists (those entries go stale). */
   #leave(w: Waiter): void {
-    if (w.state === 'fifo') this.#fifos[w.rank]!.remove(w);
-    else if (w.state === 'parked') {
+    if (w.state === 'fifo') {
+      this.#fifos[w.rank]!.remove(w);
+      w.state = 'new';
+      this.#slack?.left(w);
+    } else if (w.state === 'parked') {
       w.parkVersion++;
       for (const id of w.parkedOn) this.#lists.get(id)?.markStale();
       w.parkedOn = [];

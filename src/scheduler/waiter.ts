@@ -19,10 +19,42 @@ export interface Waiter {
   state: 'new' | 'fifo' | 'parked' | 'done';
   /** Bumped on every park and unpark: a parked entry with an older version is stale. */
   parkVersion: number;
+  /** The slack policy's delay count of its tier when it arrived (see TierSlack.delayOf). */
+  slackMark: number;
+  /** It chose to wait for an earlier endpoint over a ready later one (reported once). */
+  waitChosen: boolean;
   /** The endpoints it is parked on (to count stale entries when it leaves). */
   parkedOn: readonly string[];
   prev: Waiter | undefined;
   next: Waiter | undefined;
+}
+
+/** A new request's waiter, not yet placed: `seq`-th to arrive, of tier `rank`, at `enqueuedAt`. */
+export function newWaiter(
+  seq: number,
+  rank: number,
+  request: TokenRequest,
+  enqueuedAt: number,
+  agingMs: number,
+  resolve: (d: TokenDecision) => void,
+  reject: (e: unknown) => void,
+): Waiter {
+  return {
+    seq,
+    rank,
+    order: servingKey(rank, enqueuedAt, agingMs),
+    request,
+    enqueuedAt,
+    resolve,
+    reject,
+    state: 'new',
+    parkVersion: 0,
+    slackMark: 0,
+    waitChosen: false,
+    parkedOn: [],
+    prev: undefined,
+    next: undefined,
+  };
 }
 
 /** Serving order: the serving key (tier rank, or aged deadline), then arrival. */

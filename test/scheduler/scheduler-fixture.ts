@@ -8,7 +8,7 @@ import type { ParsedEndpointConfig } from '../../src/engines/endpoint-config.ts'
 import { describeEndpoint } from '../../src/engines/endpoint-config.ts';
 import type { EngineResult } from '../../src/core/engine-types.ts';
 import type { Fault, FaultKind } from '../../src/core/fault.ts';
-import { EndpointRegistry, type Selection } from '../../src/health/endpoint-registry.ts';
+import { EndpointRegistry, type SelectOptions, type Selection } from '../../src/health/endpoint-registry.ts';
 import { RetryBudget } from '../../src/resilience/retry-budget.ts';
 import { MemoryTokenScheduler } from '../../src/scheduler/memory-token-scheduler.ts';
 import { TimerHeap } from '../../src/clock/timer-heap.ts';
@@ -34,9 +34,15 @@ export function endpoint(
 /** Counts every chain selection: the scheduler's unit of work per look at a waiter. */
 export class CountingRegistry extends EndpointRegistry {
   selects = 0;
-  override select(ids: readonly string[], now: number, tokens: number, skip?: readonly string[]): Selection {
+  override select(
+    ids: readonly string[],
+    now: number,
+    tokens: number,
+    skip?: readonly string[],
+    options?: SelectOptions,
+  ): Selection {
     this.selects++;
-    return super.select(ids, now, tokens, skip);
+    return super.select(ids, now, tokens, skip, options);
   }
 }
 
@@ -58,6 +64,7 @@ export interface FixtureOptions {
   readonly budget?: RetryBudget;
   readonly tiers?: readonly string[];
   readonly tierAgingMs?: number;
+  readonly tierSlackMs?: number;
 }
 
 export function fixture(o: FixtureOptions): Fixture {
@@ -91,6 +98,7 @@ export function fixture(o: FixtureOptions): Fixture {
     limit: o.limit ?? 1,
     tiers: o.tiers ?? ['analysis', 'ops'],
     ...(o.tierAgingMs !== undefined ? { tierAgingMs: o.tierAgingMs } : {}),
+    ...(o.tierSlackMs !== undefined ? { tierSlackMs: o.tierSlackMs } : {}),
     leaseMs: o.leaseMs ?? 120_000,
     reclaimGraceMs: o.reclaimGraceMs ?? 5_000,
     budget,
