@@ -104,6 +104,16 @@ function tierRows(byTier: Readonly<Record<string, TierStats>>): string[][] {
   return [[...head, 'wait'], ...rows];
 }
 
+/** One line: each round's span, its tail on fewer tokens than the limit, and tokens free while agents queued. */
+function formatTokenTime({ limit, rounds }: NonNullable<RunReport['tokenTime']>): string {
+  const d = (ms: number) => formatDuration(ms, 'compact');
+  const each = rounds.map(
+    (r) =>
+      `round ${r.round} ${d(r.spanMs)} (tail ${d(r.tailMs)}, idle while queued ${d(r.idleWhileWaitingMs)})`,
+  );
+  return `tokens (${limit}): ${each.join('; ')}`;
+}
+
 /**
  * The human summary of a run report: a header (run, scenario, policy, status, window), the checks as
  * a table (check, value, threshold, PASS/FAIL), the turn counts, a per-tier table, the upstream calls
@@ -170,6 +180,7 @@ export function formatRunReport(report: RunReport, options: FormatReportOptions 
     .map(([id, n]) => `${id} ${n}${c.probesByEndpoint[id] ? ` (${c.probesByEndpoint[id]} probes)` : ''}`);
   if (endpoints.length > 0) lines.push(`  by endpoint: ${endpoints.join(', ')}`);
   if (report.usage) lines.push(formatUsageSummary(report.usage));
+  if (report.tokenTime?.rounds.length) lines.push(formatTokenTime(report.tokenTime));
   const failing = report.checks.filter((k) => k.pass === false);
   lines.push(
     report.allPassed === null

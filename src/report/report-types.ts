@@ -1,3 +1,4 @@
+import type { RoundTokenTime } from './round-token-time.ts';
 import type { AgentInfo } from '../core/runtime-event.ts';
 import type { UsageSummary } from './usage-summary.ts';
 
@@ -214,4 +215,10 @@ export interface RunReport {
    * reported with breakwater's estimate of them. Absent when the turns were not given.
    */
   readonly usage?: UsageSummary;
+  /**
+   * How each committed round used the tokens (`limit`: the concurrency limit the checks judge by): its span, the time
+   * tokens were free while agents were queued for one, and its tail on fewer tokens than the limit. Absent from
+   * reports made before it was added.
+   */
+  readonly tokenTime?: { readonly limit: number; readonly rounds: readonly RoundTokenTime[] };
 }

@@ -1,3 +1,4 @@
+import { roundTokenTime } from './round-token-time.ts';
 import type { RuntimeEvent } from '../core/runtime-event.ts';
 import type { RunRecord } from '../store/store-types.ts';
 import { modelRates, summarizeCalls } from './call-summary.ts';
@@ -93,5 +94,8 @@ export function buildRunReport(
     calls: callSummary,
     agents: collected.agents,
     ...(options.turns ? { usage: summarizeUsage(options.turns) } : {}),
+    ...(limits.maxInFlight !== null
+      ? { tokenTime: { limit: limits.maxInFlight, rounds: roundTokenTime(events, limits.maxInFlight) } }
+      : {}),
   });
 }
