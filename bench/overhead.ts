@@ -332,7 +332,8 @@ async function main(): Promise<void> {
   const addedP50Ms = added(1, 'breakwater', 50);
   const addedP99Ms = added(1, 'breakwater', 99);
   const throughputRatio = ratio(32, 'breakwater');
-  const targets = { addedP50Ms: 0.2, addedP99Ms: 1, throughputRatio: 0.9, tracingAddedP50Ms: 0.1 };
+  // Issue 34's single-process targets (tracing's is its own).
+  const targets = { addedP50Ms: 0.05, addedP99Ms: 0.5, throughputRatio: 0.95, tracingAddedP50Ms: 0.1 };
   const met = {
     tracingAddedP50Ms: tracingAddedP50Ms <= targets.tracingAddedP50Ms,
     addedP50Ms: addedP50Ms <= targets.addedP50Ms,
