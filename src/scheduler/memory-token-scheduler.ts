@@ -143,6 +143,8 @@ export class MemoryTokenScheduler implements TokenScheduler {
   acquireProbe(endpointId: string, signal?: AbortSignal): Promise<Grant> {
     if (this.#closed) return Promise.reject(new SchedulerClosedError());
     const grant = this.#probes.wait(endpointId, signal);
+    // A probe goes before every tier: a token kept for a critical agent's next ask is its now.
+    this.#slack?.dropKept();
     this.#pump();
     return grant;
   }
@@ -163,7 +165,8 @@ export class MemoryTokenScheduler implements TokenScheduler {
       grant.holder,
       now,
       this.#limit,
-      () => !grant.probe && this.#queues.mayPass(this.#rankOf(grant.tier), now),
+      // Never kept from a probe waiting (probes go before every tier) or past the slack promise.
+      () => !grant.probe && this.#probes.size === 0 && this.#queues.mayPass(this.#rankOf(grant.tier), now),
     );
     // Held until the release is reported: the health hook below wakes waiters, and a grant must not be
     // reported before the release that made room for it.
@@ -238,7 +241,7 @@ export class MemoryTokenScheduler implements TokenScheduler {
     this.#closed = true;
     for (const w of [...this.#queues.waiting]) this.#withdraw(w, reason);
     this.#probes.rejectAll(reason);
-    this.#slack?.close();
+    this.#slack?.dropKept();
     this.#leases.abortAll(reason);
     this.#queues.cancelWakes();
   }

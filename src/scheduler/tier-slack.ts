@@ -114,8 +114,8 @@ export class TierSlack {
     this.book.forget(holder);
   }
 
-  /** The scheduler closed: kept tokens are dropped. */
-  close(): void {
+  /** Kept tokens go back to the queue (a probe came, or the scheduler closed). */
+  dropKept(): void {
     this.#handoff.dropAll();
   }
 

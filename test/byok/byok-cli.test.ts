@@ -23,8 +23,10 @@ writeFileSync(
     name: 'byok-cli',
     emulator: {
       ...CANARY_RUN_SPEC.emulator,
-      // Slow enough that a line written once the run has started lands while turns are still being asked.
-      latency: { minMs: 100, maxMs: 200 },
+      // Slow enough that a line written once the run has started lands while turns are still being asked: the run
+      // takes ~3 s, the key's check one call. At 100–200 ms the run once ended in 1 s, before the check got its
+      // call, on a machine running four test files beside it (the check was cancelled with the run).
+      latency: { minMs: 400, maxMs: 600 },
       keys: [...(CANARY_RUN_SPEC.emulator.keys ?? []), { alias: 'cli-user', key: USER_KEY }],
     },
   }),
