@@ -1,6 +1,8 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { defineConfig } from '../../src/runtime/runtime-config.ts';
 import { type SimAgent, type SimResult, simulateChains, TIERS } from './chain-simulation.ts';
+import { endpoint, fixture } from './scheduler-fixture.ts';
 
 /*
  * The slack tier policy (`tierSlackMs`) on the real scheduler, agents working chains of asks on a manual clock
@@ -102,5 +104,18 @@ describe('token scheduler — the slack tier policy', () => {
     const lastGrant = (sim: SimResult, prefix: string) =>
       Math.max(...sim.requests.filter((r) => r.agent.startsWith(prefix)).map((r) => r.grantedAt!));
     expect(lastGrant(slack, 'i')).toBeLessThan(lastGrant(slack, 'ops'));
+  });
+
+  it('is the default (tierPolicy slack, 1.5 s); strict on request; a bad policy is refused naming the field', () => {
+    const base = { endpoints: [endpoint('mini')], chains: { main: ['mini'] } };
+    expect(defineConfig(base).tierPolicy).toEqual({ kind: 'slack', maxDelayMs: 1_500 });
+    expect(defineConfig({ ...base, tierPolicy: { kind: 'strict' } }).tierPolicy).toEqual({ kind: 'strict' });
+    expect(() => defineConfig({ ...base, tierPolicy: { kind: 'fast' } } as never)).toThrow(
+      /tierPolicy\.kind/,
+    );
+    expect(() => defineConfig({ ...base, tierPolicy: { kind: 'slack', maxDelayMs: -1 } })).toThrow(
+      /tierPolicy\.maxDelayMs/,
+    );
+    expect(() => fixture({ ...base, tierSlackMs: -1 })).toThrow(/tierSlackMs/);
   });
 });
