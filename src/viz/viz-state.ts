@@ -127,6 +127,13 @@ export function applyEvent(state: VizState, event: VizEvent): VizState {
       return tokenWait(base, event.agent ?? '', event.endpoint ?? '', data, at);
     case 'token.denied':
       return withLine(base, at, event.type, `${event.agent ?? ''}: ${str(data.reason) ?? 'denied'}`);
+    case 'route.wait':
+      return withLine(
+        base,
+        at,
+        event.type,
+        `${event.agent ?? ''} waits for ${event.endpoint ?? ''} (~${Math.round(num(data.expectedMs) ?? 0)} ms) rather than ${str(data.insteadOf) ?? '?'} (~${Math.round(num(data.insteadExpectedMs) ?? 0)} ms)`,
+      );
     case 'breaker.state':
       return breakerState(base, event.endpoint ?? '', data, at);
     case 'turn.completed':

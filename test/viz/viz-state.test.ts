@@ -173,6 +173,24 @@ describe('applyEvent folds a real run (supervisor + emulator, manual clock)', ()
     expect(foldEvents(rows.map(eventFromRecord))).toEqual(foldEvents(events));
   });
 
+  it('says why an agent waits for a paced endpoint instead of taking a ready one (route.wait)', () => {
+    const s = applyEvent(
+      emptyVizState(),
+      eventFromRecord({
+        at: 10,
+        type: 'route.wait',
+        agent: 'Kai',
+        endpoint: 'primary',
+        data: { until: 400, insteadOf: 'backup', expectedMs: 890.4, insteadExpectedMs: 2_000 },
+      }),
+    );
+    expect(s.recent.at(-1)).toEqual({
+      at: 10,
+      type: 'route.wait',
+      text: 'Kai waits for primary (~890 ms) rather than backup (~2000 ms)',
+    });
+  });
+
   it('ignores unknown event types and malformed data instead of failing', () => {
     let s = emptyVizState();
     s = applyEvent(s, eventFromRecord({ at: 5, type: 'something.new', data: { x: 1 } }));

@@ -34,6 +34,8 @@ function eventText(e: VizEvent): string {
       return `${e.agent}: turn ${d.outcome}${d.degraded ? ' (degraded)' : ''}, ${d.attempts} attempts, waited ${seconds(Number(d.waitMs ?? 0))}`;
     case 'token.wait':
       return `${who}: waits (${d.cause}) until ${shortTime(Number(d.until))}`;
+    case 'route.wait':
+      return `${who}: waits until ${shortTime(Number(d.until))} (~${Math.round(Number(d.expectedMs))} ms) rather than ${d.insteadOf} (~${Math.round(Number(d.insteadExpectedMs))} ms)`;
     default:
       return `${who}${who ? ': ' : ''}${Object.entries(d)
         .filter(([, v]) => typeof v !== 'object')
