@@ -1,14 +1,11 @@
 import type { LanguageModelV3 } from '@ai-sdk/provider';
 import { createFallback } from 'ai-fallback';
 import pLimit from 'p-limit';
-import { isNoAgentDefinition, type LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
-import { scenarioRuntimeConfig } from '../../src/scenarios/scenario-endpoints.ts';
-import { scenarioAgents } from '../../src/scenarios/scenario-tools.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import { type AgentRoundsResult, runAgentRounds } from './agent-rounds.ts';
 import { aiSdkTurn } from './ai-sdk-turn.ts';
 import type { BaselineEmulator } from './baseline-emulator.ts';
-import { chainEndpoints, endpointModel, withDeadline } from './peer-models.ts';
+import { chainEndpoints, endpointModel, peerSetup, withDeadline } from './peer-models.ts';
 
 /** Simulated ms. The peers' own settings are durations of the scenario's world, set on real timers ÷ timeScale. */
 const DEADLINE_MS = 60_000;
@@ -29,11 +26,7 @@ export async function runAiFallbackPeer(
   spec: ScenarioSpec,
   emu: BaselineEmulator,
 ): Promise<AgentRoundsResult> {
-  const scale = spec.timeScale ?? 1;
-  const runtime = scenarioRuntimeConfig(spec, { baseURL: (f) => emu.baseURL(f) });
-  const definitions = scenarioAgents({ ...spec, runtime } as ScenarioSpec).filter(
-    (d): d is LlmAgentDefinition => !isNoAgentDefinition(d),
-  );
+  const { scale, runtime, definitions, limit: tokens, historyTurns, maxTokens } = peerSetup(spec, emu);
   const models = new Map<string, LanguageModelV3>();
   const modelOf = (chain: string) => {
     let model = models.get(chain);
@@ -48,9 +41,7 @@ export async function runAiFallbackPeer(
     }
     return model;
   };
-  const limit = pLimit(spec.runtime.concurrency?.limit ?? 3);
-  const historyTurns = runtime.agentDefaults?.historyTurns ?? 6;
-  const maxTokens = runtime.agentDefaults?.maxTokens ?? 512;
+  const limit = pLimit(tokens);
   return runAgentRounds(spec, definitions, 'peer-b', (agent, key, prompt, memory) =>
     limit(() =>
       aiSdkTurn({

@@ -10,14 +10,11 @@ import {
   SamplingBreaker,
   wrap,
 } from 'cockatiel';
-import { isNoAgentDefinition, type LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
-import { scenarioRuntimeConfig } from '../../src/scenarios/scenario-endpoints.ts';
-import { scenarioAgents } from '../../src/scenarios/scenario-tools.ts';
 import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
 import { type AgentRoundsResult, runAgentRounds } from './agent-rounds.ts';
 import { aiSdkTurn } from './ai-sdk-turn.ts';
 import type { BaselineEmulator } from './baseline-emulator.ts';
-import { chainEndpoints, endpointModel } from './peer-models.ts';
+import { chainEndpoints, endpointModel, peerSetup } from './peer-models.ts';
 
 /** Simulated ms (or per simulated second). Set on real timers ÷ timeScale (× for a rate). */
 const DEADLINE_MS = 60_000;
@@ -42,12 +39,8 @@ export async function runCockatielPeer(
   spec: ScenarioSpec,
   emu: BaselineEmulator,
 ): Promise<AgentRoundsResult> {
-  const scale = spec.timeScale ?? 1;
-  const runtime = scenarioRuntimeConfig(spec, { baseURL: (f) => emu.baseURL(f) });
-  const definitions = scenarioAgents({ ...spec, runtime } as ScenarioSpec).filter(
-    (d): d is LlmAgentDefinition => !isNoAgentDefinition(d),
-  );
-  const shared = bulkhead(spec.runtime.concurrency?.limit ?? 3, Number.POSITIVE_INFINITY);
+  const { scale, runtime, definitions, limit: tokens, historyTurns, maxTokens } = peerSetup(spec, emu);
+  const shared = bulkhead(tokens, Number.POSITIVE_INFINITY);
   // One breaker and retry per endpoint, shared by every chain that names it (its health is the endpoint's).
   const guarded = new Map<string, { model: LanguageModelV3; policy: IPolicy; open: () => boolean }>();
   const guard = (e: Parameters<typeof endpointModel>[0]) => {
@@ -106,8 +99,6 @@ export async function runCockatielPeer(
     }
     return model;
   };
-  const historyTurns = runtime.agentDefaults?.historyTurns ?? 6;
-  const maxTokens = runtime.agentDefaults?.maxTokens ?? 512;
   return runAgentRounds(spec, definitions, 'peer-c', (agent, key, prompt, memory) =>
     aiSdkTurn({
       agent,

@@ -2,7 +2,12 @@ import { createAnthropic } from '@ai-sdk/anthropic';
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
 import { createOpenAI } from '@ai-sdk/openai';
 import type { LanguageModelV3 } from '@ai-sdk/provider';
+import { isNoAgentDefinition, type LlmAgentDefinition } from '../../src/runtime/agent-definition.ts';
 import type { RuntimeConfigInput } from '../../src/runtime/runtime-config.ts';
+import { scenarioRuntimeConfig } from '../../src/scenarios/scenario-endpoints.ts';
+import { scenarioAgents } from '../../src/scenarios/scenario-tools.ts';
+import type { ScenarioSpec } from '../../src/scenarios/scenario-types.ts';
+import type { BaselineEmulator } from './baseline-emulator.ts';
 
 type Endpoint = RuntimeConfigInput['endpoints'][number];
 
@@ -56,4 +61,23 @@ export function chainEndpoints(runtime: RuntimeConfigInput, chain: string): Endp
     if (!e) throw new Error(`chain ${chain}: no endpoint "${id}"`);
     return e;
   });
+}
+
+/**
+ * What every peer starts from: the scenario's timeScale (the peers' durations are simulated ms, set on real timers
+ * ÷ this), its runtime config pointed at `emu`, its LLM agents, and the agents' history and output limits.
+ */
+export function peerSetup(spec: ScenarioSpec, emu: BaselineEmulator) {
+  const runtime = scenarioRuntimeConfig(spec, { baseURL: (f) => emu.baseURL(f) });
+  const definitions = scenarioAgents({ ...spec, runtime } as ScenarioSpec).filter(
+    (d): d is LlmAgentDefinition => !isNoAgentDefinition(d),
+  );
+  return {
+    scale: spec.timeScale ?? 1,
+    runtime,
+    definitions,
+    limit: spec.runtime.concurrency?.limit ?? 3,
+    historyTurns: runtime.agentDefaults?.historyTurns ?? 6,
+    maxTokens: runtime.agentDefaults?.maxTokens ?? 512,
+  };
 }
