@@ -78,14 +78,28 @@ function runOnce(i) {
     current.stderr.setEncoding('utf8').on('data', (s) => (output += s));
     current.once('close', (code, signal) => {
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-      /** file → passed? (a file vitest never reported counts as failed) */
+      /**
+       * file → 'passed' | 'failed' | 'skipped' (a file vitest never reported counts as failed). vitest calls a file
+       * whose every test was skipped (a browser test without Chromium, say) "passed": here it is 'skipped', and so is
+       * a file with any test skipped, since a run that did not test something is no evidence that it passes.
+       */
       const verdicts = new Map();
+      let skipped = true;
       try {
-        for (const r of JSON.parse(readFileSync(json, 'utf8')).testResults ?? [])
-          verdicts.set(relative(ROOT, r.name), r.status === 'passed');
+        const report = JSON.parse(readFileSync(json, 'utf8'));
+        for (const r of report.testResults ?? []) {
+          const statuses = (r.assertionResults ?? []).map((a) => a.status);
+          const ran = statuses.filter((st) => st === 'passed' || st === 'failed').length;
+          const verdict =
+            r.status !== 'passed' ? 'failed' : ran === 0 || ran < statuses.length ? 'skipped' : 'passed';
+          verdicts.set(relative(ROOT, r.name), verdict);
+        }
+        skipped =
+          (report.numPassedTests ?? 0) === 0 ||
+          (report.numPendingTests ?? 0) + (report.numTodoTests ?? 0) > 0;
         rmSync(json, { force: true });
       } catch {}
-      done({ code: code ?? (signal ? 128 : 1), seconds, output, verdicts });
+      done({ code: code ?? (signal ? 128 : 1), seconds, output, verdicts, skipped });
     });
   });
 }
@@ -103,18 +117,25 @@ function failedTests(output) {
 process.stdout.write(`test:repeat: ${file}, ${runs} runs, ${loops} busy CPU loop(s) beside it\n`);
 let passed = 0;
 let failed = 0;
+let notRun = 0;
 const times = [];
-/** Per test file: [passed, failed]. */
+/** Per test file: [passed, failed, skipped]. */
 const perFile = new Map();
+const KIND = { passed: 0, failed: 1, skipped: 2 };
 for (let i = 1; i <= runs; i++) {
-  const { code, seconds, output, verdicts } = await runOnce(i);
+  const { code, seconds, output, verdicts, skipped } = await runOnce(i);
   times.push(seconds);
-  for (const [f, ok] of verdicts) {
-    const c = perFile.get(f) ?? [0, 0];
-    c[ok ? 0 : 1]++;
+  for (const [f, verdict] of verdicts) {
+    const c = perFile.get(f) ?? [0, 0, 0];
+    c[KIND[verdict]]++;
     perFile.set(f, c);
   }
-  if (code === 0) {
+  if (code === 0 && skipped) {
+    notRun++;
+    process.stdout.write(`  run ${i}/${runs}: SKIPPED tests (not all ran) in ${seconds.toFixed(1)} s\n`);
+    for (const [f, verdict] of verdicts)
+      if (verdict === 'skipped') process.stdout.write(`    skipped: ${f}\n`);
+  } else if (code === 0) {
     passed++;
     process.stdout.write(`  run ${i}/${runs}: passed in ${seconds.toFixed(1)} s\n`);
   } else {
@@ -124,7 +145,7 @@ for (let i = 1; i <= runs; i++) {
     process.stdout.write(
       `  run ${i}/${runs}: FAILED (exit ${code}) in ${seconds.toFixed(1)} s; output in ${relative(ROOT, log)}\n`,
     );
-    for (const [f, ok] of verdicts) if (!ok) process.stdout.write(`    failed: ${f}\n`);
+    for (const [f, verdict] of verdicts) if (verdict === 'failed') process.stdout.write(`    failed: ${f}\n`);
     for (const name of failedTests(output)) process.stdout.write(`    × ${name}\n`);
   }
 }
@@ -132,9 +153,10 @@ stopAll();
 const sorted = [...times].sort((a, b) => a - b);
 const median = sorted[Math.floor(sorted.length / 2)];
 if (perFile.size > 1)
-  for (const [f, [p, n]] of [...perFile].sort()) process.stdout.write(`  ${f}: ${p} passed, ${n} failed\n`);
+  for (const [f, [p, n, k]] of [...perFile].sort())
+    process.stdout.write(`  ${f}: ${p} passed, ${n} failed${k > 0 ? `, ${k} skipped` : ''}\n`);
 process.stdout.write(
-  `test:repeat: ${file}: ${passed} passed, ${failed} failed of ${runs} runs ` +
+  `test:repeat: ${file}: ${passed} passed, ${failed} failed${notRun > 0 ? `, ${notRun} with tests skipped` : ''} of ${runs} runs ` +
     `(${loops} busy loops; per run median ${median.toFixed(1)} s, max ${sorted.at(-1).toFixed(1)} s)\n`,
 );
-process.exit(failed === 0 ? 0 : 1);
+process.exit(failed === 0 && notRun === 0 ? 0 : 1);

@@ -1,6 +1,16 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -189,8 +199,9 @@ emulator:
     const name = readdirSync(snapshots).find((f) => f.endsWith('.heapsnapshot'));
     if (!name) continue;
     const size = statSync(join(snapshots, name)).size;
-    // Written synchronously by the child: done once the size stopped moving and the JSON closes.
-    if (size > 0 && size === lastSize) {
+    // Written synchronously by the child: done once the size stopped moving and the JSON closes (a child stalled
+    // for more than a poll mid-write, on a loaded machine, leaves a file whose size holds still but is cut).
+    if (size > 0 && size === lastSize && jsonCloses(join(snapshots, name), size)) {
       file = join(snapshots, name);
       break;
     }
@@ -201,6 +212,18 @@ emulator:
   // Each stage above has its own bound (wall time), which a hang reaches with its name; this one is their sum (CLI
   // start 60 s, key active 60 s, calls 60 s, rest 20 s, expiry 60 s, snapshot 120 s) and the four samples' time.
 }, 480_000);
+
+/** Whether the file of `size` bytes ends its JSON (the last non-space byte is `}`). */
+function jsonCloses(path: string, size: number): boolean {
+  const tail = Buffer.alloc(Math.min(64, size));
+  const fd = openSync(path, 'r');
+  try {
+    readSync(fd, tail, 0, tail.length, size - tail.length);
+  } finally {
+    closeSync(fd);
+  }
+  return tail.toString('latin1').trimEnd().endsWith('}');
+}
 
 afterAll(async () => {
   if (child && child.exitCode === null) child.kill('SIGKILL');

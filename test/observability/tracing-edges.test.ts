@@ -73,7 +73,8 @@ describe('review17 tracing probes', () => {
     const second = supervisor.spawnAgent({ name: 'ana', chain: 'fast' });
     const t2 = await second.ask('second question');
     const t1 = await p1;
-    await sleep(300);
+    // The cut call's spans end when its socket is gone: wait for both turns' spans, however slow the machine.
+    await waitFor(() => turnsOf(exporter.getFinishedSpans()).length >= 2, 'both turn spans to end');
     expect(t1.outcome).toBe('cancelled');
     expect(t2.outcome).toBe('answered');
     const spans = exporter.getFinishedSpans();
@@ -95,7 +96,12 @@ describe('review17 tracing probes', () => {
     await waitFor(() => emulator.stats().held === 1, 'the hanging call');
     a.stop();
     await p;
-    await sleep(300);
+    await waitFor(
+      () =>
+        emulator.stats().inFlight === 0 &&
+        attemptsOf(exporter.getFinishedSpans()).length >= emulator.stats().totalCalls,
+      'the cut attempt to end at the emulator and its span',
+    );
     const spans = exporter.getFinishedSpans();
     expect(turnsOf(spans)).toHaveLength(1);
     expect(attemptsOf(spans)).toHaveLength(emulator.stats().totalCalls);
@@ -121,7 +127,8 @@ describe('review17 tracing probes', () => {
     await stopping;
     supervisor = undefined;
     await pa;
-    await sleep(300);
+    // Spans still open now end with their calls' sockets: wait until none is (a hang would time out here).
+    await waitFor(() => live.size === 0, 'every span to end');
     expect(live.size).toBe(0);
     // The running turn's span (not the queued one's) reflects the running turn.
     const turns = turnsOf(exporter.getFinishedSpans());
@@ -200,7 +207,12 @@ describe('review17 tracing probes', () => {
     const again = supervisor.spawnAgent({ name: 'kai', chain: 'fast' }, { snapshot });
     const t = await again.ask('second');
     expect(t.outcome).toBe('answered');
-    await sleep(100);
+    await waitFor(
+      () =>
+        turnsOf(exporter.getFinishedSpans()).length >= 2 &&
+        attemptsOf(exporter.getFinishedSpans()).length >= emulator.stats().totalCalls - callsBefore,
+      'the restored turn and its attempt spans to end',
+    );
     const spans = exporter.getFinishedSpans();
     const callsAfter = emulator.stats().totalCalls - callsBefore;
     console.log(
